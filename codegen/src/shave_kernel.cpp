@@ -1,0 +1,1 @@
+#include "codegen/shave_kernel.h"

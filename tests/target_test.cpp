@@ -1,0 +1,102 @@
+#include <gtest/gtest.h>
+
+#include "vpu_target/target.h"
+
+using namespace vpuc::target;
+
+namespace {
+
+const char *kMinimal = R"({
+  "name": "t", "description": "test target", "tiles": 2,
+  "dpu": { "per_tile": 1, "int8_macs_per_cycle": 2048, "fp16_macs_per_cycle": 1024,
+           "clock_mhz": 1300, "channel_alignment": 16, "max_stride": 8, "max_kernel": 11,
+           "weight_table_entry_bytes": 16,
+           "mpe_modes": [ { "name": "CUBOID_16x16", "block_w": 4, "block_h": 4, "block_c": 16,
+                            "int8": true, "fp16": true } ] },
+  "cmx": { "bytes_per_tile": 2097152, "usable_bytes": 1982464, "clock_mhz": 975 },
+  "ddr": { "bytes": 536870912, "bandwidth_gbps": 27, "latency_ns": 500 },
+  "shave": { "per_tile": 2, "shared": 0, "vector_bits": 128, "clock_mhz": 975,
+             "ops_per_cycle": 1, "launch_overhead_cycles": 200 },
+  "dma": { "engines": 2, "clock_mhz": 975, "engine_bytes_per_cycle": 32 },
+  "barriers": 64,
+  "timing": {
+    "dpu": { "workload_overhead_cycles": 120, "int8_efficiency": 0.9, "fp16_efficiency": 0.9,
+             "eltwise_bytes_per_cycle": 64, "pool_efficiency": 1, "activation_cycles_per_block": 0 },
+    "dma": { "ddr_to_cmx_latency_ns": 500, "cmx_to_ddr_latency_ns": 140,
+             "cmx_to_cmx_latency_ns": 100, "burst_bytes": 64, "line_overhead_bytes": 0 } }
+})";
+
+std::string replace(std::string text, const std::string &from, const std::string &to) {
+    auto pos = text.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return text.replace(pos, from.size(), to);
+}
+
+std::string error_of(const std::string &text) {
+    try {
+        parse_target(text, "t.json");
+    } catch (const TargetError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST(Target, BundledTargetsLoad) {
+    Target a = load_target("vpu27");
+    EXPECT_EQ(a.tiles, 2);
+    EXPECT_EQ(a.int8_macs_per_cycle, 2048);
+    EXPECT_EQ(a.dma_engines, 2);
+    EXPECT_NE(a.find_mpe_mode("CUBOID_8x16"), nullptr);
+    Target b = load_target("vpu20");
+    EXPECT_EQ(b.tiles, 4);
+    EXPECT_EQ(b.dpus_per_tile, 5);
+    EXPECT_EQ(b.barriers, 32);
+    EXPECT_FALSE(b.find_mpe_mode("VECTOR_FP16")->int8);
+}
+
+TEST(Target, MinimalParses) { EXPECT_EQ(parse_target(kMinimal, "t.json").name, "t"); }
+
+TEST(Target, MissingFieldIsNamed) {
+    std::string text = replace(kMinimal, R"("clock_mhz": 1300, )", "");
+    EXPECT_EQ(error_of(text), "t.json: dpu.clock_mhz: missing field");
+}
+
+TEST(Target, NonsensicalValueIsNamed) {
+    std::string text = replace(kMinimal, R"("tiles": 2)", R"("tiles": 0)");
+    EXPECT_EQ(error_of(text), "t.json: tiles: must be in [1, 64], got 0");
+}
+
+TEST(Target, WrongTypeIsNamed) {
+    std::string text = replace(kMinimal, R"("bandwidth_gbps": 27)", R"("bandwidth_gbps": "fast")");
+    EXPECT_EQ(error_of(text), "t.json: ddr.bandwidth_gbps: must be a number");
+}
+
+TEST(Target, InconsistentFieldsAreNamed) {
+    std::string text = replace(kMinimal, R"("usable_bytes": 1982464)", R"("usable_bytes": 4194304)");
+    EXPECT_EQ(error_of(text), "t.json: cmx.usable_bytes: must not exceed bytes_per_tile");
+}
+
+TEST(Target, MpeModeFieldIsNamedWithIndex) {
+    std::string text = replace(kMinimal, R"("block_h": 4)", R"("block_h": -1)");
+    EXPECT_EQ(error_of(text), "t.json: dpu.mpe_modes[0].block_h: must be in [1, 64], got -1");
+}
+
+TEST(Target, TimingFieldIsNamed) {
+    std::string text = replace(kMinimal, R"("int8_efficiency": 0.9)", R"("int8_efficiency": 1.5)");
+    EXPECT_EQ(error_of(text), "t.json: timing.dpu.int8_efficiency: must be in [0.01, 1], got 1.5");
+}
+
+TEST(Target, InvalidJsonIsReported) {
+    EXPECT_NE(error_of("{ not json").find("t.json: not valid JSON"), std::string::npos);
+}
+
+TEST(Target, UnknownTargetListsBundled) {
+    try {
+        load_target("vpu99");
+        FAIL();
+    } catch (const TargetError &e) {
+        EXPECT_NE(std::string(e.what()).find("vpu20, vpu27"), std::string::npos) << e.what();
+    }
+}

@@ -1,0 +1,92 @@
+// Target descriptions: the hardware figures of one VPU generation, loaded from a data file.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "vpu_target/timing_params.h"
+
+namespace vpuc::target {
+
+enum class DType : uint8_t { U8, I8, F16, F32, I32 };
+
+const char *dtype_name(DType t);
+int dtype_bytes(DType t);
+
+// One MPE mode: the output block a DPU produces per group of cycles.
+struct MpeMode {
+    std::string name;  // e.g. CUBOID_16x16
+    int block_w = 0;   // output columns per block
+    int block_h = 0;   // output rows per block
+    int block_c = 0;   // output channels per block
+    bool int8 = false; // usable with 8-bit inputs
+    bool fp16 = false; // usable with fp16 inputs
+};
+
+struct Target {
+    std::string name;
+    std::string description;
+    int tiles = 0;
+
+    // DPU
+    int dpus_per_tile = 0;
+    int int8_macs_per_cycle = 0;  // per DPU
+    int fp16_macs_per_cycle = 0;  // per DPU
+    double dpu_clock_mhz = 0;
+    std::vector<MpeMode> mpe_modes;
+    int channel_alignment = 0;
+    int max_stride = 0;
+    int max_kernel = 0;
+    int weight_table_entry_bytes = 0;
+    DpuTimingParams dpu_timing;
+
+    // Memory
+    uint64_t cmx_bytes_per_tile = 0;
+    uint64_t cmx_usable_bytes = 0;
+    double cmx_clock_mhz = 0;
+    uint64_t ddr_bytes = 0;
+    double ddr_bandwidth_gbps = 0;  // GB/s shared by all DMA engines
+    double ddr_latency_ns = 0;
+
+    // SHAVE
+    int shaves_per_tile = 0;  // ACT SHAVEs bound to a tile (0 when shared)
+    int shared_shaves = 0;    // UPA SHAVEs shared by the whole device
+    int shave_vector_bits = 0;
+    double shave_clock_mhz = 0;
+    double shave_ops_per_cycle = 0;  // vector instructions issued per cycle
+    double shave_launch_overhead_cycles = 0;
+
+    // DMA
+    int dma_engines = 0;
+    double dma_clock_mhz = 0;
+    double dma_engine_bytes_per_cycle = 0;  // one engine's peak, DMA clock
+    DmaTimingParams dma_timing;
+
+    // Synchronisation
+    int barriers = 0;
+
+    // Derived helpers.
+    const MpeMode *find_mpe_mode(const std::string &mode_name) const;
+    int shaves_available(int tile) const;  // SHAVEs a task on `tile` may use
+    int macs_per_cycle(DType input) const;
+};
+
+class TargetError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+// Parses a target description (JSON with // comments). Throws TargetError naming the field
+// when a field is missing, of the wrong type or nonsensical. `origin` names the source in
+// messages.
+Target parse_target(const std::string &text, const std::string &origin);
+
+// Loads a bundled target by name ("vpu27", "vpu20") or a target file by path.
+Target load_target(const std::string &name_or_path);
+
+// Names of the bundled targets.
+std::vector<std::string> bundled_target_names();
+
+}  // namespace vpuc::target

@@ -1,0 +1,76 @@
+#include "json_fields.h"
+
+#include <sstream>
+
+namespace vpuc::target::detail {
+
+std::string FieldReader::field_path(const std::string &key) const {
+    return path_.empty() ? key : path_ + "." + key;
+}
+
+void FieldReader::fail(const std::string &key, const std::string &what) const {
+    throw TargetError(origin_ + ": " + field_path(key) + ": " + what);
+}
+
+const nlohmann::json &FieldReader::get(const std::string &key) const {
+    auto it = node_.find(key);
+    if (it == node_.end()) fail(key, "missing field");
+    return *it;
+}
+
+FieldReader FieldReader::object(const std::string &key) const {
+    const auto &v = get(key);
+    if (!v.is_object()) fail(key, "must be an object");
+    return FieldReader(v, field_path(key), origin_);
+}
+
+const nlohmann::json &FieldReader::array(const std::string &key) const {
+    const auto &v = get(key);
+    if (!v.is_array() || v.empty()) fail(key, "must be a non-empty array");
+    return v;
+}
+
+FieldReader FieldReader::element(size_t index) const {
+    const auto &v = node_.at(index);
+    std::string path = path_ + "[" + std::to_string(index) + "]";
+    if (!v.is_object()) throw TargetError(origin_ + ": " + path + ": must be an object");
+    return FieldReader(v, path, origin_);
+}
+
+std::string FieldReader::string(const std::string &key) const {
+    const auto &v = get(key);
+    if (!v.is_string() || v.get<std::string>().empty()) fail(key, "must be a non-empty string");
+    return v.get<std::string>();
+}
+
+bool FieldReader::boolean(const std::string &key) const {
+    const auto &v = get(key);
+    if (!v.is_boolean()) fail(key, "must be true or false");
+    return v.get<bool>();
+}
+
+int64_t FieldReader::integer(const std::string &key, int64_t min, int64_t max) const {
+    const auto &v = get(key);
+    if (!v.is_number_integer()) fail(key, "must be an integer");
+    int64_t value = v.get<int64_t>();
+    if (value < min || value > max) {
+        std::ostringstream os;
+        os << "must be in [" << min << ", " << max << "], got " << value;
+        fail(key, os.str());
+    }
+    return value;
+}
+
+double FieldReader::real(const std::string &key, double min, double max) const {
+    const auto &v = get(key);
+    if (!v.is_number()) fail(key, "must be a number");
+    double value = v.get<double>();
+    if (!(value >= min && value <= max)) {
+        std::ostringstream os;
+        os << "must be in [" << min << ", " << max << "], got " << value;
+        fail(key, os.str());
+    }
+    return value;
+}
+
+}  // namespace vpuc::target::detail
