@@ -1,0 +1,57 @@
+// Cost models of the hardware: DPU workload cycles and DMA transfer cost. Calibrated against
+// Intel's VPUNN predictions (docs/timing-model.md); the simulator's timing uses nothing else.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "vpu_target/target.h"
+
+namespace vpuc::target {
+
+enum class DpuOpKind { Conv, DepthwiseConv, MaxPool, AvgPool, Eltwise, MatMul };
+
+// One DPU workload (a variant): an output region computed in one MPE mode.
+struct DpuWorkload {
+    DpuOpKind op = DpuOpKind::Conv;
+    DType input_dtype = DType::I8;
+    DType output_dtype = DType::I8;
+    int in_w = 0, in_h = 0, in_c = 0;
+    int out_w = 0, out_h = 0, out_c = 0;
+    int kernel_w = 1, kernel_h = 1;
+    int stride_w = 1, stride_h = 1;
+    int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
+    std::string mpe_mode;
+    bool activation = false;  // a PPE activation is applied
+};
+
+// DPU clock cycles of one workload. Throws TargetError for an MPE mode the target lacks.
+double dpu_workload_cycles(const Target &target, const DpuWorkload &w);
+
+enum class DmaDirection { DdrToCmx, CmxToDdr, CmxToCmx, DdrToDdr };
+
+// One DMA transfer: `lines` lines of `line_bytes` contiguous bytes each.
+struct DmaTransfer {
+    DmaDirection direction = DmaDirection::DdrToCmx;
+    uint64_t line_bytes = 0;
+    uint64_t lines = 1;
+    bool src_contiguous = true;  // lines follow each other at the source
+    bool dst_contiguous = true;
+};
+
+// What a transfer costs, split so that the simulator can share DDR bandwidth between engines:
+// a fixed latency, then `bus_bytes` (payload plus burst and line waste) moved at a rate
+// limited by `max_bandwidth_gbps` and by the DDR bandwidth left by other transfers.
+struct DmaCost {
+    double latency_ns = 0;
+    double bus_bytes = 0;
+    double max_bandwidth_gbps = 0;
+    bool uses_ddr = true;
+};
+
+DmaCost dma_transfer_cost(const Target &target, const DmaTransfer &t);
+
+// Duration of a transfer alone on the device, in nanoseconds.
+double dma_transfer_ns(const Target &target, const DmaTransfer &t);
+
+}  // namespace vpuc::target

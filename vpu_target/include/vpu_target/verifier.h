@@ -1,0 +1,23 @@
+// The blob verifier: the trust boundary between a blob file and the simulator. It checks
+// the FlatBuffers structure, then the semantics against the target: every tensor inside its
+// memory, barrier counts, no deadlock, physical barrier reuse only after release.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "vpu_target/blob.h"
+#include "vpu_target/target.h"
+
+namespace vpuc::blob {
+
+// Returns the verified blob (pointing into `bytes`). Throws BlobError listing every problem
+// found, one per line, each naming the task (or header/barrier/kernel) and the field.
+const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &target);
+
+// Only the FlatBuffers structure, file identifier and format version: enough to read the
+// header (e.g. to find the target).
+const Blob &verify_structure(const std::vector<uint8_t> &bytes);
+
+}  // namespace vpuc::blob
