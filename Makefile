@@ -35,7 +35,7 @@ build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	$(BUILD_DIR)/tools/vpuc demo
+	$(BUILD_DIR)/tools/vpuc demo --blob $(BUILD_DIR)/demo.vpub --trace $(BUILD_DIR)/demo.trace.json
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -20,10 +20,17 @@ const char *kMinimal = R"({
   "dma": { "engines": 2, "clock_mhz": 975, "engine_bytes_per_cycle": 32 },
   "barriers": 64,
   "timing": {
-    "dpu": { "workload_overhead_cycles": 120, "int8_efficiency": 0.9, "fp16_efficiency": 0.9,
-             "eltwise_bytes_per_cycle": 64, "pool_efficiency": 1, "activation_cycles_per_block": 0 },
-    "dma": { "ddr_to_cmx_latency_ns": 500, "cmx_to_ddr_latency_ns": 140,
-             "cmx_to_cmx_latency_ns": 100, "burst_bytes": 64, "line_overhead_bytes": 0 } }
+    "dpu": { "workload_overhead_cycles": 120, "channel_group_cycles": 10, "int8_efficiency": 0.9,
+             "fp16_efficiency": 0.9, "word_bytes": 32, "weight_bytes_per_cycle": 100,
+             "ppe_int8_elements_per_cycle": 32, "ppe_fp16_elements_per_cycle": 16,
+             "cm_tap_cycles": 0.1, "cm_tap_cycles_per_input_byte": 0.01, "cm_fetch_factor": 1,
+             "bottleneck_exponent": 4, "input_fetch": "per_tap",
+             "modes": { "CUBOID_16x16": { "mac_efficiency": 1, "input_bytes_per_cycle": 80,
+                                          "input_granule_bytes": 32, "reuse_w": 16,
+                                          "reuse_h": 16, "reuse_c": 64 } } },
+    "dma": { "ddr_to_cmx_latency_ns": 500, "cmx_to_ddr_latency_ns": 200,
+             "cmx_to_cmx_latency_ns": 200, "burst_bytes": 64, "ddr_read_line_overhead_bytes": 0,
+             "ddr_write_line_overhead_bytes": 40 } }
 })";
 
 std::string replace(std::string text, const std::string &from, const std::string &to) {
@@ -41,7 +48,7 @@ std::string error_of(const std::string &text) {
     return "";
 }
 
-}  // namespace
+} // namespace
 
 TEST(Target, BundledTargetsLoad) {
     Target a = load_target("vpu27");
@@ -56,7 +63,9 @@ TEST(Target, BundledTargetsLoad) {
     EXPECT_FALSE(b.find_mpe_mode("VECTOR_FP16")->int8);
 }
 
-TEST(Target, MinimalParses) { EXPECT_EQ(parse_target(kMinimal, "t.json").name, "t"); }
+TEST(Target, MinimalParses) {
+    EXPECT_EQ(parse_target(kMinimal, "t.json").name, "t");
+}
 
 TEST(Target, MissingFieldIsNamed) {
     std::string text = replace(kMinimal, R"("clock_mhz": 1300, )", "");
@@ -74,7 +83,8 @@ TEST(Target, WrongTypeIsNamed) {
 }
 
 TEST(Target, InconsistentFieldsAreNamed) {
-    std::string text = replace(kMinimal, R"("usable_bytes": 1982464)", R"("usable_bytes": 4194304)");
+    std::string text =
+        replace(kMinimal, R"("usable_bytes": 1982464)", R"("usable_bytes": 4194304)");
     EXPECT_EQ(error_of(text), "t.json: cmx.usable_bytes: must not exceed bytes_per_tile");
 }
 

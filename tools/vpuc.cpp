@@ -15,21 +15,23 @@ std::vector<Command> &registry() {
     static std::vector<Command> all;
     return all;
 }
-}  // namespace
+} // namespace
 
 bool register_command(Command command) {
     registry().push_back(std::move(command));
     return true;
 }
 
-const std::vector<Command> &commands() { return registry(); }
+const std::vector<Command> &commands() {
+    return registry();
+}
 
 bool wants_help(const std::vector<std::string> &args) {
     return std::any_of(args.begin(), args.end(),
                        [](const std::string &a) { return a == "-h" || a == "--help"; });
 }
 
-}  // namespace vpuc::tools
+} // namespace vpuc::tools
 
 namespace {
 
@@ -60,7 +62,7 @@ const vpuc::tools::Command *match(const std::vector<std::string> &args, size_t &
     return best;
 }
 
-}  // namespace
+} // namespace
 
 int main(int argc, char **argv) {
     std::vector<std::string> args(argv + 1, argv + argc);

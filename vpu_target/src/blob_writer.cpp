@@ -4,23 +4,20 @@
 
 namespace vpuc::blob {
 
-Address input_at(uint32_t index, uint64_t offset) { return Address(MemSpace::Input, index, offset); }
+Address input_at(uint32_t index, uint64_t offset) {
+    return Address(MemSpace::Input, index, offset);
+}
 Address output_at(uint32_t index, uint64_t offset) {
     return Address(MemSpace::Output, index, offset);
 }
-Address constant_at(uint64_t offset) { return Address(MemSpace::Constant, 0, offset); }
-Address scratch_at(uint64_t offset) { return Address(MemSpace::Scratch, 0, offset); }
-Address cmx_at(uint32_t tile, uint64_t offset) { return Address(MemSpace::Cmx, tile, offset); }
-
-int dtype_bytes(DType dtype) {
-    switch (dtype) {
-    case DType::U8:
-    case DType::I8: return 1;
-    case DType::F16: return 2;
-    case DType::F32:
-    case DType::I32: return 4;
-    }
-    return 0;
+Address constant_at(uint64_t offset) {
+    return Address(MemSpace::Constant, 0, offset);
+}
+Address scratch_at(uint64_t offset) {
+    return Address(MemSpace::Scratch, 0, offset);
+}
+Address cmx_at(uint32_t tile, uint64_t offset) {
+    return Address(MemSpace::Cmx, tile, offset);
 }
 
 TensorRefT activation(Address address, DType dtype, Layout layout, uint32_t c, uint32_t w,
@@ -56,8 +53,7 @@ TensorRefT dense(Address address, DType dtype, const std::vector<uint32_t> &exte
     return t;
 }
 
-DpuVariantT variant(std::vector<uint32_t> start, std::vector<uint32_t> end,
-                    std::string mpe_mode) {
+DpuVariantT variant(std::vector<uint32_t> start, std::vector<uint32_t> end, std::string mpe_mode) {
     DpuVariantT v;
     v.start = std::move(start);
     v.end = std::move(end);
@@ -99,8 +95,8 @@ BlobWriter::BlobWriter(const std::string &target, const std::string &network_nam
 }
 
 IoTensorT BlobWriter::make_io(const std::string &name, const std::vector<uint32_t> &shape,
-                              DType dtype, Layout layout, std::vector<Quant> quant,
-                              MemSpace space, uint32_t index) {
+                              DType dtype, Layout layout, std::vector<Quant> quant, MemSpace space,
+                              uint32_t index) {
     IoTensorT io;
     io.name = name;
     io.shape = shape;
@@ -179,8 +175,8 @@ TaskHandle BlobWriter::add_task(QueueId id, const std::string &name, TaskKindUni
     return TaskHandle(*tasks.back());
 }
 
-TaskHandle BlobWriter::add_dma(uint32_t engine, const std::string &name, Address src,
-                               Address dst, uint32_t bytes) {
+TaskHandle BlobWriter::add_dma(uint32_t engine, const std::string &name, Address src, Address dst,
+                               uint32_t bytes) {
     return add_dma(engine, name, src, {dst}, bytes, {});
 }
 
@@ -220,7 +216,7 @@ std::vector<uint8_t> BlobWriter::finish(bool keep_barrier_counts) {
     if (!keep_barrier_counts) {
         for (auto &b : blob_.barriers) b->producer_count = b->consumer_count = 0;
         auto bump = [&](uint32_t index, bool producer) {
-            if (index >= blob_.barriers.size()) return;  // the verifier reports it
+            if (index >= blob_.barriers.size()) return; // the verifier reports it
             auto &b = *blob_.barriers[index];
             (producer ? b.producer_count : b.consumer_count)++;
         };
@@ -233,4 +229,4 @@ std::vector<uint8_t> BlobWriter::finish(bool keep_barrier_counts) {
     return pack(blob_);
 }
 
-}  // namespace vpuc::blob
+} // namespace vpuc::blob

@@ -73,4 +73,4 @@ double FieldReader::real(const std::string &key, double min, double max) const {
     return value;
 }
 
-}  // namespace vpuc::target::detail
+} // namespace vpuc::target::detail

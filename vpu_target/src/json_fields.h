@@ -10,7 +10,7 @@
 namespace vpuc::target::detail {
 
 class FieldReader {
-public:
+  public:
     FieldReader(const nlohmann::json &node, std::string path, std::string origin)
         : node_(node), path_(std::move(path)), origin_(std::move(origin)) {}
 
@@ -26,7 +26,7 @@ public:
     [[noreturn]] void fail(const std::string &key, const std::string &what) const;
     std::string field_path(const std::string &key) const;
 
-private:
+  private:
     const nlohmann::json &get(const std::string &key) const;
 
     const nlohmann::json &node_;
@@ -37,4 +37,4 @@ private:
 // Fills the timing-model coefficients from the "timing" section.
 void parse_timing_section(const FieldReader &timing, Target &target);
 
-}  // namespace vpuc::target::detail
+} // namespace vpuc::target::detail

@@ -14,11 +14,16 @@ extern const int kBundledTargetCount;
 
 const char *dtype_name(DType t) {
     switch (t) {
-    case DType::U8: return "u8";
-    case DType::I8: return "i8";
-    case DType::F16: return "f16";
-    case DType::F32: return "f32";
-    case DType::I32: return "i32";
+    case DType::U8:
+        return "u8";
+    case DType::I8:
+        return "i8";
+    case DType::F16:
+        return "f16";
+    case DType::F32:
+        return "f32";
+    case DType::I32:
+        return "i32";
     }
     return "?";
 }
@@ -26,10 +31,13 @@ const char *dtype_name(DType t) {
 int dtype_bytes(DType t) {
     switch (t) {
     case DType::U8:
-    case DType::I8: return 1;
-    case DType::F16: return 2;
+    case DType::I8:
+        return 1;
+    case DType::F16:
+        return 2;
     case DType::F32:
-    case DType::I32: return 4;
+    case DType::I32:
+        return 4;
     }
     return 0;
 }
@@ -145,4 +153,4 @@ Target load_target(const std::string &name_or_path) {
     return parse_target(text.str(), name_or_path);
 }
 
-}  // namespace vpuc::target
+} // namespace vpuc::target

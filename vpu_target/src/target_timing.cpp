@@ -1,23 +1,72 @@
 // The "timing" section of a target file: coefficients of the DPU and DMA cost models.
 #include "json_fields.h"
 
-namespace vpuc::target::detail {
+namespace vpuc::target {
+
+const MpeModeTiming *DpuTimingParams::find_mode(const std::string &name) const {
+    for (const auto &m : modes)
+        if (m.mode == name) return &m;
+    return nullptr;
+}
+
+namespace detail {
+
+namespace {
+
+InputFetch parse_input_fetch(const FieldReader &dpu) {
+    std::string fetch = dpu.string("input_fetch");
+    if (fetch == "per_tap") return InputFetch::PerTap;
+    if (fetch == "per_block_window") return InputFetch::PerBlockWindow;
+    dpu.fail("input_fetch", "must be \"per_tap\" or \"per_block_window\", got \"" + fetch + "\"");
+}
+
+// "modes" holds one object per MPE mode of the target, keyed by the mode's name.
+void parse_mode_timing(const FieldReader &dpu, Target &t) {
+    FieldReader modes = dpu.object("modes");
+    for (const auto &mode : t.mpe_modes) {
+        FieldReader m = modes.object(mode.name);
+        MpeModeTiming mt;
+        mt.mode = mode.name;
+        mt.mac_efficiency = m.real("mac_efficiency", 0.01, 1.0);
+        mt.input_bytes_per_cycle = m.real("input_bytes_per_cycle", 0.01, 4096);
+        mt.input_granule_bytes = int(m.integer("input_granule_bytes", 1, 256));
+        mt.reuse_w = int(m.integer("reuse_w", 1, 4096));
+        mt.reuse_h = int(m.integer("reuse_h", 1, 4096));
+        mt.reuse_c = int(m.integer("reuse_c", 1, 4096));
+        t.dpu_timing.modes.push_back(mt);
+    }
+}
+
+} // namespace
 
 void parse_timing_section(const FieldReader &timing, Target &t) {
     FieldReader dpu = timing.object("dpu");
-    t.dpu_timing.workload_overhead_cycles = dpu.real("workload_overhead_cycles", 0, 1e5);
-    t.dpu_timing.int8_efficiency = dpu.real("int8_efficiency", 0.01, 1.0);
-    t.dpu_timing.fp16_efficiency = dpu.real("fp16_efficiency", 0.01, 1.0);
-    t.dpu_timing.eltwise_bytes_per_cycle = dpu.real("eltwise_bytes_per_cycle", 1, 4096);
-    t.dpu_timing.pool_efficiency = dpu.real("pool_efficiency", 0.01, 1.0);
-    t.dpu_timing.activation_cycles_per_block = dpu.real("activation_cycles_per_block", 0, 1e3);
+    DpuTimingParams &d = t.dpu_timing;
+    d.workload_overhead_cycles = dpu.real("workload_overhead_cycles", 0, 1e5);
+    d.channel_group_cycles = dpu.real("channel_group_cycles", 0, 1e4);
+    d.int8_efficiency = dpu.real("int8_efficiency", 0.01, 1.0);
+    d.fp16_efficiency = dpu.real("fp16_efficiency", 0.01, 1.0);
+    d.word_bytes = int(dpu.integer("word_bytes", 1, 256));
+    d.weight_bytes_per_cycle = dpu.real("weight_bytes_per_cycle", 0.01, 4096);
+    d.ppe_int8_elements_per_cycle = dpu.real("ppe_int8_elements_per_cycle", 0.01, 4096);
+    d.ppe_fp16_elements_per_cycle = dpu.real("ppe_fp16_elements_per_cycle", 0.01, 4096);
+    d.cm_tap_cycles = dpu.real("cm_tap_cycles", 0, 1e3);
+    d.cm_tap_cycles_per_input_byte = dpu.real("cm_tap_cycles_per_input_byte", 0, 1e3);
+    d.cm_fetch_factor = dpu.real("cm_fetch_factor", 0.01, 100);
+    d.bottleneck_exponent = dpu.real("bottleneck_exponent", 1, 64);
+    d.input_fetch = parse_input_fetch(dpu);
+    parse_mode_timing(dpu, t);
 
     FieldReader dma = timing.object("dma");
-    t.dma_timing.ddr_to_cmx_latency_ns = dma.real("ddr_to_cmx_latency_ns", 0, 1e5);
-    t.dma_timing.cmx_to_ddr_latency_ns = dma.real("cmx_to_ddr_latency_ns", 0, 1e5);
-    t.dma_timing.cmx_to_cmx_latency_ns = dma.real("cmx_to_cmx_latency_ns", 0, 1e5);
-    t.dma_timing.burst_bytes = dma.real("burst_bytes", 1, 4096);
-    t.dma_timing.line_overhead_bytes = dma.real("line_overhead_bytes", 0, 4096);
+    DmaTimingParams &m = t.dma_timing;
+    m.ddr_to_cmx_latency_ns = dma.real("ddr_to_cmx_latency_ns", 0, 1e5);
+    m.cmx_to_ddr_latency_ns = dma.real("cmx_to_ddr_latency_ns", 0, 1e5);
+    m.cmx_to_cmx_latency_ns = dma.real("cmx_to_cmx_latency_ns", 0, 1e5);
+    m.burst_bytes = dma.real("burst_bytes", 1, 4096);
+    m.ddr_read_line_overhead_bytes = dma.real("ddr_read_line_overhead_bytes", 0, 1e5);
+    m.ddr_write_line_overhead_bytes = dma.real("ddr_write_line_overhead_bytes", 0, 1e5);
 }
 
-}  // namespace vpuc::target::detail
+} // namespace detail
+
+} // namespace vpuc::target

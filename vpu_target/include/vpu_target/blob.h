@@ -17,12 +17,14 @@ constexpr uint16_t kVersionMinor = 0;
 // The message names the task and field (e.g. "task 'conv0.dpu' (DPU queue tile 1):
 // output: offset 2097152 + 4096 bytes past the end of CMX (1982464 bytes)").
 class BlobError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
 std::vector<uint8_t> read_file(const std::string &path);
 void write_file(const std::string &path, const std::vector<uint8_t> &bytes);
+
+int dtype_bytes(DType dtype);
 
 const char *to_string(MemSpace space);
 const char *to_string(EngineKind engine);
@@ -32,4 +34,4 @@ const char *to_string(DType dtype);
 // "DMA queue 1", "DPU queue tile 0 dpu 2", "SHAVE queue tile 1"
 std::string describe_queue(const TaskQueue &queue);
 
-}  // namespace vpuc::blob
+} // namespace vpuc::blob

@@ -21,16 +21,14 @@ Address cmx_at(uint32_t tile, uint64_t offset);
 TensorRefT activation(Address address, DType dtype, Layout layout, uint32_t c, uint32_t w,
                       uint32_t h, uint32_t n = 1, int32_t zero_point = 0);
 // NHWC is what the DPU reads and writes.
-TensorRefT nhwc(Address address, DType dtype, uint32_t c, uint32_t w, uint32_t h,
-                uint32_t n = 1, int32_t zero_point = 0);
+TensorRefT nhwc(Address address, DType dtype, uint32_t c, uint32_t w, uint32_t h, uint32_t n = 1,
+                int32_t zero_point = 0);
 // A dense tensor, dims innermost first.
 TensorRefT dense(Address address, DType dtype, const std::vector<uint32_t> &extents,
                  int32_t zero_point = 0);
 
-DpuVariantT variant(std::vector<uint32_t> start, std::vector<uint32_t> end,
-                    std::string mpe_mode);
+DpuVariantT variant(std::vector<uint32_t> start, std::vector<uint32_t> end, std::string mpe_mode);
 
-int dtype_bytes(DType dtype);
 // Bytes spanned by a tensor view: (last element offset + 1) * element size; 0 when empty.
 uint64_t span_bytes(const TensorRefT &tensor);
 
@@ -45,19 +43,19 @@ struct QueueId {
 
 // A task just added: chain wait() and update() to attach barriers.
 class TaskHandle {
-public:
+  public:
     explicit TaskHandle(TaskT &task) : task_(&task) {}
     TaskHandle &wait(uint32_t barrier);
     TaskHandle &update(uint32_t barrier);
     TaskHandle &layer(const std::string &name);
     TaskT &task() { return *task_; }
 
-private:
+  private:
     TaskT *task_;
 };
 
 class BlobWriter {
-public:
+  public:
     BlobWriter(const std::string &target, const std::string &network_name);
 
     // Network I/O: `shape` outermost first (N, C, H, W for 4-D layouts).
@@ -96,7 +94,7 @@ public:
     // Derives barrier counts (unless `keep_barrier_counts`) and serializes.
     std::vector<uint8_t> finish(bool keep_barrier_counts = false);
 
-private:
+  private:
     IoTensorT make_io(const std::string &name, const std::vector<uint32_t> &shape, DType dtype,
                       Layout layout, std::vector<Quant> quant, MemSpace space, uint32_t index);
     TaskQueueT &queue(QueueId id);
@@ -107,4 +105,4 @@ private:
 // Serializes a BlobT as is (no derived fields).
 std::vector<uint8_t> pack(const BlobT &blob);
 
-}  // namespace vpuc::blob
+} // namespace vpuc::blob

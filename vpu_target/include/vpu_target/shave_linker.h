@@ -19,7 +19,7 @@ namespace vpuc::sim {
 using KernelEntry = int (*)(void **args);
 
 class LinkedKernels {
-public:
+  public:
     // Throws blob::BlobError (naming the kernel) when an object does not load or references
     // a symbol outside the allow-list.
     static std::unique_ptr<LinkedKernels> link(const blob::Blob &blob);
@@ -32,4 +32,4 @@ public:
     static const std::vector<std::string> &allowed_symbols();
 };
 
-}  // namespace vpuc::sim
+} // namespace vpuc::sim

@@ -32,8 +32,8 @@ struct Target {
 
     // DPU
     int dpus_per_tile = 0;
-    int int8_macs_per_cycle = 0;  // per DPU
-    int fp16_macs_per_cycle = 0;  // per DPU
+    int int8_macs_per_cycle = 0; // per DPU
+    int fp16_macs_per_cycle = 0; // per DPU
     double dpu_clock_mhz = 0;
     std::vector<MpeMode> mpe_modes;
     int channel_alignment = 0;
@@ -47,21 +47,21 @@ struct Target {
     uint64_t cmx_usable_bytes = 0;
     double cmx_clock_mhz = 0;
     uint64_t ddr_bytes = 0;
-    double ddr_bandwidth_gbps = 0;  // GB/s shared by all DMA engines
+    double ddr_bandwidth_gbps = 0; // GB/s shared by all DMA engines
     double ddr_latency_ns = 0;
 
     // SHAVE
-    int shaves_per_tile = 0;  // ACT SHAVEs bound to a tile (0 when shared)
-    int shared_shaves = 0;    // UPA SHAVEs shared by the whole device
+    int shaves_per_tile = 0; // ACT SHAVEs bound to a tile (0 when shared)
+    int shared_shaves = 0;   // UPA SHAVEs shared by the whole device
     int shave_vector_bits = 0;
     double shave_clock_mhz = 0;
-    double shave_ops_per_cycle = 0;  // vector instructions issued per cycle
+    double shave_ops_per_cycle = 0; // vector instructions issued per cycle
     double shave_launch_overhead_cycles = 0;
 
     // DMA
     int dma_engines = 0;
     double dma_clock_mhz = 0;
-    double dma_engine_bytes_per_cycle = 0;  // one engine's peak, DMA clock
+    double dma_engine_bytes_per_cycle = 0; // one engine's peak, DMA clock
     DmaTimingParams dma_timing;
 
     // Synchronisation
@@ -69,12 +69,12 @@ struct Target {
 
     // Derived helpers.
     const MpeMode *find_mpe_mode(const std::string &mode_name) const;
-    int shaves_available(int tile) const;  // SHAVEs a task on `tile` may use
+    int shaves_available(int tile) const; // SHAVEs a task on `tile` may use
     int macs_per_cycle(DType input) const;
 };
 
 class TargetError : public std::runtime_error {
-public:
+  public:
     using std::runtime_error::runtime_error;
 };
 
@@ -89,4 +89,4 @@ Target load_target(const std::string &name_or_path);
 // Names of the bundled targets.
 std::vector<std::string> bundled_target_names();
 
-}  // namespace vpuc::target
+} // namespace vpuc::target

@@ -22,7 +22,7 @@ struct DpuWorkload {
     int stride_w = 1, stride_h = 1;
     int pad_top = 0, pad_bottom = 0, pad_left = 0, pad_right = 0;
     std::string mpe_mode;
-    bool activation = false;  // a PPE activation is applied
+    bool activation = false; // a PPE activation is applied
 };
 
 // DPU clock cycles of one workload. Throws TargetError for an MPE mode the target lacks.
@@ -35,7 +35,7 @@ struct DmaTransfer {
     DmaDirection direction = DmaDirection::DdrToCmx;
     uint64_t line_bytes = 0;
     uint64_t lines = 1;
-    bool src_contiguous = true;  // lines follow each other at the source
+    bool src_contiguous = true; // lines follow each other at the source
     bool dst_contiguous = true;
 };
 
@@ -54,4 +54,4 @@ DmaCost dma_transfer_cost(const Target &target, const DmaTransfer &t);
 // Duration of a transfer alone on the device, in nanoseconds.
 double dma_transfer_ns(const Target &target, const DmaTransfer &t);
 
-}  // namespace vpuc::target
+} // namespace vpuc::target

@@ -1,25 +1,57 @@
 // Coefficients of the DPU and DMA cost models, read from a target file's "timing" section.
+// docs/timing-model.md gives the equations and where each coefficient came from.
 #pragma once
+
+#include <string>
+#include <vector>
 
 namespace vpuc::target {
 
-// DPU workload cost-model coefficients, fitted against the VPUNN reference (see
-// docs/timing-model.md); the data file says where each came from.
+// How the DPU's input data unit moves activations from CMX into the MAC array.
+enum class InputFetch {
+    PerTap,         // streams the input pixels once per kernel tap (vpu27)
+    PerBlockWindow, // fetches each output block's input window once (vpu20)
+};
+
+// Per-MPE-mode coefficients: the mode decides how activations and weights are reused.
+struct MpeModeTiming {
+    std::string mode;                 // the MPE mode these apply to
+    double mac_efficiency = 1;        // the mode's share of the MAC array's sustained rate
+    double input_bytes_per_cycle = 1; // activation fetch rate
+    int input_granule_bytes = 16;     // a pixel's channels are fetched in units of this size
+    int reuse_w = 1, reuse_h = 1;     // output tile that shares one fetch of the weights
+    int reuse_c = 1;                  // output channels that share one fetch of the activations
+};
+
 struct DpuTimingParams {
-    double workload_overhead_cycles = 0;  // fixed cost of one variant, DPU cycles
-    double int8_efficiency = 1;           // sustained fraction of peak MACs on large convs
-    double fp16_efficiency = 1;
-    double eltwise_bytes_per_cycle = 0;   // eltwise is bound by CMX reads, not MACs
-    double pool_efficiency = 1;           // max pool and depthwise relative to peak per channel
-    double activation_cycles_per_block = 0;  // PPE cost where it does not overlap
+    double workload_overhead_cycles = 0;    // fixed cost of one variant
+    double channel_group_cycles = 0;        // per 16 output channels (weight table, PPE setup)
+    double int8_efficiency = 1;             // sustained fraction of peak MACs, 8-bit inputs
+    double fp16_efficiency = 1;             // same for fp16 inputs
+    int word_bytes = 16;                    // data-path word: channels pad to it (MACs, PPE)
+    double weight_bytes_per_cycle = 1;      // weight fetch rate
+    double ppe_int8_elements_per_cycle = 1; // output elements the PPE writes per cycle
+    double ppe_fp16_elements_per_cycle = 1;
+    // Channel-major convolution (fewer input channels than the alignment): MAC-array cycles per
+    // output pixel, kernel tap and 16 output channels = tap_cycles + per_input_byte * in bytes.
+    double cm_tap_cycles = 0;
+    double cm_tap_cycles_per_input_byte = 0;
+    double cm_fetch_factor = 1;     // channel-major input fetch cost relative to Z-major
+    double bottleneck_exponent = 1; // p of the p-norm that overlaps the pipeline stages
+    InputFetch input_fetch = InputFetch::PerTap;
+    std::vector<MpeModeTiming> modes;
+
+    const MpeModeTiming *find_mode(const std::string &name) const;
 };
 
 struct DmaTimingParams {
-    double ddr_to_cmx_latency_ns = 0;  // fixed cost of a DDR read transfer
-    double cmx_to_ddr_latency_ns = 0;  // fixed cost of a DDR write transfer
+    double ddr_to_cmx_latency_ns = 0; // fixed cost of a DDR read transfer
+    double cmx_to_ddr_latency_ns = 0; // fixed cost of a DDR write transfer
     double cmx_to_cmx_latency_ns = 0;
-    double burst_bytes = 64;            // lines shorter than this waste bus cycles
-    double line_overhead_bytes = 0;     // per-line cost of strided transfers, in bytes of bus time
+    double burst_bytes = 64; // DDR is accessed in bursts: a line's bytes round up to these
+    // Extra bus bytes per line when the DDR side is strided (line breaks cost DDR cycles).
+    double ddr_read_line_overhead_bytes = 0;
+    double ddr_write_line_overhead_bytes = 0;
 };
 
-}  // namespace vpuc::target
+} // namespace vpuc::target

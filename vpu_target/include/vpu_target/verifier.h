@@ -20,4 +20,4 @@ const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &targ
 // header (e.g. to find the target).
 const Blob &verify_structure(const std::vector<uint8_t> &bytes);
 
-}  // namespace vpuc::blob
+} // namespace vpuc::blob

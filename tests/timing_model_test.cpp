@@ -1,0 +1,211 @@
+// Properties of the DPU and DMA cost models, and their calibration against VPUNN.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+#include "vpu_target/timing_calibration.h"
+#include "vpu_target/timing_model.h"
+
+using namespace vpuc::target;
+
+namespace {
+
+const Target &vpu27() {
+    static const Target t = load_target("vpu27");
+    return t;
+}
+
+const Target &vpu20() {
+    static const Target t = load_target("vpu20");
+    return t;
+}
+
+DpuWorkload conv(int out_w, int out_h, int out_c, int in_c, int kernel, const char *mode) {
+    DpuWorkload w;
+    w.op = DpuOpKind::Conv;
+    w.out_w = w.in_w = out_w;
+    w.out_h = w.in_h = out_h;
+    w.out_c = out_c;
+    w.in_c = in_c;
+    w.kernel_w = w.kernel_h = kernel;
+    w.pad_top = w.pad_bottom = w.pad_left = w.pad_right = kernel / 2;
+    w.mpe_mode = mode;
+    return w;
+}
+
+DpuWorkload fp16(DpuWorkload w) {
+    w.input_dtype = w.output_dtype = DType::F16;
+    return w;
+}
+
+DmaTransfer transfer(DmaDirection direction, uint64_t bytes) {
+    DmaTransfer t;
+    t.direction = direction;
+    t.line_bytes = bytes;
+    return t;
+}
+
+std::string error_of(const std::function<void()> &f) {
+    try {
+        f();
+    } catch (const std::exception &e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST(DpuTimingModel, MoreMacsCostMoreCycles) {
+    double base = dpu_workload_cycles(vpu27(), conv(28, 28, 64, 64, 3, "CUBOID_16x16"));
+    EXPECT_GT(dpu_workload_cycles(vpu27(), conv(28, 28, 64, 128, 3, "CUBOID_16x16")), base);
+    EXPECT_GT(dpu_workload_cycles(vpu27(), conv(28, 28, 128, 64, 3, "CUBOID_16x16")), base);
+    EXPECT_GT(dpu_workload_cycles(vpu27(), conv(56, 28, 64, 64, 3, "CUBOID_16x16")), base);
+    EXPECT_GT(dpu_workload_cycles(vpu27(), conv(28, 28, 64, 64, 5, "CUBOID_16x16")), base);
+    double matrix = dpu_workload_cycles(vpu20(), conv(28, 28, 64, 64, 3, "MATRIX"));
+    EXPECT_GT(dpu_workload_cycles(vpu20(), conv(28, 28, 64, 128, 3, "MATRIX")), matrix);
+}
+
+TEST(DpuTimingModel, LargeConvRunsNearPeak) {
+    DpuWorkload w = conv(56, 56, 128, 128, 3, "CUBOID_16x16");
+    double ideal = 56.0 * 56 * 128 * 128 * 9 / vpu27().int8_macs_per_cycle;
+    double cycles = dpu_workload_cycles(vpu27(), w);
+    EXPECT_GT(cycles, ideal);
+    EXPECT_LT(cycles, ideal * 1.2);
+}
+
+TEST(DpuTimingModel, TinyWorkloadCostsAtLeastTheOverhead) {
+    for (const Target *t : {&vpu27(), &vpu20()}) {
+        DpuWorkload w = conv(1, 1, 16, 16, 1, t->mpe_modes[0].name.c_str());
+        double cycles = dpu_workload_cycles(*t, w);
+        EXPECT_GE(cycles, t->dpu_timing.workload_overhead_cycles) << t->name;
+        EXPECT_LT(cycles, t->dpu_timing.workload_overhead_cycles + 100) << t->name;
+    }
+}
+
+TEST(DpuTimingModel, Fp16IsSlowerThanInt8OnALargeConv) {
+    DpuWorkload w = conv(56, 56, 64, 64, 3, "CUBOID_16x16");
+    EXPECT_GT(dpu_workload_cycles(vpu27(), fp16(w)), 1.5 * dpu_workload_cycles(vpu27(), w));
+    // vpu20 runs fp16 at a quarter of the int8 rate.
+    double int8 = dpu_workload_cycles(vpu20(), conv(56, 56, 64, 64, 3, "MATRIX"));
+    EXPECT_GT(dpu_workload_cycles(vpu20(), fp16(conv(56, 56, 64, 64, 3, "VECTOR_FP16"))), 3 * int8);
+}
+
+TEST(DpuTimingModel, CuboidModeGranularity) {
+    // One output row wastes three of the four rows of a 4x4 block; 4x16 (1x4 blocks) does not.
+    auto cycles = [](int out_w, int out_h, const char *mode) {
+        return dpu_workload_cycles(vpu27(), conv(out_w, out_h, 256, 256, 3, mode));
+    };
+    EXPECT_LT(cycles(64, 1, "CUBOID_4x16"), cycles(64, 1, "CUBOID_16x16"));
+    // On a large square output the full blocks of 16x16 do best (VPUNN: 4x16 a few % slower).
+    EXPECT_LT(cycles(56, 56, "CUBOID_16x16"), cycles(56, 56, "CUBOID_4x16"));
+}
+
+TEST(DpuTimingModel, Vpu20VectorModeWorksOn16WideRows) {
+    auto cycles = [](int out_w) {
+        return dpu_workload_cycles(vpu20(), conv(out_w, 8, 64, 64, 3, "VECTOR"));
+    };
+    EXPECT_NEAR(cycles(9), cycles(16), 0.01 * cycles(16));
+    EXPECT_GT(cycles(17), 1.5 * cycles(16));
+}
+
+TEST(DpuTimingModel, UnknownOrUnsupportedModeThrowsNamingIt) {
+    std::string e = error_of([] { dpu_workload_cycles(vpu27(), conv(8, 8, 16, 16, 1, "MATRIX")); });
+    EXPECT_NE(e.find("unknown MPE mode 'MATRIX'"), std::string::npos) << e;
+    EXPECT_NE(e.find("CUBOID_16x16"), std::string::npos) << e;
+    EXPECT_THROW(dpu_workload_cycles(vpu27(), conv(8, 8, 16, 16, 1, "MATRIX")), TargetError);
+    e = error_of([] { dpu_workload_cycles(vpu20(), fp16(conv(8, 8, 16, 16, 1, "MATRIX"))); });
+    EXPECT_NE(e.find("MPE mode MATRIX does not take f16 inputs"), std::string::npos) << e;
+}
+
+TEST(DmaTimingModel, TimeGrowsWithBytes) {
+    for (auto dir : {DmaDirection::DdrToCmx, DmaDirection::CmxToDdr, DmaDirection::CmxToCmx}) {
+        double last = 0;
+        for (uint64_t bytes = 64; bytes <= (1u << 22); bytes *= 4) {
+            double ns = dma_transfer_ns(vpu27(), transfer(dir, bytes));
+            EXPECT_GT(ns, last) << bytes;
+            last = ns;
+        }
+    }
+}
+
+TEST(DmaTimingModel, SmallWriteToDdrIsCheaperThanARead) {
+    EXPECT_LT(dma_transfer_ns(vpu27(), transfer(DmaDirection::CmxToDdr, 256)),
+              dma_transfer_ns(vpu27(), transfer(DmaDirection::DdrToCmx, 256)));
+}
+
+TEST(DmaTimingModel, LargeTransfersAreBandwidthBound) {
+    Target slow = vpu27();
+    slow.ddr_bandwidth_gbps /= 2;
+    DmaTransfer t = transfer(DmaDirection::DdrToCmx, 1 << 20);
+    double latency = dma_transfer_cost(vpu27(), t).latency_ns;
+    double fast_ns = dma_transfer_ns(vpu27(), t), slow_ns = dma_transfer_ns(slow, t);
+    EXPECT_GT(slow_ns, fast_ns);
+    EXPECT_NEAR((slow_ns - latency) / (fast_ns - latency), 2.0, 0.01);
+    // CMX-to-CMX copies do not touch DDR.
+    DmaTransfer c = transfer(DmaDirection::CmxToCmx, 1 << 20);
+    EXPECT_FALSE(dma_transfer_cost(vpu27(), c).uses_ddr);
+    EXPECT_DOUBLE_EQ(dma_transfer_ns(slow, c), dma_transfer_ns(vpu27(), c));
+}
+
+TEST(DmaTimingModel, ShortStridedLinesWasteBursts) {
+    DmaTransfer strided = transfer(DmaDirection::CmxToDdr, 16);
+    strided.lines = 4096;
+    strided.dst_contiguous = false;
+    DmaTransfer contiguous = transfer(DmaDirection::CmxToDdr, 16 * 4096);
+    EXPECT_GT(dma_transfer_ns(vpu27(), strided), 2 * dma_transfer_ns(vpu27(), contiguous));
+    DmaCost cost = dma_transfer_cost(vpu27(), strided);
+    EXPECT_GT(cost.bus_bytes, 16.0 * 4096);
+}
+
+TEST(TimingParams, MissingModeEntryIsNamed) {
+    std::ifstream in(std::string(VPUC_SOURCE_DIR) + "/vpu_target/targets/vpu27.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string json = text.str();
+    auto pos = json.find("\"CUBOID_8x16\":  {");
+    ASSERT_NE(pos, std::string::npos);
+    json.replace(pos, 14, "\"CUBOID_8x17\":");
+    std::string e = error_of([&] { parse_target(json, "t.json"); });
+    EXPECT_EQ(e, "t.json: timing.dpu.modes.CUBOID_8x16: missing field");
+}
+
+TEST(TimingCalibration, CsvErrorsNameTheLine) {
+    auto error = [](const std::string &csv) {
+        std::istringstream in(csv);
+        return error_of([&] { calibrate_timing_model(in, "ref.csv"); });
+    };
+    const std::string dma_header =
+        "device,direction,bytes,num_planes,length,src_width,dst_width,"
+        "src_stride,dst_stride,src_plane_stride,dst_plane_stride,cycles\n";
+    EXPECT_EQ(error(dma_header + "VPU_2_7,DDR2CMX,64,0,64,64,64,0,0,0,0,686\n"
+                                 "VPU_2_7,DDR2CMX,64,0,64,64,64,0,0,0,0\n"),
+              "ref.csv:3: expected 12 fields, got 11");
+    EXPECT_EQ(error(dma_header + "VPU_2_7,DDR2CMX,64,0,64,64,64,0,0,0,0,fast\n"),
+              "ref.csv:2: column 'cycles': not an integer: 'fast'");
+    EXPECT_EQ(error("device,direction,colour\n"), "ref.csv:1: unknown column 'colour'");
+    EXPECT_EQ(error("device,op,cycles\n"), "ref.csv:1: missing column 'in_dtype'");
+}
+
+TEST(TimingCalibration, ErrorStatistics) {
+    ErrorStats s = error_stats("g", {0.4, 0.1, 0.3, 0.2, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0});
+    EXPECT_EQ(s.rows, 10u);
+    EXPECT_DOUBLE_EQ(s.median, 0.55);
+    EXPECT_DOUBLE_EQ(s.p90, 0.9);
+}
+
+// The committed coefficients must keep following VPUNN (docs/timing-model.md has the tables).
+TEST(TimingCalibration, CommittedReferencesStayUnder15Percent) {
+    for (const char *file : {"vpunn_dpu_reference.csv", "vpunn_dma_reference.csv"}) {
+        std::string path = std::string(VPUC_SOURCE_DIR) + "/../shared/data/" + file;
+        if (!std::ifstream(path)) GTEST_SKIP() << path << " is absent";
+        CalibrationReport r = calibrate_timing_model_file(path);
+        EXPECT_LT(r.overall.median, 0.15) << file;
+        EXPECT_GE(r.overall.rows, 300u) << file;
+        std::string text = format_calibration_report(r);
+        std::string last = text.substr(text.rfind('\n', text.size() - 2) + 1);
+        EXPECT_EQ(last.rfind("overall median relative error: ", 0), 0u) << last;
+    }
+}

@@ -1,0 +1,49 @@
+// `vpuc bench timing-model`: how far the DPU and DMA cost models are from Intel's VPUNN.
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "vpu_target/timing_calibration.h"
+
+namespace {
+
+const char *kUsage =
+    R"(usage: vpuc bench timing-model --reference FILE [--target T]
+
+Compares the timing model with VPUNN cycle predictions. FILE is a DPU or a DMA
+reference CSV (shared/data/vpunn_dpu_reference.csv, vpunn_dma_reference.csv); the
+kind is detected from the header. Every row is evaluated with the bundled target of
+its device (VPU_2_7: vpu27, VPU_2_0: vpu20).
+
+Prints the row count, median and 90th-percentile relative error |ours - VPUNN| / VPUNN
+per group (DPU: device, op, dtype class, MPE mode; DMA: direction, transfer pattern),
+and last the line "overall median relative error: X%".
+
+options:
+  --reference FILE  the VPUNN reference CSV (required)
+  --target T        evaluate only the rows of T's device, with T: a bundled target
+                    name or a target file, e.g. an edited copy of vpu27.json
+  -h, --help        this text)";
+
+int run(const std::vector<std::string> &args) {
+    std::string reference, target;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string &a = args[i];
+        if ((a == "--reference" || a == "--target") && i + 1 < args.size()) {
+            (a == "--reference" ? reference : target) = args[++i];
+        } else {
+            throw std::runtime_error("unexpected argument '" + a + "' (see --help)");
+        }
+    }
+    if (reference.empty()) throw std::runtime_error("--reference FILE is required (see --help)");
+    auto report = vpuc::target::calibrate_timing_model_file(reference, target);
+    std::fputs(vpuc::target::format_calibration_report(report).c_str(), stdout);
+    return 0;
+}
+
+const bool registered = vpuc::tools::register_command(
+    {"bench timing-model", "compare the DPU/DMA timing model with VPUNN predictions", kUsage, run});
+
+} // namespace

@@ -1,0 +1,615 @@
+// `vpuc verify`: check a blob against a target (the checks of docs/blob.md).
+// `vpuc inspect`: print what a blob holds, as text for people or as JSON for scripts.
+//
+// inspect only needs the FlatBuffers structure to be sound (every read is then inside the
+// file), so it also shows blobs the semantic verifier rejects, with the verifier's verdict.
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "command.h"
+#include "vpu_target/verifier.h"
+
+namespace vpuc::tools {
+
+namespace {
+
+using blob::Address;
+using blob::Blob;
+using blob::TensorRef;
+using Json = nlohmann::ordered_json;
+
+template <typename... Args> std::string cat(const Args &...args) {
+    std::ostringstream out;
+    (out << ... << args);
+    return out.str();
+}
+
+// Blob strings may hold anything: keep control characters away from the terminal.
+std::string safe(const flatbuffers::String *s) {
+    std::string text = s ? s->str() : "";
+    for (char &ch : text)
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    return text;
+}
+
+std::string quoted(const flatbuffers::String *s) {
+    return "'" + safe(s) + "'";
+}
+
+// Enum names, or the raw value for a value the schema does not know (a corrupted blob).
+template <typename E> std::string name_of(E value, const char *name) {
+    return name && *name ? name : cat("<", int(value), ">");
+}
+std::string name_of(blob::DType t) {
+    return name_of(t, blob::EnumNameDType(t));
+}
+std::string name_of(blob::MemSpace s) {
+    return name_of(s, blob::EnumNameMemSpace(s));
+}
+std::string name_of(blob::DpuOp op) {
+    return name_of(op, blob::EnumNameDpuOp(op));
+}
+std::string name_of(blob::Layout l) {
+    return name_of(l, blob::EnumNameLayout(l));
+}
+std::string name_of(blob::ArgKind k) {
+    return name_of(k, blob::EnumNameArgKind(k));
+}
+std::string name_of(blob::Activation a) {
+    return name_of(a, blob::EnumNameActivation(a));
+}
+std::string name_of(blob::EltwiseOp op) {
+    return name_of(op, blob::EnumNameEltwiseOp(op));
+}
+
+template <typename T> uint32_t size_of(const flatbuffers::Vector<T> *v) {
+    return v ? v->size() : 0;
+}
+
+// A copy of struct element i: the FlatBuffers verifier does not check the alignment of a
+// struct vector's elements, and a corrupted blob may misalign them.
+template <typename T> T element(const flatbuffers::Vector<const T *> *v, uint32_t i) {
+    T out;
+    std::memcpy(&out, v->Data() + size_t(i) * sizeof(T), sizeof(T));
+    return out;
+}
+
+// A hostile blob can reference one table or vector from many places, so that printing it
+// would produce far more than the file holds. Every loop over blob data counts its elements
+// against a budget proportional to the file size (set by each command).
+uint64_t elements_left = 0;
+
+void set_element_budget(size_t blob_bytes) {
+    elements_left = 16 * uint64_t(blob_bytes) + (1 << 20);
+}
+
+uint32_t counted(uint32_t elements) {
+    if (elements > elements_left)
+        throw std::runtime_error("the blob references the same data from far more places than "
+                                 "its size justifies (see vpuc verify): not printing it");
+    elements_left -= elements;
+    return elements;
+}
+
+// "[0, 3]"
+std::string list(const flatbuffers::Vector<uint32_t> *v) {
+    std::string s = "[";
+    for (uint32_t i = 0; i < counted(size_of(v)); ++i) s += cat(i ? ", " : "", v->Get(i));
+    return s + "]";
+}
+
+uint64_t task_count(const Blob &b) {
+    uint64_t n = 0;
+    for (uint32_t q = 0; q < size_of(b.queues()); ++q) n += b.queues()->Get(q)->tasks()->size();
+    return n;
+}
+
+// ---- Text -----------------------------------------------------------------------------
+
+// "CMX 1 +4096", "Input 0 +0", "Constant +2304"
+std::string text(const Address &a) {
+    bool indexed = a.space() == blob::MemSpace::Input || a.space() == blob::MemSpace::Output ||
+                   a.space() == blob::MemSpace::Cmx;
+    std::string space = a.space() == blob::MemSpace::Cmx ? "CMX" : name_of(a.space());
+    return indexed ? cat(space, " ", a.index(), " +", a.offset()) : cat(space, " +", a.offset());
+}
+
+// "U8 (16, 8, 8, 1) at CMX 0 +8192", dims innermost first; strides when asked.
+std::string text(const TensorRef *t, bool strides = false) {
+    if (!t) return "none";
+    std::string dims = "(", stride_list = " strides (";
+    for (uint32_t i = 0; i < counted(t->dims()->size()); ++i) {
+        dims += cat(i ? ", " : "", element(t->dims(), i).extent());
+        stride_list += cat(i ? ", " : "", element(t->dims(), i).stride());
+    }
+    return cat(name_of(t->dtype()), " ", dims, ")", strides ? stride_list + ")" : "", " at ",
+               text(*t->address()));
+}
+
+std::string text_quant(const blob::IoTensor &io) {
+    uint32_t n = size_of(io.quant());
+    if (n == 0) return "not quantized";
+    if (n == 1)
+        return cat("scale ", element(io.quant(), 0).scale(), " zero point ",
+                   element(io.quant(), 0).zero_point());
+    return cat("per channel on axis ", io.quant_axis(), " (", n, " scales)");
+}
+
+void print_io(const char *title,
+              const flatbuffers::Vector<flatbuffers::Offset<blob::IoTensor>> *l) {
+    std::printf("%s:\n", title);
+    for (uint32_t i = 0; i < counted(size_of(l)); ++i) {
+        const blob::IoTensor &io = *l->Get(i);
+        std::string shape;
+        for (uint32_t d = 0; d < counted(io.shape()->size()); ++d)
+            shape += cat(d ? "x" : "", io.shape()->Get(d));
+        std::printf("  %u %s: %s %s %s, %s, %llu bytes\n      %s\n", i, quoted(io.name()).c_str(),
+                    shape.c_str(), name_of(io.dtype()).c_str(), name_of(io.layout()).c_str(),
+                    text_quant(io).c_str(), static_cast<unsigned long long>(io.bytes()),
+                    text(io.tensor(), true).c_str());
+    }
+}
+
+void print_sections(const Blob &b) {
+    uint64_t code = 0;
+    for (uint32_t k = 0; k < size_of(b.kernels()); ++k)
+        code += b.kernels()->Get(k)->object()->size();
+    std::printf("sections: constants %u bytes, DDR scratch %llu bytes, kernel code %llu bytes\n",
+                size_of(b.constants()),
+                static_cast<unsigned long long>(b.header()->ddr_scratch_bytes()),
+                static_cast<unsigned long long>(code));
+}
+
+void print_kernels(const Blob &b) {
+    std::printf("kernels (%u):\n", size_of(b.kernels()));
+    for (uint32_t i = 0; i < counted(size_of(b.kernels())); ++i) {
+        const blob::Kernel &k = *b.kernels()->Get(i);
+        std::string args;
+        for (uint32_t a = 0; a < k.args()->size(); ++a) {
+            const blob::KernelArg &arg = *k.args()->Get(a);
+            args += cat(a ? ", " : "", safe(arg.name()), ": ", name_of(arg.kind()), " ",
+                        name_of(arg.dtype()));
+            if (arg.kind() == blob::ArgKind::InputBuffer ||
+                arg.kind() == blob::ArgKind::OutputBuffer)
+                args += cat(" rank ", int(arg.rank()));
+        }
+        std::printf(
+            "  %u %s: entry %s, %u bytes of code, %u lanes, %g ops/vector\n      args: %s\n", i,
+            quoted(k.name()).c_str(), safe(k.entry()).c_str(), k.object()->size(), k.vector_lanes(),
+            double(k.ops_per_vector()), args.c_str());
+    }
+}
+
+void print_barriers(const Blob &b) {
+    std::printf("barriers (%u):\n", size_of(b.barriers()));
+    for (uint32_t i = 0; i < counted(size_of(b.barriers())); ++i) {
+        const blob::Barrier &bar = *b.barriers()->Get(i);
+        std::printf("  %u: physical %u, %u producers, %u consumers\n", i, bar.physical_id(),
+                    bar.producer_count(), bar.consumer_count());
+    }
+}
+
+std::string describe_dma(const blob::DmaTask &d) {
+    std::string dsts;
+    for (uint32_t i = 0; i < counted(d.dst()->size()); ++i)
+        dsts += cat(i ? ", " : "", text(element(d.dst(), i)));
+    uint64_t lines = 1;
+    std::string dims;
+    for (uint32_t i = 0; i < counted(size_of(d.dims())); ++i) {
+        blob::DmaDim dim = element(d.dims(), i);
+        lines *= dim.count();
+        dims += cat(i ? ", " : "", dim.count(), " (src +", dim.src_stride(), ", dst +",
+                    dim.dst_stride(), ")");
+    }
+    std::string shape = size_of(d.dims()) == 0
+                            ? cat(d.line_bytes(), " bytes")
+                            : cat(lines, " lines of ", d.line_bytes(), " bytes [", dims, "]");
+    return cat("DMA ", shape, ": ", text(*d.src()), " -> ", dsts,
+               d.dst()->size() > 1 ? " (broadcast)" : "");
+}
+
+std::string describe_ppe(const blob::DpuTask &d) {
+    const blob::Ppe *ppe = d.ppe();
+    if (!ppe) return "";
+    std::string s;
+    if (d.op() == blob::DpuOp::Eltwise) s += cat(", ", name_of(ppe->eltwise_op()));
+    if (ppe->activation() != blob::Activation::None) s += cat(", ", name_of(ppe->activation()));
+    return s;
+}
+
+std::string describe_dpu(const blob::DpuTask &d) {
+    std::string s = cat(name_of(d.op()), " ", int(d.kernel_w()), "x", int(d.kernel_h()), " stride ",
+                        int(d.stride_w()), "x", int(d.stride_h()), " pad (l ", int(d.pad_left()),
+                        ", r ", int(d.pad_right()), ", t ", int(d.pad_top()), ", b ",
+                        int(d.pad_bottom()), "): ", text(d.input()));
+    if (d.input2()) s += " + " + text(d.input2());
+    s += " -> " + text(d.output());
+    if (d.weights()) s += ", weights " + text(d.weights());
+    if (d.weight_table()) s += ", table at " + text(*d.weight_table()->address());
+    s += describe_ppe(d) + cat("; ", d.variants()->size(), " variants:");
+    for (uint32_t i = 0; i < counted(d.variants()->size()); ++i) {
+        const blob::DpuVariant &v = *d.variants()->Get(i);
+        s += cat(i ? ", " : " ", safe(v.mpe_mode()), " ", list(v.start()), "-", list(v.end()));
+    }
+    return s;
+}
+
+std::string describe_shave(const Blob &b, const blob::ShaveTask &s) {
+    bool known = s.kernel() < size_of(b.kernels());
+    const blob::Kernel *k = known ? b.kernels()->Get(s.kernel()) : nullptr;
+    std::string out = cat("SHAVE kernel ", s.kernel(), " ", k ? quoted(k->name()) : "<missing>",
+                          " on ", int(s.shaves()), " SHAVEs:");
+    for (uint32_t i = 0; i < counted(s.args()->size()); ++i) {
+        const blob::ShaveArg &a = *s.args()->Get(i);
+        bool named = k && i < k->args()->size();
+        std::string name = named ? safe(k->args()->Get(i)->name()) : cat("arg", i);
+        bool is_float = named && k->args()->Get(i)->kind() == blob::ArgKind::ScalarFloat;
+        std::string value = a.tensor() ? text(a.tensor())
+                            : is_float ? cat(a.float_value())
+                                       : cat(a.int_value());
+        out += cat(i ? ", " : " ", name, " = ", value);
+    }
+    return out;
+}
+
+std::string describe_task(const Blob &b, const blob::Task &t) {
+    switch (t.kind_type()) {
+    case blob::TaskKind::DmaTask:
+        return describe_dma(*t.kind_as_DmaTask());
+    case blob::TaskKind::DpuTask:
+        return describe_dpu(*t.kind_as_DpuTask());
+    case blob::TaskKind::ShaveTask:
+        return describe_shave(b, *t.kind_as_ShaveTask());
+    default:
+        return cat("<unknown task kind ", int(t.kind_type()), ">");
+    }
+}
+
+void print_queues(const Blob &b) {
+    for (uint32_t q = 0; q < counted(size_of(b.queues())); ++q) {
+        const blob::TaskQueue &queue = *b.queues()->Get(q);
+        std::printf("%s (%u tasks):\n", blob::describe_queue(queue).c_str(), queue.tasks()->size());
+        for (uint32_t i = 0; i < counted(queue.tasks()->size()); ++i) {
+            const blob::Task &t = *queue.tasks()->Get(i);
+            std::string layer = t.layer() ? " [layer " + safe(t.layer()) + "]" : "";
+            std::printf("  %u %s%s waits %s updates %s\n      %s\n", i, quoted(t.name()).c_str(),
+                        layer.c_str(), list(t.wait_barriers()).c_str(),
+                        list(t.update_barriers()).c_str(), describe_task(b, t).c_str());
+        }
+    }
+}
+
+// The semantic verifier's problems against the blob's own target; empty when it passes.
+std::vector<std::string> problems_of(const std::vector<uint8_t> &bytes, const Blob &b) {
+    std::string message;
+    try {
+        blob::verify(bytes, target::load_target(b.header()->target()->str()));
+        return {};
+    } catch (const target::TargetError &e) {
+        message = cat("target ", quoted(b.header()->target()), " not available: ", e.what());
+    } catch (const blob::BlobError &e) {
+        message = e.what();
+    }
+    std::vector<std::string> lines;
+    std::istringstream in(message);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+void print_text(const std::string &path, const std::vector<uint8_t> &bytes, const Blob &b) {
+    const blob::Header &h = *b.header();
+    std::printf("blob %s: %zu bytes, format %u.%u, target %s, network %s\n", path.c_str(),
+                bytes.size(), h.version()->major(), h.version()->minor(),
+                quoted(h.target()).c_str(), quoted(h.name()).c_str());
+    std::vector<std::string> problems = problems_of(bytes, b);
+    std::printf("verification: %s\n", problems.empty() ? "ok" : "FAILED");
+    for (const auto &p : problems) std::printf("  %s\n", p.c_str());
+    print_io("inputs", h.inputs());
+    print_io("outputs", h.outputs());
+    print_sections(b);
+    print_kernels(b);
+    print_barriers(b);
+    print_queues(b);
+}
+
+// ---- JSON -----------------------------------------------------------------------------
+
+Json json_address(const Address &a) {
+    return {{"space", name_of(a.space())}, {"index", a.index()}, {"offset", a.offset()}};
+}
+
+Json json_tensor(const TensorRef *t) {
+    if (!t) return nullptr;
+    Json dims = Json::array();
+    for (uint32_t i = 0; i < counted(t->dims()->size()); ++i)
+        dims.push_back({{"extent", element(t->dims(), i).extent()},
+                        {"stride", element(t->dims(), i).stride()}});
+    return {{"address", json_address(*t->address())},
+            {"dtype", name_of(t->dtype())},
+            {"dims", dims},
+            {"zero_point", t->zero_point()}};
+}
+
+Json json_io(const flatbuffers::Vector<flatbuffers::Offset<blob::IoTensor>> *l) {
+    Json out = Json::array();
+    for (uint32_t i = 0; i < counted(size_of(l)); ++i) {
+        const blob::IoTensor &io = *l->Get(i);
+        Json quant = Json::array();
+        for (uint32_t q = 0; q < counted(size_of(io.quant())); ++q)
+            quant.push_back({{"scale", element(io.quant(), q).scale()},
+                             {"zero_point", element(io.quant(), q).zero_point()}});
+        out.push_back({{"name", io.name()->str()},
+                       {"shape", std::vector<uint32_t>(io.shape()->begin(), io.shape()->end())},
+                       {"dtype", name_of(io.dtype())},
+                       {"layout", name_of(io.layout())},
+                       {"quant", quant},
+                       {"quant_axis", io.quant_axis()},
+                       {"bytes", io.bytes()},
+                       {"tensor", json_tensor(io.tensor())}});
+    }
+    return out;
+}
+
+Json json_kernels(const Blob &b) {
+    Json out = Json::array();
+    for (uint32_t i = 0; i < counted(size_of(b.kernels())); ++i) {
+        const blob::Kernel &k = *b.kernels()->Get(i);
+        Json args = Json::array();
+        for (uint32_t a = 0; a < k.args()->size(); ++a) {
+            const blob::KernelArg &arg = *k.args()->Get(a);
+            args.push_back({{"name", arg.name()->str()},
+                            {"kind", name_of(arg.kind())},
+                            {"dtype", name_of(arg.dtype())},
+                            {"rank", arg.rank()}});
+        }
+        out.push_back({{"name", k.name()->str()},
+                       {"entry", k.entry()->str()},
+                       {"object_bytes", k.object()->size()},
+                       {"vector_lanes", k.vector_lanes()},
+                       {"ops_per_vector", k.ops_per_vector()},
+                       {"args", args}});
+    }
+    return out;
+}
+
+Json json_barriers(const Blob &b) {
+    Json out = Json::array();
+    for (uint32_t i = 0; i < counted(size_of(b.barriers())); ++i) {
+        const blob::Barrier &bar = *b.barriers()->Get(i);
+        out.push_back({{"physical_id", bar.physical_id()},
+                       {"producer_count", bar.producer_count()},
+                       {"consumer_count", bar.consumer_count()}});
+    }
+    return out;
+}
+
+Json json_dma(const blob::DmaTask &d) {
+    Json dsts = Json::array(), dims = Json::array();
+    for (uint32_t i = 0; i < counted(d.dst()->size()); ++i)
+        dsts.push_back(json_address(element(d.dst(), i)));
+    for (uint32_t i = 0; i < counted(size_of(d.dims())); ++i) {
+        blob::DmaDim dim = element(d.dims(), i);
+        dims.push_back({{"count", dim.count()},
+                        {"src_stride", dim.src_stride()},
+                        {"dst_stride", dim.dst_stride()}});
+    }
+    return {{"src", json_address(*d.src())},
+            {"dst", dsts},
+            {"line_bytes", d.line_bytes()},
+            {"dims", dims}};
+}
+
+Json json_ppe(const blob::Ppe *p) {
+    if (!p) return nullptr;
+    return {{"activation", name_of(p->activation())},
+            {"relux_max", p->relux_max()},
+            {"leaky_mult", p->leaky_mult()},
+            {"leaky_shift", p->leaky_shift()},
+            {"leaky_alpha", p->leaky_alpha()},
+            {"clamp_low", p->clamp_low()},
+            {"clamp_high", p->clamp_high()},
+            {"fp_clamp_low", p->fp_clamp_low()},
+            {"fp_clamp_high", p->fp_clamp_high()},
+            {"mult", p->mult()},
+            {"shift", p->shift()},
+            {"bias", p->bias()},
+            {"fp_scale", p->fp_scale()},
+            {"eltwise_op", name_of(p->eltwise_op())},
+            {"in1_mult", p->in1_mult()},
+            {"in2_mult", p->in2_mult()}};
+}
+
+Json json_dpu(const blob::DpuTask &d) {
+    Json variants = Json::array();
+    for (uint32_t i = 0; i < counted(d.variants()->size()); ++i) {
+        const blob::DpuVariant &v = *d.variants()->Get(i);
+        variants.push_back({{"start", std::vector<uint32_t>(v.start()->begin(), v.start()->end())},
+                            {"end", std::vector<uint32_t>(v.end()->begin(), v.end()->end())},
+                            {"mpe_mode", v.mpe_mode()->str()}});
+    }
+    return {{"op", name_of(d.op())},
+            {"kernel", {d.kernel_w(), d.kernel_h()}},
+            {"stride", {d.stride_w(), d.stride_h()}},
+            {"pad",
+             {{"left", d.pad_left()},
+              {"right", d.pad_right()},
+              {"top", d.pad_top()},
+              {"bottom", d.pad_bottom()}}},
+            {"input", json_tensor(d.input())},
+            {"input2", json_tensor(d.input2())},
+            {"weights", json_tensor(d.weights())},
+            {"weight_table", json_tensor(d.weight_table())},
+            {"output", json_tensor(d.output())},
+            {"weights_zero_point", d.weights_zero_point()},
+            {"ppe", json_ppe(d.ppe())},
+            {"variants", variants}};
+}
+
+Json json_shave(const blob::ShaveTask &s) {
+    Json args = Json::array();
+    for (uint32_t i = 0; i < counted(s.args()->size()); ++i) {
+        const blob::ShaveArg &a = *s.args()->Get(i);
+        args.push_back({{"tensor", json_tensor(a.tensor())},
+                        {"int_value", a.int_value()},
+                        {"float_value", a.float_value()}});
+    }
+    return {{"kernel", s.kernel()}, {"shaves", s.shaves()}, {"args", args}};
+}
+
+Json json_task(const Blob &b, const blob::Task &t) {
+    auto barriers = [](const flatbuffers::Vector<uint32_t> *v) {
+        return v ? std::vector<uint32_t>(v->begin(), v->end()) : std::vector<uint32_t>{};
+    };
+    Json j = {{"name", t.name()->str()},
+              {"layer", t.layer() ? t.layer()->str() : ""},
+              {"wait_barriers", barriers(t.wait_barriers())},
+              {"update_barriers", barriers(t.update_barriers())},
+              {"description", describe_task(b, t)}};
+    switch (t.kind_type()) {
+    case blob::TaskKind::DmaTask:
+        j["dma"] = json_dma(*t.kind_as_DmaTask());
+        break;
+    case blob::TaskKind::DpuTask:
+        j["dpu"] = json_dpu(*t.kind_as_DpuTask());
+        break;
+    case blob::TaskKind::ShaveTask:
+        j["shave"] = json_shave(*t.kind_as_ShaveTask());
+        break;
+    default:
+        break; // the description says it is unknown
+    }
+    return j;
+}
+
+Json json_queues(const Blob &b) {
+    Json out = Json::array();
+    for (uint32_t q = 0; q < counted(size_of(b.queues())); ++q) {
+        const blob::TaskQueue &queue = *b.queues()->Get(q);
+        Json tasks = Json::array();
+        for (uint32_t i = 0; i < counted(queue.tasks()->size()); ++i)
+            tasks.push_back(json_task(b, *queue.tasks()->Get(i)));
+        out.push_back({{"queue", blob::describe_queue(queue)},
+                       {"engine", blob::to_string(queue.engine())},
+                       {"tile", queue.tile()},
+                       {"index", queue.index()},
+                       {"tasks", tasks}});
+    }
+    return out;
+}
+
+void print_json(const std::string &path, const std::vector<uint8_t> &bytes, const Blob &b) {
+    const blob::Header &h = *b.header();
+    std::vector<std::string> problems = problems_of(bytes, b);
+    Json j = {{"file", path},
+              {"bytes", bytes.size()},
+              {"version", cat(h.version()->major(), ".", h.version()->minor())},
+              {"target", h.target()->str()},
+              {"name", h.name() ? h.name()->str() : ""},
+              {"verification", {{"ok", problems.empty()}, {"problems", problems}}},
+              {"inputs", json_io(h.inputs())},
+              {"outputs", json_io(h.outputs())},
+              {"sections",
+               {{"constants_bytes", size_of(b.constants())},
+                {"ddr_scratch_bytes", h.ddr_scratch_bytes()}}},
+              {"kernels", json_kernels(b)},
+              {"barriers", json_barriers(b)},
+              {"queues", json_queues(b)}};
+    // Blob strings need not be UTF-8: replace what is not, rather than fail.
+    std::printf("%s\n", j.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
+}
+
+// ---- Commands -------------------------------------------------------------------------
+
+// The BLOB argument and the options, "--name value" pairs and flags.
+struct Args {
+    std::string blob;
+    std::string target;
+    bool json = false;
+};
+
+Args parse(const std::vector<std::string> &args, bool takes_target, bool takes_json) {
+    Args out;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string &a = args[i];
+        if (takes_target && a == "--target") {
+            if (i + 1 >= args.size()) throw std::runtime_error("--target needs a value");
+            out.target = args[++i];
+        } else if (takes_json && a == "--json") {
+            out.json = true;
+        } else if (a.rfind("--", 0) == 0) {
+            throw std::runtime_error("unknown option '" + a + "' (see --help)");
+        } else if (out.blob.empty()) {
+            out.blob = a;
+        } else {
+            throw std::runtime_error("expected one BLOB argument, got '" + out.blob + "' and '" +
+                                     a + "'");
+        }
+    }
+    if (out.blob.empty()) throw std::runtime_error("expected a BLOB argument (see --help)");
+    return out;
+}
+
+int verify_command(const std::vector<std::string> &argv) {
+    Args args = parse(argv, true, false);
+    std::vector<uint8_t> bytes = blob::read_file(args.blob);
+    try {
+        const Blob &header_only = blob::verify_structure(bytes);
+        std::string name =
+            args.target.empty() ? header_only.header()->target()->str() : args.target;
+        target::Target target = target::load_target(name);
+        const Blob &b = blob::verify(bytes, target);
+        std::printf("%s: ok (%llu tasks, %u barriers, target %s)\n", args.blob.c_str(),
+                    static_cast<unsigned long long>(task_count(b)), size_of(b.barriers()),
+                    target.name.c_str());
+        return 0;
+    } catch (const blob::BlobError &e) {
+        std::fprintf(stderr, "%s: invalid blob:\n", args.blob.c_str());
+        std::istringstream in(e.what());
+        for (std::string line; std::getline(in, line);)
+            std::fprintf(stderr, "  %s\n", line.c_str());
+        return 1;
+    }
+}
+
+int inspect_command(const std::vector<std::string> &argv) {
+    Args args = parse(argv, false, true);
+    std::vector<uint8_t> bytes = blob::read_file(args.blob);
+    const Blob &b = blob::verify_structure(bytes);
+    set_element_budget(bytes.size());
+    if (args.json)
+        print_json(args.blob, bytes, b);
+    else
+        print_text(args.blob, bytes, b);
+    return 0;
+}
+
+const bool registered_verify = register_command(
+    {"verify", "check a blob against its target (structure, memory, barriers, deadlock)",
+     "usage: vpuc verify BLOB [--target NAME|FILE]\n\n"
+     "Checks BLOB the way the simulator does before running it: the FlatBuffers structure,\n"
+     "format version, every address inside its memory, DPU/DMA/SHAVE task parameters against\n"
+     "the target, barrier counts, no deadlock, physical barriers reused only after release\n"
+     "(docs/blob.md lists every check).\n\n"
+     "  --target NAME|FILE  verify against this target (a bundled name such as vpu27, or a\n"
+     "                      target file) instead of the one named in the blob's header\n\n"
+     "Prints 'BLOB: ok (N tasks, M barriers, target T)', or every problem found (one per\n"
+     "line, naming the task and field) on stderr and exits with status 1.",
+     verify_command});
+
+const bool registered_inspect = register_command(
+    {"inspect", "print a blob's contents: I/O, sections, kernels, barriers, task queues",
+     "usage: vpuc inspect BLOB [--json]\n\n"
+     "Prints the header (format, target, network), whether the blob passes verification\n"
+     "against its target (and the problems if not), the I/O tensors with shape, dtype,\n"
+     "layout and quantization, section sizes, SHAVE kernels with their argument contracts,\n"
+     "barriers with physical ids and counts, then every queue with its tasks: name, wait and\n"
+     "update barriers, and a one-line description of the DMA, DPU or SHAVE work.\n\n"
+     "  --json  print the same as one JSON document (every field of every task)",
+     inspect_command});
+
+} // namespace
+
+} // namespace vpuc::tools

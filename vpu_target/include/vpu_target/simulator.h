@@ -1,0 +1,71 @@
+// The simulator: our hardware. Runs a verified blob deterministically, functionally (DDR,
+// per-tile CMX, DMA, DPU, SHAVE kernels) and with discrete-event timing (each queue in
+// order, tasks gated by barriers, DDR bandwidth shared by the DMA engines).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "vpu_target/blob.h"
+#include "vpu_target/target.h"
+
+namespace vpuc::sim {
+
+enum class Mode {
+    Functional, // results and timing
+    TimingOnly, // timing only: no memory is touched (fast, for the autotuner)
+};
+
+struct TaskRecord {
+    std::string name;
+    std::string layer;
+    std::string engine; // e.g. "DMA 0", "DPU tile 1", "SHAVE tile 0"
+    double start_ns = 0;
+    double end_ns = 0;
+};
+
+struct EngineStats {
+    std::string engine;
+    double busy_ns = 0;
+    uint64_t tasks = 0;
+};
+
+struct RunResult {
+    std::vector<std::vector<uint8_t>> outputs; // one per blob output, in its section layout
+    double latency_ns = 0;
+    double latency_dpu_cycles = 0; // latency in DPU clock cycles
+    std::vector<EngineStats> engines;
+    std::vector<TaskRecord> tasks; // in start order
+};
+
+class Simulator {
+  public:
+    // Verifies the blob against the target (throws blob::BlobError) and links its kernels.
+    Simulator(target::Target target, std::vector<uint8_t> blob_bytes);
+    ~Simulator();
+    Simulator(const Simulator &) = delete;
+    Simulator &operator=(const Simulator &) = delete;
+
+    const blob::Blob &blob() const;
+    const target::Target &target() const { return target_; }
+
+    // `inputs` holds one byte vector per blob input, sized as its IoTensor.bytes (ignored in
+    // TimingOnly mode, where it may be empty). Throws blob::BlobError on a run-time fault
+    // (e.g. a deadlock or a weight-table pointer outside memory), naming the task.
+    RunResult run(const std::vector<std::vector<uint8_t>> &inputs, Mode mode = Mode::Functional);
+
+  private:
+    struct Impl;
+    target::Target target_;
+    std::unique_ptr<Impl> impl_;
+};
+
+// Chrome trace-event JSON (opens in Perfetto and chrome://tracing): one track per engine.
+std::string chrome_trace_json(const RunResult &result, const std::string &title);
+
+// A per-layer table: tasks grouped by layer with engine busy time and span.
+std::string layer_table(const RunResult &result);
+
+} // namespace vpuc::sim

@@ -1,0 +1,51 @@
+// Compares the timing model with Intel VPUNN's cycle predictions (shared/data/*.csv): reads a
+// DPU or DMA reference file and reports the relative error per group of similar rows.
+#pragma once
+
+#include <cstddef>
+#include <istream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace vpuc::target {
+
+class CalibrationError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+// Relative errors |ours - reference| / reference of a set of rows.
+struct ErrorStats {
+    std::string name;
+    size_t rows = 0;
+    double median = 0;
+    double p90 = 0; // nearest-rank 90th percentile
+};
+
+ErrorStats error_stats(std::string name, std::vector<double> errors);
+
+struct CalibrationReport {
+    std::string reference; // what was read, for the printout
+    bool dma = false;      // a DMA reference (else DPU)
+    // DPU: per device, op, dtype class (int8/fp16) and MPE mode.
+    // DMA: per direction and transfer pattern (contiguous, 2D strided, 3D).
+    std::vector<ErrorStats> groups;
+    std::vector<ErrorStats> by_activation; // DPU only: per device and activation
+    ErrorStats overall;
+};
+
+// Reads a reference CSV (the kind is detected from its header) and evaluates every row with
+// the bundled target of its device, or only the rows of `target`'s device when `target` is
+// given (a bundled name or a target file). Throws CalibrationError naming the line for an
+// unknown or missing column or a malformed row.
+CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &origin,
+                                         const std::string &target = "");
+CalibrationReport calibrate_timing_model_file(const std::string &path,
+                                              const std::string &target = "");
+
+// The table `vpuc bench timing-model` prints; its last line is
+// "overall median relative error: X%".
+std::string format_calibration_report(const CalibrationReport &report);
+
+} // namespace vpuc::target

@@ -1,0 +1,354 @@
+// Reads VPUNN reference CSVs and measures how far the timing model is from them.
+#include "vpu_target/timing_calibration.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "vpu_target/timing_model.h"
+
+namespace vpuc::target {
+
+namespace {
+
+const std::vector<std::string> kDpuColumns = {
+    "device",  "op",         "in_dtype", "out_dtype", "in_w",     "in_h",       "in_c",
+    "out_w",   "out_h",      "out_c",    "kernel_w",  "kernel_h", "stride_w",   "stride_h",
+    "pad_top", "pad_bottom", "pad_left", "pad_right", "mpe_mode", "activation", "cycles"};
+
+const std::vector<std::string> kDmaColumns = {
+    "device",    "direction",  "bytes",      "num_planes",       "length",           "src_width",
+    "dst_width", "src_stride", "dst_stride", "src_plane_stride", "dst_plane_stride", "cycles"};
+
+// VPUNN device names and the bundled targets modeled on them.
+const std::vector<std::pair<std::string, std::string>> kDevices = {{"VPU_2_7", "vpu27"},
+                                                                   {"VPU_2_0", "vpu20"}};
+
+std::vector<std::string> split(const std::string &line) {
+    std::vector<std::string> fields;
+    std::istringstream in(line);
+    for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+    if (!line.empty() && line.back() == ',') fields.emplace_back();
+    return fields;
+}
+
+// One data row, with its fields addressed by column name.
+class Row {
+  public:
+    Row(const std::map<std::string, size_t> &columns, std::vector<std::string> fields,
+        std::string where)
+        : columns_(columns), fields_(std::move(fields)), where_(std::move(where)) {}
+
+    const std::string &text(const std::string &column) const {
+        return fields_.at(columns_.at(column));
+    }
+
+    long long integer(const std::string &column, long long min) const {
+        const std::string &s = text(column);
+        size_t used = 0;
+        long long v = 0;
+        try {
+            v = std::stoll(s, &used);
+        } catch (const std::exception &) {
+            used = 0;
+        }
+        if (used == 0 || used != s.size())
+            fail("column '" + column + "': not an integer: '" + s + "'");
+        if (v < min)
+            fail("column '" + column + "': must be at least " + std::to_string(min) + ", got " + s);
+        return v;
+    }
+
+    [[noreturn]] void fail(const std::string &what) const {
+        throw CalibrationError(where_ + ": " + what);
+    }
+
+    const std::string &where() const { return where_; }
+
+  private:
+    const std::map<std::string, size_t> &columns_;
+    std::vector<std::string> fields_;
+    std::string where_;
+};
+
+// Targets by VPUNN device, loaded once; with an explicit target only its device is evaluated.
+class Targets {
+  public:
+    explicit Targets(const std::string &target) {
+        if (target.empty()) return;
+        auto t = std::make_unique<Target>(load_target(target));
+        for (const auto &[device, name] : kDevices)
+            if (t->name == name) only_device_ = device;
+        if (only_device_.empty())
+            throw CalibrationError("target '" + target + "' (" + t->name +
+                                   ") is not modeled on a VPUNN device (vpu27, vpu20)");
+        loaded_[only_device_] = std::move(t);
+    }
+
+    // The target for a row's device, or null when the row is not evaluated.
+    const Target *for_device(const Row &row) {
+        const std::string &device = row.text("device");
+        if (!only_device_.empty()) return device == only_device_ ? loaded_[device].get() : nullptr;
+        auto it = loaded_.find(device);
+        if (it != loaded_.end()) return it->second.get();
+        for (const auto &[d, name] : kDevices)
+            if (d == device)
+                return (loaded_[d] = std::make_unique<Target>(load_target(name))).get();
+        row.fail("unknown device '" + device + "'");
+    }
+
+  private:
+    std::string only_device_;
+    std::map<std::string, std::unique_ptr<Target>> loaded_;
+};
+
+DType dpu_dtype(const Row &row, const std::string &column) {
+    const std::string &s = row.text(column);
+    if (s == "UINT8") return DType::U8;
+    if (s == "INT8") return DType::I8;
+    if (s == "FLOAT16") return DType::F16;
+    row.fail("column '" + column + "': unknown data type '" + s + "'");
+}
+
+DpuOpKind dpu_op(const Row &row) {
+    const std::string &s = row.text("op");
+    // A channel-major convolution is a convolution with few input channels: the model tells
+    // them apart by in_c, as the compiler does.
+    if (s == "CONVOLUTION" || s == "CM_CONVOLUTION") return DpuOpKind::Conv;
+    if (s == "DW_CONVOLUTION") return DpuOpKind::DepthwiseConv;
+    if (s == "MAXPOOL") return DpuOpKind::MaxPool;
+    if (s == "AVEPOOL") return DpuOpKind::AvgPool;
+    if (s == "ELTWISE") return DpuOpKind::Eltwise;
+    row.fail("unknown op '" + s + "'");
+}
+
+DpuWorkload dpu_workload(const Row &row) {
+    DpuWorkload w;
+    w.op = dpu_op(row);
+    w.input_dtype = dpu_dtype(row, "in_dtype");
+    w.output_dtype = dpu_dtype(row, "out_dtype");
+    auto dim = [&](const char *column) { return int(row.integer(column, 1)); };
+    auto pad = [&](const char *column) { return int(row.integer(column, 0)); };
+    w.in_w = dim("in_w");
+    w.in_h = dim("in_h");
+    w.in_c = dim("in_c");
+    w.out_w = dim("out_w");
+    w.out_h = dim("out_h");
+    w.out_c = dim("out_c");
+    w.kernel_w = dim("kernel_w");
+    w.kernel_h = dim("kernel_h");
+    w.stride_w = dim("stride_w");
+    w.stride_h = dim("stride_h");
+    w.pad_top = pad("pad_top");
+    w.pad_bottom = pad("pad_bottom");
+    w.pad_left = pad("pad_left");
+    w.pad_right = pad("pad_right");
+    w.mpe_mode = row.text("mpe_mode");
+    const std::string &act = row.text("activation");
+    if (act != "NONE" && act != "RELU") row.fail("unknown activation '" + act + "'");
+    w.activation = act == "RELU";
+    return w;
+}
+
+DmaDirection dma_direction(const Row &row) {
+    const std::string &s = row.text("direction");
+    if (s == "DDR2CMX") return DmaDirection::DdrToCmx;
+    if (s == "CMX2DDR") return DmaDirection::CmxToDdr;
+    if (s == "DDR2DDR") return DmaDirection::DdrToDdr;
+    if (s == "CMX2CMX") return DmaDirection::CmxToCmx;
+    row.fail("unknown direction '" + s + "'");
+}
+
+// A side is contiguous when its lines (or planes) follow each other without gaps.
+bool gapless(long long stride, long long width) {
+    return stride == 0 || stride == width;
+}
+
+struct DmaRow {
+    DmaTransfer transfer;
+    std::string pattern;
+};
+
+// VPUNN's descriptor (planes of lines) as our transfer (lines of contiguous bytes).
+DmaRow dma_row(const Row &row) {
+    DmaRow r;
+    DmaTransfer &t = r.transfer;
+    t.direction = dma_direction(row);
+    long long bytes = row.integer("bytes", 1), planes = row.integer("num_planes", 0) + 1;
+    long long length = row.integer("length", 1);
+    long long src_w = row.integer("src_width", 1), dst_w = row.integer("dst_width", 1);
+    long long src_s = row.integer("src_stride", 0), dst_s = row.integer("dst_stride", 0);
+    if (bytes != planes * length) row.fail("bytes must equal (num_planes + 1) * length");
+    if (planes > 1) {
+        if (src_w != length || dst_w != length || src_s != 0 || dst_s != 0)
+            row.fail("planes made of strided lines are not supported");
+        r.pattern = "3D";
+        t.lines = uint64_t(planes);
+        t.line_bytes = uint64_t(length);
+        t.src_contiguous = gapless(row.integer("src_plane_stride", 0), length);
+        t.dst_contiguous = gapless(row.integer("dst_plane_stride", 0), length);
+        return r;
+    }
+    if (src_s == 0 && dst_s == 0) {
+        r.pattern = "contiguous";
+        t.line_bytes = uint64_t(length);
+        return r;
+    }
+    long long width = src_s != 0 ? src_w : dst_w;
+    if (src_s != 0 && dst_s != 0 && src_w != dst_w)
+        row.fail("source and destination lines of different widths are not supported");
+    if (length % width != 0) row.fail("length must be a multiple of the line width");
+    r.pattern = "2D strided";
+    t.line_bytes = uint64_t(width);
+    t.lines = uint64_t(length / width);
+    t.src_contiguous = gapless(src_s, width);
+    t.dst_contiguous = gapless(dst_s, width);
+    return r;
+}
+
+const char *dtype_class(DType t) {
+    return t == DType::F16 ? "fp16" : "int8";
+}
+
+std::map<std::string, size_t> read_header(const std::string &line, const std::string &origin,
+                                          bool &dma) {
+    std::vector<std::string> names = split(line);
+    std::map<std::string, size_t> columns;
+    for (size_t i = 0; i < names.size(); ++i)
+        if (!columns.emplace(names[i], i).second)
+            throw CalibrationError(origin + ":1: duplicate column '" + names[i] + "'");
+    dma = columns.count("direction") != 0;
+    if (!dma && !columns.count("op"))
+        throw CalibrationError(origin +
+                               ":1: not a VPUNN reference header (no 'op' or 'direction' column)");
+    const auto &expected = dma ? kDmaColumns : kDpuColumns;
+    for (const auto &name : names)
+        if (std::find(expected.begin(), expected.end(), name) == expected.end())
+            throw CalibrationError(origin + ":1: unknown column '" + name + "'");
+    for (const auto &name : expected)
+        if (!columns.count(name))
+            throw CalibrationError(origin + ":1: missing column '" + name + "'");
+    return columns;
+}
+
+std::vector<ErrorStats> stats_of(std::map<std::string, std::vector<double>> &groups) {
+    std::vector<ErrorStats> out;
+    for (auto &[name, errors] : groups) out.push_back(error_stats(name, std::move(errors)));
+    return out;
+}
+
+std::string percent(double fraction) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f%%", fraction * 100);
+    return buf;
+}
+
+} // namespace
+
+ErrorStats error_stats(std::string name, std::vector<double> errors) {
+    ErrorStats s;
+    s.name = std::move(name);
+    s.rows = errors.size();
+    if (errors.empty()) return s;
+    std::sort(errors.begin(), errors.end());
+    size_t n = errors.size();
+    s.median = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
+    s.p90 = errors[size_t(std::ceil(0.9 * double(n))) - 1];
+    return s;
+}
+
+CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &origin,
+                                         const std::string &target) {
+    CalibrationReport report;
+    report.reference = origin;
+    std::string line;
+    if (!std::getline(csv, line)) throw CalibrationError(origin + ": empty file");
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::map<std::string, size_t> columns = read_header(line, origin, report.dma);
+
+    Targets targets(target);
+    std::map<std::string, std::vector<double>> groups, activations;
+    std::vector<double> all;
+    for (size_t number = 2; std::getline(csv, line); ++number) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        std::vector<std::string> fields = split(line);
+        Row row(columns, fields, origin + ":" + std::to_string(number));
+        if (fields.size() != columns.size())
+            row.fail("expected " + std::to_string(columns.size()) + " fields, got " +
+                     std::to_string(fields.size()));
+        const Target *t = targets.for_device(row);
+        if (!t) continue;
+        double reference = double(row.integer("cycles", 1));
+        double ours = 0;
+        std::string group = row.text("device") + " ";
+        try {
+            if (report.dma) {
+                DmaRow d = dma_row(row);
+                reference *= 1000.0 / t->dpu_clock_mhz; // VPUNN counts DMA time in DPU cycles
+                ours = dma_transfer_ns(*t, d.transfer);
+                group = row.text("direction") + " " + d.pattern;
+            } else {
+                DpuWorkload w = dpu_workload(row);
+                ours = dpu_workload_cycles(*t, w);
+                group += row.text("op") + " " + dtype_class(w.input_dtype) + " " + w.mpe_mode;
+                activations[row.text("device") + " " + row.text("activation")].push_back(
+                    std::abs(ours - reference) / reference);
+            }
+        } catch (const TargetError &e) {
+            row.fail(e.what());
+        }
+        double error = std::abs(ours - reference) / reference;
+        groups[group].push_back(error);
+        all.push_back(error);
+    }
+    if (all.empty()) throw CalibrationError(origin + ": no rows to evaluate");
+    report.groups = stats_of(groups);
+    report.by_activation = stats_of(activations);
+    report.overall = error_stats("overall", all);
+    return report;
+}
+
+CalibrationReport calibrate_timing_model_file(const std::string &path, const std::string &target) {
+    std::ifstream in(path);
+    if (!in) throw CalibrationError(path + ": cannot read the file");
+    return calibrate_timing_model(in, path, target);
+}
+
+std::string format_calibration_report(const CalibrationReport &report) {
+    size_t width = 5;
+    for (const auto &g : report.groups) width = std::max(width, g.name.size());
+    for (const auto &g : report.by_activation) width = std::max(width, g.name.size());
+    auto row = [&](const std::string &name, const std::string &rows, const std::string &median,
+                   const std::string &p90) {
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "%-*s %6s %8s %8s\n", int(width), name.c_str(), rows.c_str(),
+                      median.c_str(), p90.c_str());
+        return std::string(buf);
+    };
+    auto table = [&](const std::vector<ErrorStats> &stats) {
+        std::string out;
+        for (const auto &s : stats)
+            out += row(s.name, std::to_string(s.rows), percent(s.median), percent(s.p90));
+        return out;
+    };
+    std::string out = "reference: " + report.reference + " (" +
+                      std::to_string(report.overall.rows) +
+                      (report.dma ? " DMA transfers" : " DPU workloads") + ")\n";
+    out += "relative error |ours - VPUNN| / VPUNN\n\n";
+    out += row(report.dma ? "direction pattern" : "device op dtype mode", "rows", "median", "p90");
+    out += table(report.groups);
+    if (!report.by_activation.empty()) {
+        out += "\n" + row("device activation", "rows", "median", "p90");
+        out += table(report.by_activation);
+    }
+    out += "\noverall p90 relative error: " + percent(report.overall.p90) + "\n";
+    out += "overall median relative error: " + percent(report.overall.median) + "\n";
+    return out;
+}
+
+} // namespace vpuc::target

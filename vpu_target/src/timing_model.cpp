@@ -1,0 +1,232 @@
+// DPU and DMA cost models. docs/timing-model.md gives the equations, the coefficients and how
+// well they follow Intel's VPUNN predictions.
+#include "vpu_target/timing_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace vpuc::target {
+
+namespace {
+
+double ceil_div(double a, double b) {
+    return std::ceil(a / b);
+}
+
+// Bytes that `channels` elements of `elem_bytes` occupy once padded to a `granule`.
+double padded_bytes(int channels, int elem_bytes, int granule) {
+    return ceil_div(double(channels) * elem_bytes, granule) * granule;
+}
+
+// Bytes per element of a DPU input or output; the DPU computes on 8-bit and fp16 data only.
+int dpu_dtype_bytes(const Target &target, DType t) {
+    if (t == DType::U8 || t == DType::I8 || t == DType::F16) return dtype_bytes(t);
+    throw TargetError(target.name + ": the DPU does not compute on " + dtype_name(t) + " data");
+}
+
+std::string mode_names(const Target &target) {
+    std::string names;
+    for (const auto &m : target.mpe_modes) names += (names.empty() ? "" : ", ") + m.name;
+    return names;
+}
+
+// Lines of input (columns or rows) that `n` outputs at stride `s` read with a `k`-tap kernel,
+// bounded by the padded input `extent`.
+double input_span(int n, int s, int k, int extent) {
+    double span = k < s ? double(n) * k : double(n - 1) * s + k;
+    return std::min<double>(span, extent);
+}
+
+// Everything the stage costs below share about one workload.
+struct Workload {
+    const DpuWorkload &w;
+    const MpeMode &mode;
+    const MpeModeTiming &timing;
+    const DpuTimingParams &p;
+    int in_bytes;
+    int out_bytes;
+    double pixels; // output pixels
+    double taps;   // kernel taps
+    double spatial_blocks;
+
+    // Cycles the input data unit needs to bring `channel_bytes` of every needed input pixel,
+    // `groups` times over (once per set of output channels that cannot share the fetch).
+    double fetch_cycles(double channel_bytes, double groups) const {
+        double pixel_reads = pixels * taps;
+        if (p.input_fetch == InputFetch::PerBlockWindow) {
+            double window =
+                input_span(mode.block_w, w.stride_w, w.kernel_w,
+                           w.in_w + w.pad_left + w.pad_right) *
+                input_span(mode.block_h, w.stride_h, w.kernel_h, w.in_h + w.pad_top + w.pad_bottom);
+            pixel_reads = spatial_blocks * window;
+        }
+        return pixel_reads * groups * channel_bytes / timing.input_bytes_per_cycle;
+    }
+};
+
+// The PPE writes every output element; channels pad to the data-path word.
+double ppe_cycles(const Workload &x) {
+    bool fp16 = x.w.output_dtype == DType::F16;
+    double rate = fp16 ? x.p.ppe_fp16_elements_per_cycle : x.p.ppe_int8_elements_per_cycle;
+    double channels = padded_bytes(x.w.out_c, x.out_bytes, x.p.word_bytes) / x.out_bytes;
+    return x.pixels * channels / rate;
+}
+
+// Z-major convolution: the MAC array works on whole MPE blocks; input channels pad to a word.
+double zmajor_mac_cycles(const Target &target, const Workload &x) {
+    const MpeMode &m = x.mode;
+    double blocks = x.spatial_blocks * ceil_div(x.w.out_c, m.block_c);
+    double in_channels = padded_bytes(x.w.in_c, x.in_bytes, x.p.word_bytes) / x.in_bytes;
+    bool fp16 = x.w.input_dtype == DType::F16;
+    double efficiency =
+        (fp16 ? x.p.fp16_efficiency : x.p.int8_efficiency) * x.timing.mac_efficiency;
+    double macs = blocks * m.block_w * m.block_h * m.block_c * in_channels * x.taps;
+    return macs / (target.macs_per_cycle(x.w.input_dtype) * efficiency);
+}
+
+// Activations and weights stream from CMX; an output tile shares one fetch of the weights.
+double zmajor_fetch_cycles(const Target &target, const Workload &x) {
+    int in_channels =
+        std::max(target.channel_alignment,
+                 int(ceil_div(x.w.in_c, target.channel_alignment)) * target.channel_alignment);
+    double act = x.fetch_cycles(padded_bytes(in_channels, x.in_bytes, x.timing.input_granule_bytes),
+                                ceil_div(x.w.out_c, x.timing.reuse_c));
+    double weight_fetches =
+        ceil_div(x.w.out_w, x.timing.reuse_w) * ceil_div(x.w.out_h, x.timing.reuse_h);
+    double weight_bytes = double(x.w.out_c) * in_channels * x.taps * x.in_bytes;
+    return act + weight_fetches * weight_bytes / x.p.weight_bytes_per_cycle;
+}
+
+// Channel-major convolution (few input channels, e.g. an RGB image): kernel taps are packed
+// into the reduction, so the MACs cost little per tap, but the planar input fetch costs more.
+double channel_major_mac_cycles(const Workload &x) {
+    double per_tap = x.p.cm_tap_cycles + x.p.cm_tap_cycles_per_input_byte * x.w.in_c * x.in_bytes;
+    return x.pixels * x.taps * ceil_div(x.w.out_c, x.mode.block_c) * per_tap;
+}
+
+double channel_major_fetch_cycles(const Target &target, const Workload &x) {
+    double bytes = padded_bytes(target.channel_alignment, x.in_bytes, x.timing.input_granule_bytes);
+    return x.fetch_cycles(bytes * x.p.cm_fetch_factor, ceil_div(x.w.out_c, x.timing.reuse_c));
+}
+
+// Depthwise convolution and pooling: each channel reads only its own input, no reduction.
+double per_channel_fetch_cycles(const Workload &x) {
+    return x.fetch_cycles(padded_bytes(x.w.out_c, x.in_bytes, x.timing.input_granule_bytes), 1);
+}
+
+// The pipeline stages overlap; a p-norm blends them so the slowest dominates smoothly.
+double overlap(const std::vector<double> &stages, double p) {
+    double slowest = *std::max_element(stages.begin(), stages.end());
+    if (slowest <= 0) return 0;
+    double sum = 0;
+    for (double s : stages) sum += std::pow(s / slowest, p);
+    return slowest * std::pow(sum, 1 / p);
+}
+
+void check_workload(const Target &target, const DpuWorkload &w, const MpeMode &mode) {
+    if (w.out_w <= 0 || w.out_h <= 0 || w.out_c <= 0 || w.in_c <= 0 || w.kernel_w <= 0 ||
+        w.kernel_h <= 0 || w.stride_w <= 0 || w.stride_h <= 0)
+        throw TargetError(target.name +
+                          ": DPU workload with a non-positive size, kernel or stride");
+    bool fp16 = w.input_dtype == DType::F16;
+    if (fp16 ? !mode.fp16 : !mode.int8)
+        throw TargetError(target.name + ": MPE mode " + mode.name + " does not take " +
+                          dtype_name(w.input_dtype) + " inputs");
+}
+
+} // namespace
+
+double dpu_workload_cycles(const Target &target, const DpuWorkload &w) {
+    const MpeMode *mode = target.find_mpe_mode(w.mpe_mode);
+    const MpeModeTiming *timing = target.dpu_timing.find_mode(w.mpe_mode);
+    if (!mode || !timing)
+        throw TargetError(target.name + ": unknown MPE mode '" + w.mpe_mode + "' (the target has " +
+                          mode_names(target) + ")");
+    check_workload(target, w, *mode);
+    const DpuTimingParams &p = target.dpu_timing;
+    Workload x{w,
+               *mode,
+               *timing,
+               p,
+               dpu_dtype_bytes(target, w.input_dtype),
+               dpu_dtype_bytes(target, w.output_dtype),
+               double(w.out_w) * w.out_h,
+               double(w.kernel_w) * w.kernel_h,
+               ceil_div(w.out_w, mode->block_w) * ceil_div(w.out_h, mode->block_h)};
+
+    std::vector<double> stages{ppe_cycles(x)};
+    switch (w.op) {
+    case DpuOpKind::Conv:
+    case DpuOpKind::MatMul:
+        if (w.in_c < target.channel_alignment) {
+            stages.push_back(channel_major_mac_cycles(x));
+            stages.push_back(channel_major_fetch_cycles(target, x));
+        } else {
+            stages.push_back(zmajor_mac_cycles(target, x));
+            stages.push_back(zmajor_fetch_cycles(target, x));
+        }
+        break;
+    case DpuOpKind::DepthwiseConv:
+    case DpuOpKind::MaxPool:
+    case DpuOpKind::AvgPool:
+        stages.push_back(per_channel_fetch_cycles(x));
+        break;
+    case DpuOpKind::Eltwise:
+        break; // bound by the PPE, which reads both inputs as it writes
+    }
+    return p.workload_overhead_cycles + p.channel_group_cycles * ceil_div(w.out_c, mode->block_c) +
+           overlap(stages, p.bottleneck_exponent);
+}
+
+namespace {
+
+// Bus bytes of the DDR side: DDR moves whole bursts, and a strided side pays per line.
+double ddr_bus_bytes(const DmaTimingParams &p, const DmaTransfer &t, bool contiguous,
+                     double line_overhead) {
+    double burst = p.burst_bytes;
+    if (contiguous) return ceil_div(double(t.line_bytes) * t.lines, burst) * burst;
+    return double(t.lines) * (ceil_div(double(t.line_bytes), burst) * burst + line_overhead);
+}
+
+} // namespace
+
+DmaCost dma_transfer_cost(const Target &target, const DmaTransfer &t) {
+    const DmaTimingParams &p = target.dma_timing;
+    DmaCost cost;
+    cost.max_bandwidth_gbps = target.dma_engine_bytes_per_cycle * target.dma_clock_mhz / 1000.0;
+    double read = ddr_bus_bytes(p, t, t.src_contiguous, p.ddr_read_line_overhead_bytes);
+    double write = ddr_bus_bytes(p, t, t.dst_contiguous, p.ddr_write_line_overhead_bytes);
+    switch (t.direction) {
+    case DmaDirection::DdrToCmx:
+        cost.latency_ns = p.ddr_to_cmx_latency_ns;
+        cost.bus_bytes = read;
+        break;
+    case DmaDirection::CmxToDdr:
+        cost.latency_ns = p.cmx_to_ddr_latency_ns;
+        cost.bus_bytes = write;
+        break;
+    case DmaDirection::DdrToDdr:
+        // The writes stream behind the reads, so only the read latency shows, but both
+        // directions occupy the DDR bus.
+        cost.latency_ns = p.ddr_to_cmx_latency_ns;
+        cost.bus_bytes = read + write;
+        break;
+    case DmaDirection::CmxToCmx:
+        cost.latency_ns = p.cmx_to_cmx_latency_ns;
+        cost.bus_bytes = double(t.line_bytes) * t.lines;
+        cost.uses_ddr = false;
+        break;
+    }
+    return cost;
+}
+
+double dma_transfer_ns(const Target &target, const DmaTransfer &t) {
+    DmaCost cost = dma_transfer_cost(target, t);
+    double rate = cost.max_bandwidth_gbps;
+    if (cost.uses_ddr) rate = std::min(rate, target.ddr_bandwidth_gbps);
+    return cost.latency_ns + cost.bus_bytes / rate; // GB/s is bytes per ns
+}
+
+} // namespace vpuc::target

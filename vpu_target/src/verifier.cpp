@@ -1,0 +1,1208 @@
+// The blob verifier, in two stages. verify_structure() runs the FlatBuffers verifier: after it,
+// every offset, vector and string is inside the buffer, so reading any field is memory-safe.
+// verify() then checks the meaning against the target (the checks are listed in docs/blob.md).
+//
+// A hostile blob can make FlatBuffers data much larger than the file: one table may be
+// referenced from many places (a task list of a million offsets to one task with a long wait
+// list). So the FlatBuffers verifier may visit at most one table per 4 bytes of file (what a
+// blob without shared tables needs), and every loop of the semantic stage charges its work to
+// a budget proportional to the file size. Either limit turns a blow-up into a BlobError.
+#include "vpu_target/verifier.h"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <type_traits>
+
+namespace vpuc::blob {
+namespace {
+
+using target::Target;
+
+constexpr size_t kMaxProblems = 50;
+constexpr uint32_t kMaxRank = 8;    // no tensor the compiler emits has more dimensions
+constexpr uint32_t kMaxDmaDims = 4; // the DMA engine's descriptor holds 4 outer dimensions
+constexpr size_t kMaxNameChars = 80;
+constexpr int kMaxPpeShift = 63;
+constexpr size_t kMaxCycleTasks = 16; // tasks of a deadlock cycle named in the message
+// Work units the semantic stage may spend per byte of blob, plus a floor for small blobs.
+constexpr uint64_t kBudgetPerByte = 8;
+constexpr uint64_t kBudgetFloor = uint64_t(1) << 22;
+
+// String concatenation for messages, cheaper than ostringstream (run once per task).
+void append(std::string &s, const std::string &text) {
+    s += text;
+}
+void append(std::string &s, const char *text) {
+    s += text;
+}
+template <typename N, typename = std::enable_if_t<std::is_arithmetic_v<N>>>
+void append(std::string &s, N number) {
+    s += std::to_string(number);
+}
+template <typename... Args> std::string cat(const Args &...args) {
+    std::string s;
+    (append(s, args), ...);
+    return s;
+}
+
+// Names come from the blob: cut them short and neutralize control characters, so a hostile
+// name cannot flood or drive the terminal that shows the error.
+std::string printable(const char *data, size_t size) {
+    std::string s(data, std::min(size, kMaxNameChars));
+    for (char &ch : s)
+        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+    if (size > kMaxNameChars) s += "...";
+    return s;
+}
+
+std::string quoted(const flatbuffers::String *s) {
+    return s ? "'" + printable(s->c_str(), s->size()) + "'" : "''";
+}
+
+template <typename E> bool in_enum(E value, E last) {
+    return static_cast<unsigned>(value) <= static_cast<unsigned>(last);
+}
+bool valid(DType t) {
+    return in_enum(t, DType::I32);
+}
+bool valid(MemSpace s) {
+    return in_enum(s, MemSpace::Cmx);
+}
+bool valid(DpuOp op) {
+    return in_enum(op, DpuOp::MatMul);
+}
+bool valid(Layout l) {
+    return in_enum(l, Layout::ND);
+}
+bool valid(Activation a) {
+    return in_enum(a, Activation::LeakyRelu);
+}
+bool valid(EltwiseOp op) {
+    return in_enum(op, EltwiseOp::Min);
+}
+bool valid(ArgKind k) {
+    return in_enum(k, ArgKind::ScalarFloat);
+}
+
+std::string name_of(DType t) {
+    return valid(t) ? to_string(t) : cat("<unknown dtype ", int(t), ">");
+}
+std::string name_of(MemSpace s) {
+    return valid(s) ? to_string(s) : cat("<unknown memory space ", int(s), ">");
+}
+
+bool is_8bit(DType t) {
+    return t == DType::U8 || t == DType::I8;
+}
+bool dpu_input_type(DType t) {
+    return is_8bit(t) || t == DType::F16;
+}
+bool is_buffer(ArgKind k) {
+    return k == ArgKind::InputBuffer || k == ArgKind::OutputBuffer;
+}
+
+template <typename T> uint32_t size_of(const flatbuffers::Vector<T> *v) {
+    return v ? v->size() : 0;
+}
+
+// The FlatBuffers verifier checks a vector's size field (4-byte aligned), not its elements:
+// in a corrupted blob a vector of 8-byte aligned structs may be misaligned.
+template <typename T> bool aligned(const flatbuffers::Vector<const T *> *v) {
+    return !v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->Data()) % alignof(T) == 0;
+}
+
+// acc += a * b, false on int64 overflow.
+bool add_product(int64_t &acc, int64_t a, int64_t b) {
+    int64_t product = 0;
+    return !__builtin_mul_overflow(a, b, &product) && !__builtin_add_overflow(acc, product, &acc);
+}
+
+// Every problem, one line each. Stops the verification (throws) at kMaxProblems or when the
+// work budget runs out, so neither the message nor the run time can grow without bound.
+class Problems {
+  public:
+    explicit Problems(uint64_t budget) : budget_(budget) {}
+
+    void add(std::string line) {
+        lines_.push_back(std::move(line));
+        if (lines_.size() == kMaxProblems) stop(cat("stopped after ", kMaxProblems, " problems"));
+    }
+
+    void charge(uint64_t units) {
+        if (units <= budget_) {
+            budget_ -= units;
+            return;
+        }
+        stop("blob: verification budget exhausted: the blob references the same data from "
+             "more places than its size justifies");
+    }
+
+    [[noreturn]] void stop(std::string last) {
+        lines_.push_back(std::move(last));
+        throw BlobError(joined());
+    }
+
+    void throw_if_any() const {
+        if (!lines_.empty()) throw BlobError(joined());
+    }
+
+  private:
+    std::string joined() const {
+        std::string all;
+        for (const auto &l : lines_) all += (all.empty() ? "" : "\n") + l;
+        return all;
+    }
+
+    std::vector<std::string> lines_;
+    uint64_t budget_;
+};
+
+// Where a problem is: "task 'conv0' (DPU queue tile 0 dpu 0)", "barrier 3 (physical 1)"...
+struct Ctx {
+    Problems *problems;
+    std::string where;
+    void add(const std::string &field, const std::string &what) const {
+        problems->add(where + ": " + field + ": " + what);
+    }
+};
+
+// The (C, W, H) extents of a DPU activation tensor, dims ordered (C, W, H, N).
+struct Chw {
+    uint64_t c = 0, w = 0, h = 0;
+    bool operator==(const Chw &o) const { return c == o.c && w == o.w && h == o.h; }
+};
+Chw chw_of(const TensorRef &t) {
+    return {t.dims()->Get(0)->extent(), t.dims()->Get(1)->extent(), t.dims()->Get(2)->extent()};
+}
+std::string shape_str(const Chw &s) {
+    return cat("(C ", s.c, ", W ", s.w, ", H ", s.h, ")");
+}
+
+struct TaskRef {
+    const Task *task;
+    const TaskQueue *queue;
+};
+
+std::string describe(const TaskRef &t) {
+    return cat(quoted(t.task->name()), " (", describe_queue(*t.queue), ")");
+}
+
+class Checker {
+  public:
+    Checker(const Blob &blob, const Target &target, size_t blob_bytes)
+        : blob_(blob), header_(*blob.header()), target_(target),
+          problems_(kBudgetPerByte * blob_bytes + kBudgetFloor),
+          barrier_count_(size_of(blob.barriers())) {}
+
+    void run() {
+        check_target();
+        check_io(header_.inputs(), MemSpace::Input, "input");
+        check_io(header_.outputs(), MemSpace::Output, "output");
+        check_ddr_total();
+        check_kernels();
+        check_barrier_ids();
+        check_queues();
+        check_barrier_counts();
+        // Reachability, which the reuse check needs, is only defined on an acyclic graph.
+        if (!find_deadlock()) check_physical_reuse();
+        problems_.throw_if_any();
+    }
+
+  private:
+    // ---- Header ------------------------------------------------------------------------
+
+    // A blob for another target would fail most checks for an uninteresting reason: stop.
+    void check_target() const {
+        if (header_.target()->str() == target_.name) return;
+        throw BlobError(cat("header: target: blob compiled for ", quoted(header_.target()),
+                            ", not '", target_.name, "'"));
+    }
+
+    void check_io(const flatbuffers::Vector<flatbuffers::Offset<IoTensor>> *list, MemSpace space,
+                  const char *what) {
+        problems_.charge(size_of(list));
+        for (uint32_t i = 0; i < size_of(list); ++i) {
+            const IoTensor &io = *list->Get(i);
+            Ctx c{&problems_, cat(what, " ", i, " ", quoted(io.name()))};
+            if (!valid(io.dtype())) c.add("dtype", cat("unknown dtype ", int(io.dtype())));
+            if (!valid(io.layout())) c.add("layout", cat("unknown layout ", int(io.layout())));
+            if (size_of(io.shape()) == 0) c.add("shape", "empty");
+            check_quant(c, io);
+            const Address &at = *io.tensor()->address();
+            if (at.space() != space || at.index() != i) {
+                c.add("tensor", cat("address must be its own section (", name_of(space), " ", i,
+                                    "), got ", name_of(at.space()), " ", at.index()));
+                continue;
+            }
+            check_tensor(c, "tensor", io.tensor());
+        }
+    }
+
+    // Per-channel quantization is indexed by channel: the table must have one entry each.
+    void check_quant(const Ctx &c, const IoTensor &io) const {
+        uint32_t entries = size_of(io.quant()), rank = size_of(io.shape());
+        if (entries <= 1) return;
+        if (io.quant_axis() < 0 || uint32_t(io.quant_axis()) >= rank) {
+            c.add("quant_axis", cat(io.quant_axis(), " is not an axis of the ", rank, "-D shape"));
+            return;
+        }
+        uint32_t channels = io.shape()->Get(uint32_t(io.quant_axis()));
+        if (entries != channels)
+            c.add("quant",
+                  cat(entries, " per-channel entries, shape[", io.quant_axis(), "] is ", channels));
+    }
+
+    // The simulator allocates DDR for all sections: their sum must fit the target's DDR.
+    void check_ddr_total() {
+        uint64_t total = size_of(blob_.constants());
+        bool overflow = __builtin_add_overflow(total, header_.ddr_scratch_bytes(), &total);
+        for (const auto *list : {header_.inputs(), header_.outputs()})
+            for (uint32_t i = 0; i < size_of(list); ++i)
+                overflow |= __builtin_add_overflow(total, list->Get(i)->bytes(), &total);
+        if (overflow || total > target_.ddr_bytes)
+            problems_.add(cat("header: DDR: inputs, outputs, constants and scratch need ",
+                              overflow ? "more than 2^64" : std::to_string(total),
+                              " bytes, more than the ", target_.ddr_bytes, " bytes of ",
+                              target_.name));
+    }
+
+    // ---- Memory ------------------------------------------------------------------------
+
+    struct Section {
+        std::string name;
+        uint64_t size = 0;
+        std::string size_note; // "(1024 bytes)"
+    };
+
+    // The section an address points into; false (reported) when it names none.
+    bool section_of(const Ctx &c, const std::string &field, const Address &a, Section &s) const {
+        auto bad_index = [&](const std::string &what) {
+            c.add(field, what);
+            return false;
+        };
+        switch (a.space()) {
+        case MemSpace::Input:
+        case MemSpace::Output: {
+            bool input = a.space() == MemSpace::Input;
+            const auto *list = input ? header_.inputs() : header_.outputs();
+            const char *kind = input ? "input" : "output";
+            if (a.index() >= size_of(list))
+                return bad_index(cat(kind, " ", a.index(), " does not exist (the blob has ",
+                                     size_of(list), ")"));
+            const IoTensor &io = *list->Get(a.index());
+            s = {cat(kind, " ", a.index(), " ", quoted(io.name())), io.bytes(),
+                 cat("(", io.bytes(), " bytes)")};
+            return true;
+        }
+        case MemSpace::Constant:
+        case MemSpace::Scratch: {
+            bool constant = a.space() == MemSpace::Constant;
+            if (a.index() != 0)
+                return bad_index(
+                    cat("index must be 0 for ", name_of(a.space()), ", got ", a.index()));
+            uint64_t size = constant ? size_of(blob_.constants()) : header_.ddr_scratch_bytes();
+            s = {constant ? "the constant section" : "DDR scratch", size,
+                 cat("(", size, " bytes)")};
+            return true;
+        }
+        case MemSpace::Cmx:
+            if (a.index() >= uint32_t(target_.tiles))
+                return bad_index(cat("CMX tile ", a.index(), " does not exist (", target_.name,
+                                     " has ", target_.tiles, " tiles)"));
+            s = {cat("CMX tile ", a.index()), target_.cmx_usable_bytes,
+                 cat("(", target_.cmx_usable_bytes, " usable bytes)")};
+            return true;
+        }
+        return bad_index(cat("unknown memory space ", int(a.space())));
+    }
+
+    // Checks that bytes [offset + lo, offset + hi) of the addressed section exist.
+    void check_range(const Ctx &c, const std::string &field, const Address &a, int64_t lo,
+                     int64_t hi) const {
+        Section s;
+        if (!section_of(c, field, a, s)) return;
+        int64_t begin = 0, end = 0;
+        if (a.offset() > uint64_t(std::numeric_limits<int64_t>::max()) ||
+            __builtin_add_overflow(int64_t(a.offset()), lo, &begin) ||
+            __builtin_add_overflow(int64_t(a.offset()), hi, &end)) {
+            c.add(field, cat("offset ", a.offset(), ": byte range overflows 64 bits"));
+            return;
+        }
+        if (begin < 0)
+            c.add(field, cat("bytes [", begin, ", ", end, ") start before ", s.name));
+        else if (uint64_t(end) > s.size)
+            c.add(field,
+                  cat("bytes [", begin, ", ", end, ") past the end of ", s.name, " ", s.size_note));
+    }
+
+    // Checks a tensor view: known dtype, rank in [1, kMaxRank], no empty dimension, every byte
+    // it touches inside its section. False when its dims or dtype are unusable for further
+    // (shape) checks.
+    bool check_tensor(const Ctx &c, const std::string &field, const TensorRef *t) {
+        if (!aligned(t->dims())) {
+            c.add(field, "dims: misaligned vector (corrupted blob)");
+            return false;
+        }
+        if (!valid(t->dtype())) {
+            c.add(field, cat("unknown dtype ", int(t->dtype())));
+            return false;
+        }
+        uint32_t rank = t->dims()->size();
+        if (rank == 0 || rank > kMaxRank) {
+            c.add(field, cat("rank ", rank, " not in [1, ", kMaxRank, "]"));
+            return false;
+        }
+        problems_.charge(rank);
+        int64_t lo = 0, hi = 0; // element offsets of the first and last element touched
+        bool ok = true;
+        for (uint32_t i = 0; i < rank; ++i) {
+            const Dim &d = *t->dims()->Get(i);
+            if (d.extent() == 0) {
+                c.add(field, cat("dims[", i, "]: extent 0 (empty tensor)"));
+                return false;
+            }
+            ok &= add_product(d.stride() < 0 ? lo : hi, int64_t(d.extent()) - 1, d.stride());
+        }
+        int64_t size = dtype_bytes(t->dtype());
+        int64_t begin = 0, end = 0;
+        if (!ok || !add_product(begin, lo, size) || !add_product(end, hi + 1, size)) {
+            c.add(field, "dims: byte range overflows 64 bits");
+            return true;
+        }
+        check_range(c, field, *t->address(), begin, end);
+        return true;
+    }
+
+    // ---- Kernels and barriers ----------------------------------------------------------
+
+    void check_kernels() {
+        problems_.charge(size_of(blob_.kernels()));
+        for (uint32_t i = 0; i < size_of(blob_.kernels()); ++i) {
+            const Kernel &k = *blob_.kernels()->Get(i);
+            Ctx c{&problems_, cat("kernel ", i, " ", quoted(k.name()))};
+            if (k.entry()->size() == 0) c.add("entry", "empty");
+            if (k.object()->size() == 0) c.add("object", "empty");
+            problems_.charge(k.args()->size());
+            for (uint32_t a = 0; a < k.args()->size(); ++a)
+                check_kernel_arg(c, a, *k.args()->Get(a));
+        }
+    }
+
+    void check_kernel_arg(const Ctx &c, uint32_t index, const KernelArg &arg) const {
+        std::string field = cat("args[", index, "] ", quoted(arg.name()));
+        if (!valid(arg.kind())) c.add(field, cat("unknown kind ", int(arg.kind())));
+        if (!valid(arg.dtype())) c.add(field, cat("unknown dtype ", int(arg.dtype())));
+        if (is_buffer(arg.kind()) && (arg.rank() == 0 || arg.rank() > kMaxRank))
+            c.add(field, cat("buffer rank ", int(arg.rank()), " not in [1, ", kMaxRank, "]"));
+    }
+
+    std::string barrier_where(uint32_t b) const {
+        return cat("barrier ", b, " (physical ", blob_.barriers()->Get(b)->physical_id(), ")");
+    }
+
+    void check_barrier_ids() {
+        problems_.charge(barrier_count_);
+        for (uint32_t b = 0; b < barrier_count_; ++b) {
+            uint32_t id = blob_.barriers()->Get(b)->physical_id();
+            if (id >= uint32_t(target_.barriers))
+                problems_.add(cat(barrier_where(b), ": physical_id: ", id, " but ", target_.name,
+                                  " has ", target_.barriers, " barriers"));
+        }
+    }
+
+    // ---- Queues and tasks --------------------------------------------------------------
+
+    void check_queues() {
+        std::map<std::tuple<EngineKind, uint32_t, uint32_t>, uint32_t> seen;
+        uint32_t queues = size_of(blob_.queues());
+        problems_.charge(queues);
+        producers_.resize(barrier_count_);
+        consumers_.resize(barrier_count_);
+        for (uint32_t qi = 0; qi < queues; ++qi) {
+            const TaskQueue &q = *blob_.queues()->Get(qi);
+            Ctx c{&problems_, cat("queue ", qi, " (", describe_queue(q), ")")};
+            check_queue_id(c, q);
+            auto [it, fresh] = seen.emplace(std::make_tuple(q.engine(), q.tile(), q.index()), qi);
+            if (!fresh) c.add("engine", cat("same engine as queue ", it->second));
+            problems_.charge(q.tasks()->size());
+            for (uint32_t t = 0; t < q.tasks()->size(); ++t) check_task({q.tasks()->Get(t), &q});
+        }
+    }
+
+    void check_queue_id(const Ctx &c, const TaskQueue &q) const {
+        auto within = [&](const char *field, uint32_t value, int count, const std::string &what) {
+            if (value >= uint32_t(count))
+                c.add(field, cat(what, " ", value, " does not exist (", target_.name, " has ",
+                                 count, ")"));
+        };
+        auto zero = [&](const char *field, uint32_t value, const char *why) {
+            if (value != 0) c.add(field, cat("must be 0 ", why, ", got ", value));
+        };
+        switch (q.engine()) {
+        case EngineKind::Dma:
+            within("index", q.index(), target_.dma_engines, "DMA engine");
+            zero("tile", q.tile(), "(DMA engines are shared by all tiles)");
+            return;
+        case EngineKind::Dpu:
+            within("tile", q.tile(), target_.tiles, "tile");
+            within("index", q.index(), target_.dpus_per_tile, "DPU");
+            return;
+        case EngineKind::Shave:
+            within("tile", q.tile(), target_.tiles, "tile");
+            zero("index", q.index(), "(one SHAVE queue per tile)");
+            return;
+        }
+        c.add("engine", cat("unknown engine ", int(q.engine())));
+    }
+
+    void check_task(TaskRef ref) {
+        auto index = uint32_t(tasks_.size());
+        tasks_.push_back(ref);
+        const Task &t = *ref.task;
+        Ctx c{&problems_, "task " + describe(ref)};
+        std::vector<uint32_t> waits = barrier_list(c, "wait_barriers", t.wait_barriers());
+        std::vector<uint32_t> updates = barrier_list(c, "update_barriers", t.update_barriers());
+        for (uint32_t b : waits) consumers_[b].push_back(index);
+        for (uint32_t b : updates) producers_[b].push_back(index);
+        std::vector<uint32_t> both;
+        std::set_intersection(waits.begin(), waits.end(), updates.begin(), updates.end(),
+                              std::back_inserter(both));
+        both.erase(std::unique(both.begin(), both.end()), both.end());
+        for (uint32_t b : both)
+            c.add("update_barriers",
+                  cat("barrier ", b, " is also in wait_barriers (the task would wait for itself)"));
+        check_kind(c, *ref.queue, t);
+    }
+
+    // The valid barrier indices of a list, sorted, repeats kept (they count in the barrier's
+    // producer or consumer count); reports bad and repeated ones.
+    std::vector<uint32_t> barrier_list(const Ctx &c, const char *field,
+                                       const flatbuffers::Vector<uint32_t> *list) {
+        problems_.charge(size_of(list));
+        std::vector<uint32_t> out;
+        for (uint32_t i = 0; i < size_of(list); ++i) {
+            uint32_t b = list->Get(i);
+            if (b < barrier_count_)
+                out.push_back(b);
+            else
+                c.add(cat(field, "[", i, "]"),
+                      cat("barrier ", b, " does not exist (the blob has ", barrier_count_, ")"));
+        }
+        std::sort(out.begin(), out.end());
+        for (size_t i = 1; i < out.size(); ++i)
+            if (out[i] == out[i - 1] && (i == 1 || out[i - 2] != out[i]))
+                c.add(field, cat("barrier ", out[i], " listed more than once"));
+        return out;
+    }
+
+    void check_kind(const Ctx &c, const TaskQueue &q, const Task &t) {
+        auto engine_matches = [&](EngineKind want, const char *kind) {
+            if (q.engine() != want)
+                c.add("kind", cat("a ", kind, " on a ", to_string(q.engine()), " queue"));
+        };
+        switch (t.kind_type()) {
+        case TaskKind::DmaTask:
+            engine_matches(EngineKind::Dma, "DmaTask");
+            check_dma(c, *t.kind_as_DmaTask());
+            return;
+        case TaskKind::DpuTask:
+            engine_matches(EngineKind::Dpu, "DpuTask");
+            check_dpu(c, *t.kind_as_DpuTask(), q.tile());
+            return;
+        case TaskKind::ShaveTask:
+            engine_matches(EngineKind::Shave, "ShaveTask");
+            check_shave(c, *t.kind_as_ShaveTask(), q.tile());
+            return;
+        default:
+            c.add("kind", cat("unknown task kind ", int(t.kind_type())));
+        }
+    }
+
+    // ---- DMA ---------------------------------------------------------------------------
+
+    void check_dma(const Ctx &c, const DmaTask &d) {
+        if (!aligned(d.dims()) || !aligned(d.dst())) {
+            c.add(aligned(d.dims()) ? "dst" : "dims", "misaligned vector (corrupted blob)");
+            return;
+        }
+        uint32_t dims = size_of(d.dims()), dsts = d.dst()->size();
+        bool shape_ok = d.line_bytes() > 0 && dims <= kMaxDmaDims;
+        if (d.line_bytes() == 0) c.add("line_bytes", "must be > 0");
+        if (dims > kMaxDmaDims) c.add("dims", cat(dims, " dims, at most ", kMaxDmaDims));
+        for (uint32_t i = 0; i < std::min(dims, kMaxDmaDims); ++i)
+            if (d.dims()->Get(i)->count() == 0) {
+                c.add(cat("dims[", i, "]"), "count must be > 0");
+                shape_ok = false;
+            }
+        if (dsts == 0) c.add("dst", "no destination");
+        problems_.charge(dsts);
+        for (uint32_t i = 0; i < dsts && dsts > 1; ++i) {
+            MemSpace space = d.dst()->Get(i)->space();
+            if (space != MemSpace::Cmx)
+                c.add(cat("dst[", i, "]"),
+                      cat("a broadcast (", dsts, " destinations) goes only to CMX, got ",
+                          name_of(space)));
+        }
+        if (!shape_ok) return;
+        check_dma_side(c, "src", *d.src(), d, true);
+        for (uint32_t i = 0; i < dsts; ++i)
+            check_dma_side(c, cat("dst[", i, "]"), *d.dst()->Get(i), d, false);
+    }
+
+    // Bytes touched on one side of a copy: lines of line_bytes at the strided positions.
+    void check_dma_side(const Ctx &c, const std::string &field, const Address &a, const DmaTask &d,
+                        bool src) const {
+        int64_t lo = 0, hi = d.line_bytes();
+        bool ok = true;
+        for (uint32_t i = 0; i < size_of(d.dims()); ++i) {
+            const DmaDim &dim = *d.dims()->Get(i);
+            int64_t stride = src ? dim.src_stride() : dim.dst_stride();
+            ok &= add_product(stride < 0 ? lo : hi, int64_t(dim.count()) - 1, stride);
+        }
+        if (!ok)
+            c.add(field, "dims: byte range overflows 64 bits");
+        else
+            check_range(c, field, a, lo, hi);
+    }
+
+    // ---- DPU ---------------------------------------------------------------------------
+
+    void check_dpu(const Ctx &c, const DpuTask &d, uint32_t tile) {
+        if (!valid(d.op())) {
+            c.add("op", cat("unknown DPU op ", int(d.op())));
+            return;
+        }
+        bool in_ok = check_activation(c, "input", d.input(), tile, true);
+        bool out_ok = check_activation(c, "output", d.output(), tile, false);
+        if (in_ok) check_dtype(c, "input", d.input()->dtype(), false);
+        if (out_ok) check_dtype(c, "output", d.output()->dtype(), true);
+        bool window_ok = check_window(c, d);
+        if (in_ok && out_ok && window_ok) check_output_extents(c, d);
+        check_operands(c, d, tile, in_ok, out_ok);
+        check_ppe(c, d);
+        if (out_ok) check_variants(c, d, in_ok);
+    }
+
+    // A DPU activation: (C, W, H, N) NHWC with batch 1, in CMX (the DPU reads and writes only
+    // CMX; inputs of its own tile, outputs possibly broadcast to another tile's CMX).
+    bool check_activation(const Ctx &c, const char *field, const TensorRef *t, uint32_t tile,
+                          bool own_tile) {
+        if (!check_tensor(c, field, t)) return false;
+        check_in_cmx(c, field, *t, tile, own_tile);
+        if (t->dims()->size() != 4) {
+            c.add(field, cat("DPU activations need 4 dims (C, W, H, N), got ", t->dims()->size()));
+            return false;
+        }
+        if (t->dims()->Get(0)->stride() != 1)
+            c.add(field, cat("C stride must be 1 (NHWC), got ", t->dims()->Get(0)->stride()));
+        if (t->dims()->Get(3)->extent() != 1)
+            c.add(field, cat("batch N is ", t->dims()->Get(3)->extent(), ", the DPU takes 1"));
+        return true;
+    }
+
+    void check_in_cmx(const Ctx &c, const char *field, const TensorRef &t, uint32_t tile,
+                      bool own_tile) const {
+        const Address &a = *t.address();
+        if (a.space() != MemSpace::Cmx)
+            c.add(field, cat("in ", name_of(a.space()), ", the DPU reads and writes only CMX"));
+        else if (own_tile && a.index() != tile)
+            c.add(field, cat("in CMX tile ", a.index(), ", the DPU of tile ", tile,
+                             " reads only its own CMX"));
+    }
+
+    // Input: U8/I8/F16; output: U8/I8/F16/F32.
+    void check_dtype(const Ctx &c, const char *field, DType t, bool output) const {
+        if (!dpu_input_type(t) && !(output && t == DType::F32))
+            c.add(field, cat("dtype ", name_of(t), " not supported by the DPU (",
+                             output ? "U8, I8, F16 or F32" : "U8, I8 or F16", ")"));
+    }
+
+    bool check_window(const Ctx &c, const DpuTask &d) const {
+        bool ok = true;
+        auto kernel = [&](const char *field, int k) {
+            if (k < 1 || k > target_.max_kernel) {
+                c.add(field, cat(k, " not in [1, ", target_.max_kernel, "]"));
+                ok = false;
+            }
+        };
+        auto stride = [&](const char *field, int s) {
+            if (s < 1 || s > target_.max_stride) {
+                c.add(field, cat(s, " not in [1, ", target_.max_stride, "]"));
+                ok = false;
+            }
+        };
+        auto pad = [&](const char *field, int p, const char *kernel_field, int k) {
+            if (p >= k) {
+                c.add(field, cat(p, " must be < ", kernel_field, " ", k));
+                ok = false;
+            }
+        };
+        kernel("kernel_w", d.kernel_w());
+        kernel("kernel_h", d.kernel_h());
+        stride("stride_w", d.stride_w());
+        stride("stride_h", d.stride_h());
+        pad("pad_left", d.pad_left(), "kernel_w", d.kernel_w());
+        pad("pad_right", d.pad_right(), "kernel_w", d.kernel_w());
+        pad("pad_top", d.pad_top(), "kernel_h", d.kernel_h());
+        pad("pad_bottom", d.pad_bottom(), "kernel_h", d.kernel_h());
+        return ok;
+    }
+
+    // out = (in + pad_a + pad_b - kernel) / stride + 1, for W and H.
+    void check_output_extents(const Ctx &c, const DpuTask &d) const {
+        Chw in = chw_of(*d.input()), out = chw_of(*d.output());
+        auto axis = [&](const char *name, uint64_t i, uint64_t o, int pa, int pb, int k, int s) {
+            uint64_t padded = i + uint64_t(pa) + uint64_t(pb);
+            if (padded < uint64_t(k)) {
+                c.add("input", cat(name, " ", i, " padded by ", pa, " + ", pb,
+                                   " is smaller than the kernel ", k));
+                return;
+            }
+            uint64_t expected = (padded - uint64_t(k)) / uint64_t(s) + 1;
+            if (o != expected)
+                c.add("output", cat(name, " ", o, ", expected (", i, " + ", pa, " + ", pb, " - ", k,
+                                    ") / ", s, " + 1 = ", expected));
+        };
+        axis("W", in.w, out.w, d.pad_left(), d.pad_right(), d.kernel_w(), d.stride_w());
+        axis("H", in.h, out.h, d.pad_top(), d.pad_bottom(), d.kernel_h(), d.stride_h());
+    }
+
+    void check_operands(const Ctx &c, const DpuTask &d, uint32_t tile, bool in_ok, bool out_ok) {
+        DpuOp op = d.op();
+        bool weighted = op == DpuOp::Conv || op == DpuOp::DepthwiseConv || op == DpuOp::MatMul;
+        if (weighted) {
+            check_weights(c, d, tile, in_ok, out_ok);
+            check_weight_table(c, d, tile, out_ok);
+        }
+        if (op == DpuOp::Eltwise) check_input2(c, d, tile, in_ok, out_ok);
+        bool per_channel =
+            op == DpuOp::DepthwiseConv || op == DpuOp::MaxPool || op == DpuOp::AvgPool;
+        if (per_channel && in_ok && out_ok && chw_of(*d.output()).c != chw_of(*d.input()).c)
+            c.add("output", cat("C ", chw_of(*d.output()).c, " must equal the input C ",
+                                chw_of(*d.input()).c, " for ", to_string(op)));
+    }
+
+    // Conv/MatMul weights are (IC, KW, KH, OC); DepthwiseConv weights (1, KW, KH, C).
+    void check_weights(const Ctx &c, const DpuTask &d, uint32_t tile, bool in_ok, bool out_ok) {
+        const TensorRef *w = d.weights();
+        if (!w) {
+            c.add("weights", cat("missing (", to_string(d.op()), " needs weights)"));
+            return;
+        }
+        if (!check_tensor(c, "weights", w)) return;
+        check_in_cmx(c, "weights", *w, tile, true);
+        DType in = d.input()->dtype();
+        if (in_ok && dpu_input_type(in) && is_8bit(w->dtype()) != is_8bit(in))
+            c.add("weights",
+                  cat("dtype ", name_of(w->dtype()), " does not go with input ", name_of(in),
+                      " (8-bit inputs need U8/I8 weights, "
+                      "F16 inputs F16 weights)"));
+        else if (!is_8bit(w->dtype()) && w->dtype() != DType::F16)
+            c.add("weights", cat("dtype ", name_of(w->dtype()), " not supported (U8, I8 or F16)"));
+        if (!in_ok || !out_ok) return;
+        bool depthwise = d.op() == DpuOp::DepthwiseConv;
+        uint64_t want[4] = {depthwise ? 1 : chw_of(*d.input()).c, d.kernel_w(), d.kernel_h(),
+                            chw_of(*d.output()).c};
+        bool match = w->dims()->size() == 4;
+        for (uint32_t i = 0; match && i < 4; ++i) match = w->dims()->Get(i)->extent() == want[i];
+        if (!match)
+            c.add("weights",
+                  cat("dims ", extents(*w), " must be (", want[0], ", ", want[1], ", ", want[2],
+                      ", ", want[3], ") = (", depthwise ? "1" : "IC", ", KW, KH, ",
+                      depthwise ? "C" : "OC", ") for ", to_string(d.op())));
+    }
+
+    static std::string extents(const TensorRef &t) {
+        std::string s = "(";
+        for (uint32_t i = 0; i < t.dims()->size(); ++i)
+            s += cat(i ? ", " : "", t.dims()->Get(i)->extent());
+        return s + ")";
+    }
+
+    // I32, dims (4, OC): one 16-byte entry per output channel (layout in docs/blob.md).
+    void check_weight_table(const Ctx &c, const DpuTask &d, uint32_t tile, bool out_ok) {
+        const TensorRef *wt = d.weight_table();
+        if (!wt) {
+            c.add("weight_table", cat("missing (", to_string(d.op()), " needs a weight table)"));
+            return;
+        }
+        if (!check_tensor(c, "weight_table", wt)) return;
+        check_in_cmx(c, "weight_table", *wt, tile, true);
+        if (wt->dtype() != DType::I32)
+            c.add("weight_table", cat("dtype must be I32, got ", name_of(wt->dtype())));
+        if (!out_ok) return;
+        uint64_t oc = chw_of(*d.output()).c;
+        const auto &dims = *wt->dims();
+        if (dims.size() != 2 || dims.Get(0)->extent() != 4 || dims.Get(1)->extent() != oc)
+            c.add("weight_table", cat("dims ", extents(*wt), " must be (4, ", oc,
+                                      "): 4 values per output channel"));
+        else if (dims.Get(0)->stride() != 1)
+            c.add("weight_table",
+                  cat("an entry's 4 values must be contiguous (stride 1), got stride ",
+                      dims.Get(0)->stride()));
+    }
+
+    void check_input2(const Ctx &c, const DpuTask &d, uint32_t tile, bool in_ok, bool out_ok) {
+        if (!d.input2()) {
+            c.add("input2", "missing (Eltwise needs a second input)");
+            return;
+        }
+        if (!check_activation(c, "input2", d.input2(), tile, true) || !in_ok) return;
+        Chw in = chw_of(*d.input()), in2 = chw_of(*d.input2());
+        if (!(in2 == in))
+            c.add("input2", cat("shape ", shape_str(in2), " differs from input ", shape_str(in)));
+        if (d.input2()->dtype() != d.input()->dtype())
+            c.add("input2", cat("dtype ", name_of(d.input2()->dtype()), " differs from input ",
+                                name_of(d.input()->dtype())));
+        if (out_ok && !(chw_of(*d.output()) == in))
+            c.add("output", cat("shape ", shape_str(chw_of(*d.output())), " differs from input ",
+                                shape_str(in), " (Eltwise)"));
+    }
+
+    void check_ppe(const Ctx &c, const DpuTask &d) const {
+        const Ppe *ppe = d.ppe();
+        if (!ppe) return;
+        if (!valid(ppe->activation()))
+            c.add("ppe.activation", cat("unknown activation ", int(ppe->activation())));
+        if (d.op() == DpuOp::Eltwise && !valid(ppe->eltwise_op()))
+            c.add("ppe.eltwise_op", cat("unknown eltwise op ", int(ppe->eltwise_op())));
+        // Shifts are 6-bit fields in the PPE (as in the weight table's requant word); the
+        // simulator's rounding shift is only defined up to 63.
+        if (ppe->shift() > kMaxPpeShift)
+            c.add("ppe.shift", cat(int(ppe->shift()), " > ", kMaxPpeShift));
+        if (ppe->leaky_shift() > kMaxPpeShift)
+            c.add("ppe.leaky_shift", cat(int(ppe->leaky_shift()), " > ", kMaxPpeShift));
+    }
+
+    struct Box {
+        uint32_t start[3], end[3];
+        uint32_t index;
+    };
+
+    static std::string box_str(const Box &b) {
+        return cat("(", b.start[0], ", ", b.start[1], ", ", b.start[2], ")-(", b.end[0], ", ",
+                   b.end[1], ", ", b.end[2], ")");
+    }
+
+    void check_variants(const Ctx &c, const DpuTask &d, bool in_ok) {
+        uint32_t n = d.variants()->size();
+        if (n == 0) c.add("variants", "none (a DPU task needs at least one workload)");
+        problems_.charge(n);
+        Chw out = chw_of(*d.output());
+        const uint64_t limit[3] = {out.w, out.h, out.c};
+        std::vector<Box> boxes;
+        for (uint32_t i = 0; i < n; ++i) {
+            const DpuVariant &v = *d.variants()->Get(i);
+            std::string field = cat("variants[", i, "]");
+            if (in_ok && dpu_input_type(d.input()->dtype()))
+                check_mpe_mode(c, field, v, d.input()->dtype());
+            Box box{};
+            box.index = i;
+            if (variant_box(c, field, v, limit, box)) boxes.push_back(box);
+        }
+        check_overlaps(c, boxes);
+    }
+
+    void check_mpe_mode(const Ctx &c, const std::string &field, const DpuVariant &v, DType input) {
+        problems_.charge(v.mpe_mode()->size());
+        const target::MpeMode *mode = target_.find_mpe_mode(v.mpe_mode()->str());
+        if (!mode) {
+            std::string known;
+            for (const auto &m : target_.mpe_modes) known += (known.empty() ? "" : ", ") + m.name;
+            c.add(field, cat("mpe_mode ", quoted(v.mpe_mode()), " is not an MPE mode of ",
+                             target_.name, " (", known, ")"));
+        } else if (is_8bit(input) ? !mode->int8 : !mode->fp16) {
+            c.add(field,
+                  cat("mpe_mode ", mode->name, " does not take ", name_of(input), " inputs"));
+        }
+    }
+
+    // The variant's output region: 3 values (x, y, c) each, start < end <= output extents.
+    bool variant_box(const Ctx &c, const std::string &field, const DpuVariant &v,
+                     const uint64_t limit[3], Box &box) const {
+        if (v.start()->size() != 3 || v.end()->size() != 3) {
+            c.add(field, cat("start and end need 3 values (x, y, c), got ", v.start()->size(),
+                             " and ", v.end()->size()));
+            return false;
+        }
+        for (uint32_t i = 0; i < 3; ++i) {
+            box.start[i] = v.start()->Get(i);
+            box.end[i] = v.end()->Get(i);
+        }
+        bool ordered = true, inside = true;
+        for (uint32_t i = 0; i < 3; ++i) {
+            ordered &= box.start[i] < box.end[i];
+            inside &= box.end[i] <= limit[i];
+        }
+        if (!ordered) c.add(field, cat("empty region ", box_str(box), ": start must be < end"));
+        if (!inside)
+            c.add(field, cat("region ", box_str(box), " exceeds the output (W ", limit[0], ", H ",
+                             limit[1], ", C ", limit[2], ")"));
+        return ordered && inside;
+    }
+
+    // Two variants writing the same output element would race. Sweep along x: only boxes whose
+    // x ranges intersect are compared; the first overlap is reported.
+    void check_overlaps(const Ctx &c, std::vector<Box> &boxes) {
+        std::sort(boxes.begin(), boxes.end(),
+                  [](const Box &a, const Box &b) { return a.start[0] < b.start[0]; });
+        for (size_t i = 0; i < boxes.size(); ++i) {
+            size_t j = i + 1;
+            for (; j < boxes.size() && boxes[j].start[0] < boxes[i].end[0]; ++j) {
+                const Box &a = boxes[i], &b = boxes[j];
+                bool overlap = a.start[1] < b.end[1] && b.start[1] < a.end[1] &&
+                               a.start[2] < b.end[2] && b.start[2] < a.end[2];
+                if (!overlap) continue;
+                const Box &first = a.index < b.index ? a : b, &second = a.index < b.index ? b : a;
+                c.add(cat("variants[", first.index, "]"),
+                      cat("region ", box_str(first), " overlaps variants[", second.index, "] ",
+                          box_str(second)));
+                return;
+            }
+            problems_.charge(j - i);
+        }
+    }
+
+    // ---- SHAVE -------------------------------------------------------------------------
+
+    void check_shave(const Ctx &c, const ShaveTask &s, uint32_t tile) {
+        int available = target_.shaves_available(
+            int(std::min<uint32_t>(tile, uint32_t(std::numeric_limits<int32_t>::max()))));
+        if (s.shaves() < 1 || s.shaves() > available)
+            c.add("shaves", cat(int(s.shaves()), " not in [1, ", available, "]"));
+        uint32_t kernels = size_of(blob_.kernels()), args = s.args()->size();
+        problems_.charge(args);
+        if (s.kernel() >= kernels) {
+            c.add("kernel", cat("index ", s.kernel(), " but the blob has ", kernels, " kernels"));
+            for (uint32_t i = 0; i < args; ++i) {
+                const TensorRef *t = s.args()->Get(i)->tensor();
+                if (t) check_tensor(c, cat("args[", i, "]"), t);
+            }
+            return;
+        }
+        const Kernel &k = *blob_.kernels()->Get(s.kernel());
+        if (args != k.args()->size())
+            c.add("args",
+                  cat(args, " given, kernel ", quoted(k.name()), " takes ", k.args()->size()));
+        for (uint32_t i = 0; i < std::min(args, k.args()->size()); ++i)
+            check_shave_arg(c, i, *s.args()->Get(i), *k.args()->Get(i));
+    }
+
+    // Kernels are compiled for their contract and check nothing at run time: a buffer of
+    // another rank, type or with a non-dense innermost dimension would be read out of bounds.
+    void check_shave_arg(const Ctx &c, uint32_t i, const ShaveArg &arg, const KernelArg &want) {
+        std::string field = cat("args[", i, "] ", quoted(want.name()));
+        const TensorRef *t = arg.tensor();
+        if (!is_buffer(want.kind())) {
+            if (t) c.add(field, "a scalar argument must not have a tensor");
+            return;
+        }
+        if (!t) {
+            c.add(field, "a buffer argument needs a tensor");
+            return;
+        }
+        if (!check_tensor(c, field, t)) return;
+        if (t->dims()->size() != want.rank())
+            c.add(field, cat("rank ", t->dims()->size(), ", the kernel takes ", int(want.rank())));
+        if (t->dtype() != want.dtype())
+            c.add(field,
+                  cat("dtype ", name_of(t->dtype()), ", the kernel takes ", name_of(want.dtype())));
+        if (t->dims()->Get(0)->stride() != 1)
+            c.add(field, cat("innermost stride ", t->dims()->Get(0)->stride(),
+                             ", kernels take dense rows (stride 1)"));
+    }
+
+    // ---- Barrier counts ----------------------------------------------------------------
+
+    void check_barrier_counts() {
+        for (uint32_t b = 0; b < barrier_count_; ++b) {
+            const Barrier &bar = *blob_.barriers()->Get(b);
+            size_t producers = producers_[b].size(), consumers = consumers_[b].size();
+            std::string where = barrier_where(b);
+            if (bar.producer_count() != producers)
+                problems_.add(cat(where, ": producer_count: ", bar.producer_count(), " but ",
+                                  producers, " tasks update it"));
+            if (bar.consumer_count() != consumers)
+                problems_.add(cat(where, ": consumer_count: ", bar.consumer_count(), " but ",
+                                  consumers, " tasks wait on it"));
+            if (producers == 0 && consumers > 0)
+                problems_.add(cat(where, ": no task updates it, so it is never released, but ",
+                                  describe(tasks_[consumers_[b][0]]), " waits on it"));
+        }
+    }
+
+    // ---- Dependency graph --------------------------------------------------------------
+    // Nodes: the tasks (0..T-1, queue by queue, in queue order), then one node per barrier
+    // (T..T+B-1). Edges: a task to the next task of its queue, a producer to its barrier, a
+    // barrier to its consumers. Barrier nodes keep the edge count linear in the list sizes
+    // (a barrier with P producers and C consumers costs P + C edges, not P * C).
+
+    struct Csr {
+        std::vector<uint32_t> begin, targets;
+        const uint32_t *from(uint32_t n) const { return targets.data() + begin[n]; }
+        const uint32_t *to(uint32_t n) const { return targets.data() + begin[n + 1]; }
+    };
+
+    static Csr make_csr(uint32_t nodes, const std::vector<std::pair<uint32_t, uint32_t>> &edges) {
+        Csr g;
+        g.begin.assign(nodes + 1, 0);
+        for (const auto &e : edges) ++g.begin[e.first + 1];
+        for (uint32_t n = 0; n < nodes; ++n) g.begin[n + 1] += g.begin[n];
+        g.targets.resize(edges.size());
+        std::vector<uint32_t> fill(g.begin.begin(), g.begin.end() - 1);
+        for (const auto &e : edges) g.targets[fill[e.first]++] = e.second;
+        return g;
+    }
+
+    void build_graph() {
+        auto tasks = uint32_t(tasks_.size());
+        nodes_ = tasks + barrier_count_;
+        std::vector<std::pair<uint32_t, uint32_t>> edges;
+        for (uint32_t t = 0; t + 1 < tasks; ++t)
+            if (tasks_[t].queue == tasks_[t + 1].queue) edges.emplace_back(t, t + 1);
+        for (uint32_t b = 0; b < barrier_count_; ++b) {
+            for (uint32_t p : producers_[b]) edges.emplace_back(p, tasks + b);
+            for (uint32_t q : consumers_[b]) edges.emplace_back(tasks + b, q);
+        }
+        problems_.charge(4 * (uint64_t(nodes_) + edges.size()));
+        succ_ = make_csr(nodes_, edges);
+        for (auto &e : edges) std::swap(e.first, e.second);
+        pred_ = make_csr(nodes_, edges);
+    }
+
+    // Kahn's algorithm: fills order_/position_ with a topological order. True (and reported)
+    // when the tasks cannot all run: some wait on each other in a cycle.
+    bool find_deadlock() {
+        build_graph();
+        std::vector<uint32_t> indegree(nodes_);
+        for (uint32_t n = 0; n < nodes_; ++n) indegree[n] = pred_.begin[n + 1] - pred_.begin[n];
+        order_.clear();
+        order_.reserve(nodes_);
+        for (uint32_t n = 0; n < nodes_; ++n)
+            if (indegree[n] == 0) order_.push_back(n);
+        for (size_t i = 0; i < order_.size(); ++i)
+            for (const uint32_t *s = succ_.from(order_[i]); s != succ_.to(order_[i]); ++s)
+                if (--indegree[*s] == 0) order_.push_back(*s);
+        if (order_.size() == nodes_) {
+            position_.assign(nodes_, 0);
+            for (uint32_t i = 0; i < nodes_; ++i) position_[order_[i]] = i;
+            return false;
+        }
+        report_cycle(indegree);
+        return true;
+    }
+
+    // Every node Kahn's algorithm left has a predecessor it also left: walking predecessors
+    // from one of them must come back to a node already seen, closing a cycle.
+    void report_cycle(const std::vector<uint32_t> &indegree) {
+        uint32_t start = 0;
+        while (indegree[start] == 0) ++start;
+        std::vector<uint32_t> seen_at(nodes_, std::numeric_limits<uint32_t>::max()), path;
+        uint32_t n = start;
+        while (seen_at[n] == std::numeric_limits<uint32_t>::max()) {
+            seen_at[n] = uint32_t(path.size());
+            path.push_back(n);
+            const uint32_t *p = pred_.from(n);
+            while (indegree[*p] == 0) ++p;
+            n = *p;
+        }
+        std::vector<uint32_t> cycle(path.begin() + seen_at[n], path.end());
+        std::reverse(cycle.begin(), cycle.end()); // walked backwards: now in edge order
+        // Start at the first task in blob order (task nodes come before barrier nodes).
+        std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
+        problems_.add("deadlock: tasks wait on each other in a cycle: " + describe_cycle(cycle));
+    }
+
+    // "'a' (DMA queue 0) updates barrier 0 -> 'b' (DMA queue 1) updates barrier 1 -> 'a'"
+    std::string describe_cycle(const std::vector<uint32_t> &cycle) const {
+        auto tasks = uint32_t(tasks_.size());
+        std::string s;
+        size_t named = 0, total_tasks = 0;
+        for (uint32_t v : cycle) total_tasks += v < tasks;
+        for (size_t i = 0; i < cycle.size() && named < kMaxCycleTasks; ++i) {
+            uint32_t v = cycle[i];
+            if (v >= tasks) continue;
+            uint32_t next = cycle[(i + 1) % cycle.size()];
+            s += describe(tasks_[v]) +
+                 (next >= tasks ? cat(" updates barrier ", next - tasks)
+                                : " precedes in its queue") +
+                 " -> ";
+            ++named;
+        }
+        if (named < total_tasks) return s + cat("... (", total_tasks, " tasks in the cycle)");
+        return s + quoted(tasks_[cycle[0]].task->name());
+    }
+
+    // ---- Physical barrier reuse --------------------------------------------------------
+    // The hardware holds the counters of one virtual barrier per physical barrier at a time;
+    // a task waits on, and updates, the virtual barrier its list names (the runtime feeds each
+    // physical barrier its virtual barriers in index order). Physical barrier p moves on from
+    // virtual barrier b1 to the next virtual barrier b2 mapped to p (next by index among those
+    // some task uses) once b1 is released and every consumer of b1 has started. So each
+    // producer of b2 must be ordered after (reachable in the dependency graph from, or be)
+    // every consumer of b1; if b1 has no consumers, after every producer of b1. Consumers of
+    // b2 need no check: they cannot start before b2's producers finish, which come after.
+    //
+    // Reachability: sources (the b1 tasks) are processed 64 at a time, one bit each; the bits
+    // are propagated along the topological order, only over the positions between the first
+    // source and the last target of the batch. Memory is one word per node; time is the
+    // window length per batch, short for real blobs, and charged to the budget.
+
+    struct Reuse {
+        uint32_t before, after; // virtual barriers b1 < b2 on one physical barrier
+    };
+
+    std::vector<Reuse> reuse_pairs() const {
+        std::map<uint32_t, uint32_t> last_on_physical;
+        std::vector<Reuse> pairs;
+        for (uint32_t b = 0; b < barrier_count_; ++b) {
+            if (producers_[b].empty() && consumers_[b].empty()) continue;
+            uint32_t id = blob_.barriers()->Get(b)->physical_id();
+            auto [it, fresh] = last_on_physical.emplace(id, b);
+            if (!fresh) {
+                pairs.push_back({it->second, b});
+                it->second = b;
+            }
+        }
+        return pairs;
+    }
+
+    const std::vector<uint32_t> &reuse_sources(const Reuse &r) const {
+        return consumers_[r.before].empty() ? producers_[r.before] : consumers_[r.before];
+    }
+
+    void check_physical_reuse() {
+        std::vector<Reuse> pairs = reuse_pairs();
+        // Slots: every (pair, source task), pair by pair, so a batch holds few pairs.
+        std::vector<std::pair<uint32_t, uint32_t>> slots;
+        for (uint32_t p = 0; p < pairs.size(); ++p)
+            for (uint32_t t : reuse_sources(pairs[p])) slots.emplace_back(p, t);
+        problems_.charge(slots.size());
+        // Per pair, the topological position of the last producer of the later barrier.
+        std::vector<uint32_t> last_target(pairs.size(), 0);
+        for (uint32_t p = 0; p < pairs.size(); ++p) {
+            problems_.charge(producers_[pairs[p].after].size());
+            for (uint32_t t : producers_[pairs[p].after])
+                last_target[p] = std::max(last_target[p], position_[t]);
+        }
+        std::vector<uint64_t> reach(nodes_, 0); // by topological position
+        std::vector<bool> reported(pairs.size(), false);
+        for (size_t first = 0; first < slots.size(); first += 64) {
+            size_t last = std::min(slots.size(), first + 64);
+            check_reuse_batch(pairs, slots, last_target, first, last, reach, reported);
+        }
+    }
+
+    void check_reuse_batch(const std::vector<Reuse> &pairs,
+                           const std::vector<std::pair<uint32_t, uint32_t>> &slots,
+                           const std::vector<uint32_t> &last_target, size_t first, size_t last,
+                           std::vector<uint64_t> &reach, std::vector<bool> &reported) {
+        uint32_t lo = std::numeric_limits<uint32_t>::max(), hi = 0;
+        for (size_t s = first; s < last; ++s) {
+            lo = std::min(lo, position_[slots[s].second]);
+            hi = std::max(hi, last_target[slots[s].first]);
+        }
+        problems_.charge(last - first);
+        if (lo <= hi) {
+            std::fill(reach.begin() + lo, reach.begin() + hi + 1, 0);
+            for (size_t s = first; s < last; ++s)
+                if (position_[slots[s].second] <= hi)
+                    reach[position_[slots[s].second]] |= uint64_t(1) << (s - first);
+            propagate(reach, lo, hi);
+        }
+        for (size_t s = first; s < last;) {
+            uint32_t p = slots[s].first;
+            uint64_t sources = 0;
+            for (; s < last && slots[s].first == p; ++s) sources |= uint64_t(1) << (s - first);
+            if (!reported[p])
+                reported[p] = !check_reuse_pair(pairs[p], slots, first, sources, reach, lo, hi);
+        }
+    }
+
+    void propagate(std::vector<uint64_t> &reach, uint32_t lo, uint32_t hi) {
+        problems_.charge(hi - lo + 1);
+        for (uint32_t i = lo; i <= hi; ++i) {
+            uint64_t bits = reach[i];
+            if (!bits) continue;
+            uint32_t n = order_[i];
+            problems_.charge(succ_.begin[n + 1] - succ_.begin[n]);
+            for (const uint32_t *s = succ_.from(n); s != succ_.to(n); ++s)
+                if (position_[*s] <= hi) reach[position_[*s]] |= bits;
+        }
+    }
+
+    // False (and reported) when a producer of the later barrier is not ordered after one of
+    // the batch's sources (bits `sources`) of the earlier one.
+    bool check_reuse_pair(const Reuse &r, const std::vector<std::pair<uint32_t, uint32_t>> &slots,
+                          size_t first, uint64_t sources, const std::vector<uint64_t> &reach,
+                          uint32_t lo, uint32_t hi) {
+        problems_.charge(producers_[r.after].size());
+        for (uint32_t t : producers_[r.after]) {
+            uint32_t at = position_[t];
+            uint64_t reached = at >= lo && at <= hi ? reach[at] : 0;
+            uint64_t missing = sources & ~reached;
+            if (!missing) continue;
+            uint32_t source = slots[first + size_t(__builtin_ctzll(missing))].second;
+            bool consumed = !consumers_[r.before].empty();
+            problems_.add(cat(barrier_where(r.after), ": reuses physical barrier ",
+                              blob_.barriers()->Get(r.after)->physical_id(), " before barrier ",
+                              r.before, " is ", consumed ? "consumed" : "released",
+                              ": its producer ", describe(tasks_[t]), " is not ordered after ",
+                              consumed ? "consumer " : "producer ", describe(tasks_[source]),
+                              " of barrier ", r.before));
+            return false;
+        }
+        return true;
+    }
+
+    const Blob &blob_;
+    const Header &header_;
+    const Target &target_;
+    Problems problems_;
+    uint32_t barrier_count_;
+    std::vector<TaskRef> tasks_;                   // every task, queue by queue
+    std::vector<std::vector<uint32_t>> producers_; // per barrier: tasks that update it
+    std::vector<std::vector<uint32_t>> consumers_; // per barrier: tasks that wait on it
+    uint32_t nodes_ = 0;
+    Csr succ_, pred_;
+    std::vector<uint32_t> order_, position_; // topological order and each node's position
+};
+
+} // namespace
+
+const Blob &verify_structure(const std::vector<uint8_t> &bytes) {
+    if (bytes.size() < 8)
+        throw BlobError(cat("not a vpuc blob: ", bytes.size(), " bytes is too short"));
+    if (!BlobBufferHasIdentifier(bytes.data()))
+        throw BlobError(cat("not a vpuc blob: file identifier '",
+                            printable(reinterpret_cast<const char *>(bytes.data()) + 4, 4),
+                            "', expected '", BlobIdentifier(), "'"));
+    if (bytes.size() >= FLATBUFFERS_MAX_BUFFER_SIZE)
+        throw BlobError(cat("blob of ", bytes.size(), " bytes exceeds the FlatBuffers limit of ",
+                            FLATBUFFERS_MAX_BUFFER_SIZE, " bytes"));
+    flatbuffers::Verifier::Options options;
+    options.max_depth = 16; // the schema nests 6 deep
+    // A blob without shared tables has at most one table per 4 bytes (see the file comment).
+    options.max_tables = flatbuffers::uoffset_t(bytes.size() / 4 + 64);
+    flatbuffers::Verifier verifier(bytes.data(), bytes.size(), options);
+    if (!VerifyBlobBuffer(verifier))
+        throw BlobError(cat("malformed blob: FlatBuffers verification failed on ", bytes.size(),
+                            " bytes (truncated or corrupted)"));
+    const Blob &blob = *GetBlob(bytes.data());
+    const Version &v = *blob.header()->version();
+    if (v.major() != kVersionMajor)
+        throw BlobError(cat("header: version: blob format ", v.major(), ".", v.minor(),
+                            ", this vpuc reads format ", kVersionMajor, ".x"));
+    return blob;
+}
+
+const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &target) {
+    const Blob &blob = verify_structure(bytes);
+    Checker(blob, target, bytes.size()).run();
+    return blob;
+}
+
+} // namespace vpuc::blob
