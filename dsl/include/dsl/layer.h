@@ -1,0 +1,59 @@
+// A layer: a pure algorithm (a Halide pipeline) with the tensor it produces.
+//
+// The algorithm is a function from the layer's input Funcs to its output Func, so the same
+// definition serves every use: chained to its producers for the CPU reference, fed with
+// ImageParams for a SHAVE kernel, and inspected by the DPU matcher. Activations are Funcs of
+// (c, x, y) in Halide order, batch 1; logical shape (N=1, C, H, W).
+#pragma once
+
+#include <Halide.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dsl/schedule.h"
+#include "dsl/tensor.h"
+
+namespace vpuc::dsl {
+
+// The pure variables of every activation Func, shared so definitions and schedules agree.
+struct ActVars {
+    Halide::Var c{"c"}, x{"x"}, y{"y"};
+};
+const ActVars &act_vars();
+
+using Algorithm = std::function<Halide::Func(const std::vector<Halide::Func> &inputs)>;
+
+class Layer {
+  public:
+    Layer() = default;
+
+    // A graph input: no algorithm, only a tensor.
+    static Layer input(TensorDesc tensor);
+    // `op` names the kind for people ("conv2d", "softmax"); matching never reads it.
+    static Layer make(std::string op, TensorDesc output, std::vector<Layer> inputs,
+                      Algorithm algorithm);
+
+    bool defined() const { return impl_ != nullptr; }
+    bool is_input() const;
+    const std::string &name() const;
+    const std::string &op() const;
+    const TensorDesc &output() const;
+    const std::vector<Layer> &inputs() const;
+    const Algorithm &algorithm() const;
+
+    // The schedule is per layer and mutable, like a Halide Func's.
+    Schedule &schedule();
+    const Schedule &schedule() const;
+
+    bool same_as(const Layer &other) const { return impl_ == other.impl_; }
+
+  private:
+    struct Impl;
+    Impl &impl() const; // throws std::logic_error on an undefined Layer
+    std::shared_ptr<Impl> impl_;
+};
+
+} // namespace vpuc::dsl

@@ -1,0 +1,78 @@
+#include "dsl/layer.h"
+
+#include <stdexcept>
+
+namespace vpuc::dsl {
+
+const ActVars &act_vars() {
+    static const ActVars vars;
+    return vars;
+}
+
+struct Layer::Impl {
+    std::string name, op;
+    TensorDesc output;
+    std::vector<Layer> inputs;
+    Algorithm algorithm; // empty for graph inputs
+    Schedule schedule;
+};
+
+Layer Layer::input(TensorDesc tensor) {
+    if (tensor.name.empty()) throw std::invalid_argument("Layer::input: the tensor has no name");
+    Layer layer;
+    layer.impl_ = std::make_shared<Impl>();
+    layer.impl_->name = tensor.name;
+    layer.impl_->op = "input";
+    layer.impl_->output = std::move(tensor);
+    return layer;
+}
+
+Layer Layer::make(std::string op, TensorDesc output, std::vector<Layer> inputs,
+                  Algorithm algorithm) {
+    std::string where = "Layer::make(" + op + " '" + output.name + "'): ";
+    if (output.name.empty()) throw std::invalid_argument(where + "the output tensor has no name");
+    if (!algorithm) throw std::invalid_argument(where + "no algorithm");
+    for (size_t i = 0; i < inputs.size(); ++i)
+        if (!inputs[i].defined())
+            throw std::invalid_argument(where + "input " + std::to_string(i) + " is undefined");
+    Layer layer;
+    layer.impl_ = std::make_shared<Impl>();
+    layer.impl_->name = output.name;
+    layer.impl_->op = std::move(op);
+    layer.impl_->output = std::move(output);
+    layer.impl_->inputs = std::move(inputs);
+    layer.impl_->algorithm = std::move(algorithm);
+    return layer;
+}
+
+Layer::Impl &Layer::impl() const {
+    if (!impl_) throw std::logic_error("use of an undefined dsl::Layer");
+    return *impl_;
+}
+
+bool Layer::is_input() const {
+    return !impl().algorithm;
+}
+const std::string &Layer::name() const {
+    return impl().name;
+}
+const std::string &Layer::op() const {
+    return impl().op;
+}
+const TensorDesc &Layer::output() const {
+    return impl().output;
+}
+const std::vector<Layer> &Layer::inputs() const {
+    return impl().inputs;
+}
+const Algorithm &Layer::algorithm() const {
+    return impl().algorithm;
+}
+Schedule &Layer::schedule() {
+    return impl().schedule;
+}
+const Schedule &Layer::schedule() const {
+    return impl().schedule;
+}
+
+} // namespace vpuc::dsl
