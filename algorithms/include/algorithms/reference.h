@@ -1,0 +1,33 @@
+// The CPU reference: layers' algorithms run by the Halide JIT, every layer computed whole
+// (compute_root). The int8 algorithms use the DPU's arithmetic, so int8 results are the
+// bit-exact expectation for the compiled network.
+#pragma once
+
+#include <Halide.h>
+
+#include <vector>
+
+#include "dsl/graph.h"
+#include "dsl/layer.h"
+
+namespace vpuc::algorithms {
+
+// The JIT target: x86-64 with SSE4.1 and no FMA or AVX, as the SHAVE kernels are compiled, so
+// float results match the kernels' and do not depend on the machine.
+const Halide::Target &reference_target();
+
+// A buffer for `tensor`: dims (c, x, y) with extents (C, W, H), c innermost (NHWC in memory),
+// of the tensor's element type.
+Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor);
+
+// Runs `graph` on `inputs` (one per graph input, in graph.inputs() order, dims as make_buffer)
+// and returns one buffer per graph output. Throws std::invalid_argument on an input of the
+// wrong type or shape.
+std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
+                                            const std::vector<Halide::Buffer<>> &inputs);
+
+// Runs one layer on buffers for its inputs (layer.inputs() order).
+Halide::Buffer<> run_reference(const dsl::Layer &layer,
+                               const std::vector<Halide::Buffer<>> &inputs);
+
+} // namespace vpuc::algorithms

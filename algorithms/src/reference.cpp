@@ -1,0 +1,115 @@
+#include "algorithms/reference.h"
+
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace vpuc::algorithms {
+
+using Halide::Func;
+
+namespace {
+
+void check_buffer(const std::string &what, const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
+    const dsl::Shape &s = t.shape;
+    const bool shape_ok = b.defined() && b.dimensions() == 3 && s.rank() == 4 &&
+                          b.dim(0).extent() == s[dsl::dims::C] &&
+                          b.dim(1).extent() == s[dsl::dims::W] &&
+                          b.dim(2).extent() == s[dsl::dims::H];
+    if (!shape_ok || b.type() != dsl::halide_type(t.type))
+        throw std::invalid_argument(
+            what + ": the buffer for '" + t.name + "' must be (c, x, y) = (" +
+            std::to_string(s[dsl::dims::C]) + ", " + std::to_string(s[dsl::dims::W]) + ", " +
+            std::to_string(s[dsl::dims::H]) + ") of " + dsl::to_string(t.type));
+}
+
+// A graph input as a Func reading its buffer.
+Func input_func(const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
+    const auto &v = dsl::act_vars();
+    Func f(Halide::Internal::unique_name(t.name));
+    f(v.c, v.x, v.y) = b(v.c, v.x, v.y);
+    return f;
+}
+
+// The layer's output Func, computed whole, after checking it is the tensor the layer declares.
+Func layer_func(const dsl::Layer &layer, const std::vector<Func> &inputs) {
+    Func out = layer.algorithm()(inputs);
+    const Halide::Type declared = dsl::halide_type(layer.output().type);
+    if (out.dimensions() != 3 || out.outputs() != 1 || out.output_types()[0] != declared)
+        throw std::logic_error("layer '" + layer.name() +
+                               "': the algorithm must return one 3-D Func of the tensor's type " +
+                               dsl::to_string(layer.output().type));
+    out.compute_root();
+    return out;
+}
+
+std::vector<Halide::Buffer<>> realize(const std::vector<Func> &outputs,
+                                      const std::vector<dsl::TensorDesc> &tensors) {
+    std::vector<Halide::Buffer<>> buffers;
+    for (const auto &t : tensors) buffers.push_back(make_buffer(t));
+    Halide::Realization realization(buffers);
+    Halide::Pipeline(outputs).realize(realization, reference_target());
+    return buffers;
+}
+
+} // namespace
+
+const Halide::Target &reference_target() {
+    static const Halide::Target target("x86-64-linux-sse41");
+    return target;
+}
+
+Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor) {
+    const dsl::Shape &s = tensor.shape;
+    if (s.rank() != 4 || s[dsl::dims::N] != 1)
+        throw std::invalid_argument("make_buffer: '" + tensor.name + "' is " + dsl::to_string(s) +
+                                    "; activations are 4-D with batch 1");
+    return Halide::Buffer<>(dsl::halide_type(tensor.type),
+                            {int(s[dsl::dims::C]), int(s[dsl::dims::W]), int(s[dsl::dims::H])});
+}
+
+std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
+                                            const std::vector<Halide::Buffer<>> &inputs) {
+    const std::string what = "run_reference(" + graph.name() + ")";
+    if (inputs.size() != graph.inputs().size())
+        throw std::invalid_argument(what + ": " + std::to_string(inputs.size()) + " buffers for " +
+                                    std::to_string(graph.inputs().size()) + " inputs");
+    std::map<std::string, Func> funcs; // by layer name: names are unique in a graph
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const dsl::TensorDesc &t = graph.inputs()[i].output();
+        check_buffer(what, t, inputs[i]);
+        funcs[graph.inputs()[i].name()] = input_func(t, inputs[i]);
+    }
+    for (const dsl::Layer &layer : graph.layers()) {
+        std::vector<Func> ins;
+        for (const dsl::Layer &in : layer.inputs()) ins.push_back(funcs.at(in.name()));
+        funcs[layer.name()] = layer_func(layer, ins);
+    }
+    std::vector<Func> outputs;
+    std::vector<dsl::TensorDesc> tensors;
+    for (const dsl::Layer &out : graph.outputs()) {
+        if (out.is_input())
+            throw std::invalid_argument(what + ": output '" + out.name() + "' is a graph input");
+        outputs.push_back(funcs.at(out.name()));
+        tensors.push_back(out.output());
+    }
+    return realize(outputs, tensors);
+}
+
+Halide::Buffer<> run_reference(const dsl::Layer &layer,
+                               const std::vector<Halide::Buffer<>> &inputs) {
+    const std::string what = "run_reference(" + layer.name() + ")";
+    if (layer.is_input()) throw std::invalid_argument(what + ": a graph input has no algorithm");
+    if (inputs.size() != layer.inputs().size())
+        throw std::invalid_argument(what + ": " + std::to_string(inputs.size()) + " buffers for " +
+                                    std::to_string(layer.inputs().size()) + " inputs");
+    std::vector<Func> ins;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const dsl::TensorDesc &t = layer.inputs()[i].output();
+        check_buffer(what, t, inputs[i]);
+        ins.push_back(input_func(t, inputs[i]));
+    }
+    return realize({layer_func(layer, ins)}, {layer.output()})[0];
+}
+
+} // namespace vpuc::algorithms

@@ -1,0 +1,75 @@
+// DPU matching: recognizes, from a layer's algorithm alone, a computation the DPU runs
+// (conv, depthwise conv, max/avg pool, eltwise, matmul) with its stride, dilation, padding,
+// zero points, constants, and the output stage the PPE can do (requantization, activation,
+// clamp). Like Halide's tensorization: the definition is the only source of truth.
+#pragma once
+
+#include <Halide.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dsl/layer.h"
+#include "vpu_target/dpu_arith.h"
+#include "vpu_target/timing_model.h"
+
+namespace vpuc::codegen {
+
+// What a DPU task needs to know about a layer, in logical terms (before layouts).
+struct DpuOpDesc {
+    target::DpuOpKind op = target::DpuOpKind::Conv;
+    int kernel_w = 1, kernel_h = 1;
+    int stride_w = 1, stride_h = 1;
+    int dilation_w = 1, dilation_h = 1;
+    int pad_left = 0, pad_right = 0, pad_top = 0, pad_bottom = 0;
+    int groups = 1; // grouped conv: the lowering runs one DPU task per group
+
+    // Which of the layer's inputs feed the DPU: the activation, and for eltwise the second.
+    int input = 0;
+    int input2 = -1;
+    int32_t input_zero_point = 0, input2_zero_point = 0;
+
+    // Conv / depthwise / matmul: weights as a buffer of dims (ic, kx, ky, oc) — for depthwise
+    // (1, kx, ky, c) — and their zero point.
+    Halide::Buffer<> weights;
+    int32_t weights_zero_point = 0;
+
+    // Output stage. int8: per output channel bias, multiplier and shift (size 1 = per tensor),
+    // then the PPE below with the output zero point. fp16: per channel float scale and bias.
+    std::vector<int32_t> bias;
+    std::vector<uint16_t> mult;
+    std::vector<uint8_t> shift;
+    std::vector<float> fp_scale, fp_bias;
+    dpu::IntPpe int_ppe;
+    dpu::FloatPpe float_ppe;
+
+    // Eltwise.
+    enum class Eltwise { Add, Sub, Mul, Max, Min } eltwise = Eltwise::Add;
+    int32_t in1_mult = 1, in2_mult = 1;
+
+    Halide::Type input_type, output_type;
+
+    std::string to_string() const; // "conv 3x3 s1 p1,1,1,1 u8->u8 relu"
+};
+
+// A layer that cannot run on the DPU. The message names the layer and the part of its
+// definition that does not fit, e.g. "layer 'c1': update definition: the reduction
+// multiplies 3 terms; a DPU MAC multiplies an input by a weight".
+class DpuMatchError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+// Throws DpuMatchError when the layer's algorithm is not a DPU operation. An activation
+// composed over the output stage (relu/clamp/leaky relu of a conv, as activation fusion builds
+// it) folds into the PPE exactly, except a composed fp16 leaky relu: the reference rounds to
+// f16 before and after it, the DPU once, so results may differ by one f16 ulp.
+DpuOpDesc match_dpu(const dsl::Layer &layer);
+
+// The same, without throwing: nullopt and the reason in `why`.
+std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, std::string *why = nullptr);
+
+} // namespace vpuc::codegen

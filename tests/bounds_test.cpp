@@ -1,0 +1,119 @@
+// Bounds inference: the input region a layer reads for an output region, from Halide.
+#include <gtest/gtest.h>
+
+#include "codegen/bounds.h"
+
+using namespace vpuc;
+using codegen::Region;
+
+namespace {
+
+dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape({1, c, h, w});
+    t.type = dsl::ElemType::U8;
+    t.order = dsl::DimsOrder::NHWC();
+    return t;
+}
+
+Region region(int64_t c0, int64_t c1, int64_t x0, int64_t x1, int64_t y0, int64_t y1) {
+    Region r;
+    r.dims = {codegen::Interval{c0, c1}, codegen::Interval{x0, x1}, codegen::Interval{y0, y1}};
+    return r;
+}
+
+// A 3x3 sum over every input channel with zero padding and stride `s`, written as plain Halide.
+dsl::Layer window_sum(const dsl::Layer &in, int s, int64_t out_w, int64_t out_h) {
+    const auto shape = in.output().shape;
+    const int W = int(shape[dsl::dims::W]), H = int(shape[dsl::dims::H]),
+              C = int(shape[dsl::dims::C]);
+    return dsl::Layer::make(
+        "window_sum", activation("sum", 8, out_w, out_h), {in},
+        [=](const std::vector<Halide::Func> &inputs) {
+            const auto &v = dsl::act_vars();
+            Halide::Func padded("padded"), sum("sum");
+            Halide::Expr inside = v.x >= 0 && v.x < W && v.y >= 0 && v.y < H;
+            padded(v.c, v.x, v.y) =
+                Halide::select(inside,
+                               Halide::cast<int32_t>(inputs[0](v.c, Halide::clamp(v.x, 0, W - 1),
+                                                               Halide::clamp(v.y, 0, H - 1))),
+                               0);
+            Halide::RDom r(0, 3, 0, 3, 0, C);
+            sum(v.c, v.x, v.y) = 0;
+            sum(v.c, v.x, v.y) += padded(r.z, v.x * s + r.x - 1, v.y * s + r.y - 1);
+            return sum;
+        });
+}
+
+TEST(Bounds, ConvHaloIsClampedToTheInput) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 16, 16));
+    dsl::Layer conv = window_sum(in, 1, 16, 16);
+    auto regions = codegen::input_regions(conv, region(0, 8, 0, 16, 8, 12));
+    ASSERT_EQ(regions.size(), 1u);
+    EXPECT_EQ(regions[0].to_string(), region(0, 16, 0, 16, 7, 13).to_string());
+    regions = codegen::input_regions(conv, region(0, 8, 4, 8, 0, 4));
+    EXPECT_EQ(regions[0].to_string(), region(0, 16, 3, 9, 0, 5).to_string());
+}
+
+TEST(Bounds, StrideScalesTheRegion) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 32, 32));
+    dsl::Layer conv = window_sum(in, 2, 16, 16);
+    auto regions = codegen::input_regions(conv, region(0, 8, 4, 8, 8, 16));
+    EXPECT_EQ(regions[0].to_string(), region(0, 16, 7, 16, 15, 32).to_string());
+}
+
+TEST(Bounds, ElementwiseReadsTheSameRegionOfEachInput) {
+    dsl::Layer a = dsl::Layer::input(activation("a", 32, 8, 8));
+    dsl::Layer b = dsl::Layer::input(activation("b", 32, 8, 8));
+    dsl::Layer add = dsl::Layer::make(
+        "add", activation("add", 32, 8, 8), {a, b}, [](const std::vector<Halide::Func> &in) {
+            const auto &v = dsl::act_vars();
+            Halide::Func f("add");
+            f(v.c, v.x, v.y) = in[0](v.c, v.x, v.y) + in[1](v.c, v.x, v.y);
+            return f;
+        });
+    auto regions = codegen::input_regions(add, region(16, 32, 2, 5, 0, 8));
+    ASSERT_EQ(regions.size(), 2u);
+    for (const auto &r : regions) EXPECT_EQ(r.to_string(), region(16, 32, 2, 5, 0, 8).to_string());
+}
+
+TEST(Bounds, GatherThroughAByteIsBoundedByItsType) {
+    // in(c, in(c, x, y), y): the index is a u8 value, so Halide bounds it by [0, 255], which
+    // clamps to the whole row.
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 8, 8));
+    dsl::Layer gather = dsl::Layer::make(
+        "gather", activation("gather", 16, 8, 8), {in},
+        [](const std::vector<Halide::Func> &inputs) {
+            const auto &v = dsl::act_vars();
+            Halide::Func f("gather");
+            f(v.c, v.x, v.y) = inputs[0](v.c, Halide::cast<int32_t>(inputs[0](v.c, v.x, v.y)), v.y);
+            return f;
+        });
+    auto regions = codegen::input_regions(gather, region(0, 16, 2, 3, 4, 5));
+    EXPECT_EQ(regions[0].to_string(), region(0, 16, 0, 8, 4, 5).to_string());
+}
+
+TEST(Bounds, UnboundedAccessIsReported) {
+    dsl::TensorDesc floats = activation("in", 16, 8, 8);
+    floats.type = dsl::ElemType::F32;
+    dsl::Layer in = dsl::Layer::input(floats);
+    dsl::Layer gather = dsl::Layer::make(
+        "gather", activation("gather", 16, 8, 8), {in},
+        [](const std::vector<Halide::Func> &inputs) {
+            const auto &v = dsl::act_vars();
+            Halide::Func f("gather");
+            f(v.c, v.x, v.y) = inputs[0](v.c, Halide::cast<int32_t>(inputs[0](v.c, v.x, v.y)), v.y);
+            return f;
+        });
+    try {
+        codegen::input_regions(gather, region(0, 16, 0, 8, 0, 8));
+        FAIL() << "expected an error";
+    } catch (const std::runtime_error &e) {
+        EXPECT_NE(std::string(e.what()).find("layer 'gather': bounds inference: the bound"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+} // namespace
