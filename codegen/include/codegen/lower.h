@@ -1,0 +1,34 @@
+// The lowering: a graph of scheduled layers becomes a blob. It reads as a straight list of
+// atomic passes (lower.cpp); each is logged, timed (VPUC_PASS_TIMES=1 prints the times) and
+// followed by a verifier of its output.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "dsl/graph.h"
+#include "vpu_target/target.h"
+
+namespace vpuc::codegen {
+
+struct LowerOptions {
+    std::string dump_after;      // print the IR after this pass ("list" prints the pass names)
+    std::ostream *log = nullptr; // pass log and dumps; nullptr: silent
+};
+
+// An error of the lowering that names the layer (and the task or buffer) concerned.
+class LoweringError : public std::runtime_error {
+  public:
+    using std::runtime_error::runtime_error;
+};
+
+// The names of the passes, in order.
+const std::vector<std::string> &pass_names();
+
+// Throws dsl::ScheduleError, DpuMatchError or LoweringError.
+std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target,
+                           const LowerOptions &options = {});
+
+} // namespace vpuc::codegen

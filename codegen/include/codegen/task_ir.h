@@ -1,0 +1,96 @@
+// The task level of the lowering: buffers in memory spaces and tasks on engine queues with
+// their dependencies, before addresses and barriers exist. Every pass after task building
+// reads and writes this IR; print() shows it to people (--dump-after).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "vpu_target/blob_writer.h"
+
+namespace vpuc::codegen {
+
+constexpr uint64_t kUnallocated = std::numeric_limits<uint64_t>::max();
+
+struct BufferDecl {
+    std::string name;
+    blob::MemSpace space = blob::MemSpace::Cmx;
+    uint32_t index = 0; // I/O index, or tile for CMX
+    uint64_t bytes = 0;
+    uint64_t offset = kUnallocated; // in its section; set by the allocation passes
+};
+
+// A strided view of a buffer: dims innermost first, strides in elements.
+struct View {
+    int buffer = -1;
+    uint64_t offset = 0; // bytes from the buffer's start
+    blob::DType dtype = blob::DType::U8;
+    std::vector<blob::Dim> dims;
+    int32_t zero_point = 0;
+};
+
+// Copies `src` into each of `dsts`; all views have the same extents.
+struct DmaWork {
+    View src;
+    std::vector<View> dsts;
+};
+
+// A DPU task: the invariant (op, kernel, strides, padding, PPE, variants) without tensors,
+// and the views the assembler turns into its tensors.
+struct DpuWork {
+    blob::DpuTaskT invariant;
+    View input, input2, weights, weight_table, output;
+    bool has_input2 = false, has_weights = false;
+};
+
+struct TaskIR {
+    std::string name;
+    std::string layer;
+    blob::EngineKind engine = blob::EngineKind::Dma;
+    uint32_t tile = 0;
+    uint32_t index = 0; // DMA engine, or DPU of the tile
+    std::variant<DmaWork, DpuWork> work;
+    std::vector<int> deps; // tasks (indices, always earlier) that must finish first
+};
+
+// Network I/O as the blob header describes it.
+struct IoDecl {
+    std::string name;
+    std::vector<uint32_t> shape; // N, C, H, W
+    blob::DType dtype = blob::DType::U8;
+    blob::Layout layout = blob::Layout::NHWC;
+    std::vector<blob::Quant> quant;
+};
+
+// A virtual barrier: its producers update it, its consumers wait on it.
+struct BarrierIR {
+    std::vector<int> producers, consumers;
+    int physical = -1;
+};
+
+struct Program {
+    std::string name;
+    std::vector<IoDecl> inputs, outputs;
+    std::vector<BufferDecl> buffers;
+    std::vector<uint8_t> constants;
+    std::vector<TaskIR> tasks; // program order: each queue runs its tasks in this order
+    std::vector<BarrierIR> barriers;
+    uint64_t scratch_bytes = 0;
+
+    int add_buffer(BufferDecl b) {
+        buffers.push_back(std::move(b));
+        return int(buffers.size() - 1);
+    }
+    int add_task(TaskIR t) {
+        tasks.push_back(std::move(t));
+        return int(tasks.size() - 1);
+    }
+};
+
+// A readable listing: buffers, then tasks with their queues, dependencies and work.
+std::string print(const Program &program);
+
+} // namespace vpuc::codegen

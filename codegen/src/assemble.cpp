@@ -1,0 +1,162 @@
+// Pass assemble: the task program becomes a blob (the graph assembler), and the IR printer.
+#include <sstream>
+
+#include "passes.h"
+#include "vpu_target/verifier.h"
+
+namespace vpuc::codegen {
+
+namespace {
+
+blob::Address address_of(const Program &p, const View &v) {
+    const BufferDecl &b = p.buffers.at(size_t(v.buffer));
+    return blob::Address(b.space, b.index, b.offset + v.offset);
+}
+
+blob::TensorRefT tensor_of(const Program &p, const View &v) {
+    blob::TensorRefT t;
+    t.address = std::make_unique<blob::Address>(address_of(p, v));
+    t.dtype = v.dtype;
+    t.dims = v.dims;
+    t.zero_point = v.zero_point;
+    return t;
+}
+
+// A copy between two views of equal extents as lines of contiguous bytes and outer dims.
+struct DmaShape {
+    uint32_t line_bytes = 0;
+    std::vector<blob::DmaDim> dims; // outermost first
+};
+
+DmaShape dma_shape(const DmaWork &dma, const std::string &task) {
+    const int elem = blob::dtype_bytes(dma.src.dtype);
+    const View &src = dma.src, &dst = dma.dsts.front();
+    int64_t line = elem;
+    size_t d = 0;
+    // Collapse the innermost dims while both sides stay contiguous.
+    for (; d < src.dims.size(); ++d) {
+        const bool contiguous =
+            src.dims[d].stride() * elem == line && dst.dims[d].stride() * elem == line;
+        if (src.dims[d].extent() > 1 && !contiguous) break;
+        line *= src.dims[d].extent();
+    }
+    DmaShape shape;
+    shape.line_bytes = uint32_t(line);
+    for (size_t i = src.dims.size(); i-- > d;)
+        if (src.dims[i].extent() > 1)
+            shape.dims.emplace_back(src.dims[i].extent(), src.dims[i].stride() * elem,
+                                    dst.dims[i].stride() * elem);
+    if (shape.dims.size() > 4)
+        throw LoweringError("task '" + task + "': a copy needs " +
+                            std::to_string(shape.dims.size()) + " strided dims; a DMA takes 4");
+    return shape;
+}
+
+const char *engine_name(blob::EngineKind e) {
+    return blob::to_string(e);
+}
+
+std::string describe(const Program &p, const View &v) {
+    std::ostringstream os;
+    os << p.buffers[size_t(v.buffer)].name << "+" << v.offset << " " << blob::to_string(v.dtype)
+       << " (";
+    for (size_t i = 0; i < v.dims.size(); ++i)
+        os << (i ? "," : "") << v.dims[i].extent() << ":" << v.dims[i].stride();
+    os << ")";
+    return os.str();
+}
+
+} // namespace
+
+void assemble(LoweringState &s) {
+    const Program &p = s.program;
+    blob::BlobWriter w(s.target.name, p.name);
+    for (const auto &io : p.inputs) w.add_input(io.name, io.shape, io.dtype, io.layout, io.quant);
+    for (const auto &io : p.outputs) w.add_output(io.name, io.shape, io.dtype, io.layout, io.quant);
+    w.add_constant(p.constants.data(), p.constants.size(), 64);
+    w.set_scratch_bytes(p.scratch_bytes);
+    for (const auto &b : p.barriers) w.add_barrier(uint16_t(b.physical));
+
+    std::vector<std::vector<uint32_t>> waits(p.tasks.size()), updates(p.tasks.size());
+    for (uint32_t b = 0; b < p.barriers.size(); ++b) {
+        for (int t : p.barriers[b].producers) updates[size_t(t)].push_back(b);
+        for (int t : p.barriers[b].consumers) waits[size_t(t)].push_back(b);
+    }
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+        const TaskIR &t = p.tasks[i];
+        std::optional<blob::TaskHandle> h;
+        if (const auto *dma = std::get_if<DmaWork>(&t.work)) {
+            DmaShape shape = dma_shape(*dma, t.name);
+            std::vector<blob::Address> dsts;
+            for (const auto &d : dma->dsts) dsts.push_back(address_of(p, d));
+            h = w.add_dma(t.index, t.name, address_of(p, dma->src), dsts, shape.line_bytes,
+                          shape.dims);
+        } else {
+            const auto &work = std::get<DpuWork>(t.work);
+            blob::DpuTaskT task = work.invariant;
+            task.input = std::make_unique<blob::TensorRefT>(tensor_of(p, work.input));
+            task.output = std::make_unique<blob::TensorRefT>(tensor_of(p, work.output));
+            if (work.has_input2)
+                task.input2 = std::make_unique<blob::TensorRefT>(tensor_of(p, work.input2));
+            if (work.has_weights) {
+                task.weights = std::make_unique<blob::TensorRefT>(tensor_of(p, work.weights));
+                task.weight_table =
+                    std::make_unique<blob::TensorRefT>(tensor_of(p, work.weight_table));
+            }
+            h = w.add_dpu(t.tile, t.index, t.name, std::move(task));
+        }
+        h->layer(t.layer);
+        for (uint32_t b : waits[i]) h->wait(b);
+        for (uint32_t b : updates[i]) h->update(b);
+    }
+    s.blob = w.finish();
+}
+
+void verify_blob(const LoweringState &s) {
+    try {
+        blob::verify(s.blob, s.target);
+    } catch (const blob::BlobError &e) {
+        throw LoweringError(std::string("the assembled blob does not verify:\n") + e.what());
+    }
+}
+
+std::string print(const Program &p) {
+    std::ostringstream os;
+    os << "program " << p.name << ": " << p.buffers.size() << " buffers, " << p.tasks.size()
+       << " tasks, " << p.barriers.size() << " barriers\n";
+    for (size_t b = 0; b < p.buffers.size(); ++b) {
+        const auto &buf = p.buffers[b];
+        os << "  buffer " << b << " " << buf.name << ": " << blob::to_string(buf.space) << " "
+           << buf.index << ", " << buf.bytes << " bytes";
+        if (buf.offset != kUnallocated) os << " at " << buf.offset;
+        os << "\n";
+    }
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+        const TaskIR &t = p.tasks[i];
+        os << "  task " << i << " " << t.name << " [" << engine_name(t.engine) << " tile " << t.tile
+           << " #" << t.index << "]";
+        if (!t.deps.empty()) {
+            os << " after";
+            for (int d : t.deps) os << " " << d;
+        }
+        os << "\n    ";
+        if (const auto *dma = std::get_if<DmaWork>(&t.work)) {
+            os << "copy " << describe(p, dma->src) << " -> " << describe(p, dma->dsts.front());
+        } else {
+            const auto &dpu = std::get<DpuWork>(t.work);
+            os << blob::to_string(dpu.invariant.op) << " " << describe(p, dpu.input) << " -> "
+               << describe(p, dpu.output) << ", " << dpu.invariant.variants.size() << " variants";
+        }
+        os << "\n";
+    }
+    for (size_t b = 0; b < p.barriers.size(); ++b) {
+        os << "  barrier " << b << " (physical " << p.barriers[b].physical << "): producers";
+        for (int t : p.barriers[b].producers) os << " " << t;
+        os << "; consumers";
+        for (int t : p.barriers[b].consumers) os << " " << t;
+        os << "\n";
+    }
+    return os.str();
+}
+
+} // namespace vpuc::codegen

@@ -1,0 +1,146 @@
+// The lowering, as a straight list of atomic passes. Each pass is logged, timed
+// (VPUC_PASS_TIMES=1 prints the times to stderr) and followed by a verifier of its output.
+#include "codegen/lower.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <ostream>
+
+#include "passes.h"
+
+namespace vpuc::codegen {
+
+namespace {
+
+struct Pass {
+    std::string name;
+    std::function<void(LoweringState &)> run;
+    std::function<void(const LoweringState &)> verify;
+};
+
+const std::vector<Pass> &passes() {
+    static const std::vector<Pass> list = {
+        {"resolve_schedules", resolve_schedules, nullptr},
+        {"match_dpu_ops", match_dpu_ops, nullptr},
+        {"build_tasks", build_tasks, verify_tasks},
+        {"allocate_cmx", allocate_cmx, verify_allocation},
+        {"allocate_ddr", allocate_ddr, verify_allocation},
+        {"assign_barriers", assign_barriers, verify_tasks},
+        {"map_physical_barriers", map_physical_barriers, verify_barriers},
+        {"assemble", assemble, verify_blob},
+    };
+    return list;
+}
+
+std::string dump(const LoweringState &s, const std::string &pass) {
+    if (pass == "resolve_schedules" || pass == "match_dpu_ops") {
+        std::string out;
+        for (const auto &plan : s.plans) {
+            out += plan.layer.name() + ": " + plan.layer.schedule().to_string() + "\n";
+            for (const auto &t : plan.nest.tasks())
+                out += "  task tile " + std::to_string(t.tile) + " " + t.region.to_string() + "\n";
+            if (pass == "match_dpu_ops") out += "  dpu: " + plan.dpu.to_string() + "\n";
+        }
+        return out;
+    }
+    if (pass == "assemble") return "blob: " + std::to_string(s.blob.size()) + " bytes\n";
+    return print(s.program);
+}
+
+} // namespace
+
+const std::vector<std::string> &pass_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> n;
+        for (const auto &p : passes()) n.push_back(p.name);
+        return n;
+    }();
+    return names;
+}
+
+std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target,
+                           const LowerOptions &options) {
+    const auto &names = pass_names();
+    if (!options.dump_after.empty() &&
+        std::find(names.begin(), names.end(), options.dump_after) == names.end()) {
+        std::string known;
+        for (const auto &n : names) known += (known.empty() ? "" : ", ") + n;
+        throw LoweringError("--dump-after " + options.dump_after +
+                            ": no such pass (passes: " + known + ")");
+    }
+    const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
+    LoweringState state{graph, target, {}, {}, {}, {}, {}};
+    for (const auto &pass : passes()) {
+        auto start = std::chrono::steady_clock::now();
+        pass.run(state);
+        if (pass.verify) pass.verify(state);
+        double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+                .count();
+        if (options.log) *options.log << "pass " << pass.name << " done\n";
+        if (print_times) std::fprintf(stderr, "vpuc pass %-24s %9.3f ms\n", pass.name.c_str(), ms);
+        if (options.dump_after == pass.name && options.log)
+            *options.log << "IR after " << pass.name << ":\n" << dump(state, pass.name);
+    }
+    return std::move(state.blob);
+}
+
+void resolve_schedules(LoweringState &s) {
+    for (const auto &layer : s.graph.layers())
+        s.plans.push_back({layer, resolve_loop_nest(s.graph, layer, s.target), {}});
+}
+
+void match_dpu_ops(LoweringState &s) {
+    for (auto &plan : s.plans) {
+        if (plan.nest.engine == dsl::Engine::SHAVE)
+            throw LoweringError("layer '" + plan.layer.name() +
+                                "': SHAVE layers are not lowered yet; schedule it on_dpu()");
+        plan.dpu = match_dpu(plan.layer);
+    }
+}
+
+void verify_tasks(const LoweringState &s) {
+    const auto &p = s.program;
+    for (size_t t = 0; t < p.tasks.size(); ++t)
+        for (int d : p.tasks[t].deps)
+            if (d < 0 || size_t(d) >= t)
+                throw LoweringError("task '" + p.tasks[t].name +
+                                    "' depends on a task that is not before it");
+}
+
+IoDecl io_decl(const dsl::TensorDesc &t) {
+    IoDecl io;
+    io.name = t.name;
+    for (int64_t v : t.shape.raw()) io.shape.push_back(uint32_t(v));
+    io.dtype = blob_dtype(t.type);
+    io.layout = t.order == dsl::DimsOrder::NHWC() ? blob::Layout::NHWC : blob::Layout::NCHW;
+    if (!t.quant.empty() && !t.quant.per_channel())
+        io.quant.push_back(blob::Quant(t.quant.scale[0], t.quant.zero_point[0]));
+    return io;
+}
+
+blob::DType blob_dtype(dsl::ElemType t) {
+    switch (t) {
+    case dsl::ElemType::U8:
+        return blob::DType::U8;
+    case dsl::ElemType::I8:
+        return blob::DType::I8;
+    case dsl::ElemType::F16:
+        return blob::DType::F16;
+    case dsl::ElemType::F32:
+        return blob::DType::F32;
+    case dsl::ElemType::I32:
+        return blob::DType::I32;
+    }
+    return blob::DType::U8;
+}
+
+blob::DType blob_dtype(Halide::Type t) {
+    if (t.is_float()) return t.bits() == 16 ? blob::DType::F16 : blob::DType::F32;
+    if (t.bits() == 32) return blob::DType::I32;
+    return t.is_uint() ? blob::DType::U8 : blob::DType::I8;
+}
+
+} // namespace vpuc::codegen

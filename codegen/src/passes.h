@@ -1,0 +1,55 @@
+// The lowering passes and the state they share. lower.cpp runs them in order.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/dpu_match.h"
+#include "codegen/loop_nest.h"
+#include "codegen/lower.h"
+#include "codegen/task_ir.h"
+
+namespace vpuc::codegen {
+
+struct LayerPlan {
+    dsl::Layer layer;
+    LoopNest nest;
+    DpuOpDesc dpu;
+};
+
+struct LoweringState {
+    const dsl::Graph &graph;
+    const target::Target &target;
+    std::vector<LayerPlan> plans; // graph.layers() order
+    Program program;
+    std::map<std::string, int> tensor_buffer;              // layer or input name -> its DDR buffer
+    std::map<std::string, std::vector<int>> layer_writers; // layer -> tasks writing its output
+    std::vector<uint8_t> blob;
+
+    std::vector<int> writers_of(const std::string &layer) const {
+        auto it = layer_writers.find(layer);
+        return it == layer_writers.end() ? std::vector<int>{} : it->second;
+    }
+};
+
+// Each pass does one job; each verify_* checks the pass's output and throws LoweringError.
+void resolve_schedules(LoweringState &s);
+void match_dpu_ops(LoweringState &s);
+void build_tasks(LoweringState &s);
+void allocate_cmx(LoweringState &s);
+void allocate_ddr(LoweringState &s);
+void assign_barriers(LoweringState &s);
+void map_physical_barriers(LoweringState &s);
+void assemble(LoweringState &s);
+
+void verify_tasks(const LoweringState &s);
+void verify_allocation(const LoweringState &s);
+void verify_barriers(const LoweringState &s);
+void verify_blob(const LoweringState &s);
+
+IoDecl io_decl(const dsl::TensorDesc &t);
+blob::DType blob_dtype(Halide::Type t);
+blob::DType blob_dtype(dsl::ElemType t);
+
+} // namespace vpuc::codegen

@@ -1,0 +1,195 @@
+// The lowering end to end: graphs of DPU layers with various schedules compile to blobs that
+// verify, run on the simulator and match the Halide CPU reference bit-exactly (int8).
+#include <gtest/gtest.h>
+
+#include <random>
+#include <sstream>
+
+#include "algorithms/layers.h"
+#include "algorithms/reference.h"
+#include "codegen/lower.h"
+#include "vpu_target/simulator.h"
+
+using namespace vpuc;
+
+namespace {
+
+dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape({1, c, h, w});
+    t.type = dsl::ElemType::U8;
+    t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    t.order = dsl::DimsOrder::NHWC();
+    return t;
+}
+
+algorithms::QuantWeights weights(int ic, int k, int oc, uint32_t seed) {
+    std::mt19937 rng(seed);
+    auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    algorithms::QuantWeights qw;
+    qw.weights = Halide::Buffer<int8_t>(ic, k, k, oc);
+    qw.weights.for_each_value([&](int8_t &v) { v = int8_t(uni(-100, 100)); });
+    qw.zero_point = 0;
+    for (int c = 0; c < oc; ++c) {
+        qw.bias.push_back(uni(-2000, 2000));
+        qw.requant.push_back(algorithms::fixed_point(0.004 + 0.0003 * c));
+    }
+    qw.output_type = dsl::ElemType::U8;
+    qw.output_quant = dsl::Quant::per_tensor(0.05f, 10);
+    return qw;
+}
+
+dsl::Layer conv3x3(const std::string &name, const dsl::Layer &in, int oc, uint32_t seed) {
+    algorithms::Conv2dParams p;
+    p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
+    p.activation = algorithms::Activation::relu();
+    int ic = int(in.output().shape[dsl::dims::C]);
+    return algorithms::conv2d(name, in, weights(ic, 3, oc, seed), p);
+}
+
+Halide::Buffer<> random_input(const dsl::TensorDesc &t, uint32_t seed) {
+    Halide::Buffer<> b = algorithms::make_buffer(t);
+    std::mt19937 rng(seed);
+    Halide::Buffer<uint8_t> typed(b);
+    typed.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
+    return b;
+}
+
+std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
+    const uint8_t *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
+    return std::vector<uint8_t>(p, p + b.size_in_bytes());
+}
+
+// Compiles `graph`, runs it and compares every output with the reference.
+sim::RunResult compile_and_check(const dsl::Graph &graph, const std::string &target_name) {
+    target::Target target = target::load_target(target_name);
+    std::vector<uint8_t> blob = codegen::lower(graph, target);
+    std::vector<Halide::Buffer<>> inputs;
+    std::vector<std::vector<uint8_t>> input_bytes;
+    uint32_t seed = 7;
+    for (const auto &in : graph.inputs()) {
+        inputs.push_back(random_input(in.output(), seed++));
+        input_bytes.push_back(bytes_of(inputs.back()));
+    }
+    auto expected = algorithms::run_reference(graph, inputs);
+    sim::Simulator simulator(target, blob);
+    auto result = simulator.run(input_bytes);
+    EXPECT_EQ(result.outputs.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i)
+        EXPECT_EQ(result.outputs[i], bytes_of(expected[i])) << "output " << i;
+    return result;
+}
+
+struct ScheduleCase {
+    std::string name;
+    std::function<void(dsl::Schedule &)> apply;
+};
+
+class LowerConv : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+const std::vector<ScheduleCase> &schedules() {
+    static const std::vector<ScheduleCase> all = {
+        {"whole", [](dsl::Schedule &s) { s.on_dpu(); }},
+        {"rows", [](dsl::Schedule &s) { s.split("y", "yo", "yi", 4).on_dpu().prefetch(1); }},
+        {"soh",
+         [](dsl::Schedule &s) {
+             s.distribute("y", 2, dsl::Strategy::SplitOverHeight)
+                 .split("y", "yo", "yi", 3)
+                 .prefetch(2)
+                 .workloads("c", 2)
+                 .on_dpu();
+         }},
+        {"sok",
+         [](dsl::Schedule &s) {
+             s.distribute("c", 2, dsl::Strategy::SplitOverKernel)
+                 .split("x", "xo", "xi", 6)
+                 .on_dpu();
+         }},
+        {"ragged_tiles",
+         [](dsl::Schedule &s) {
+             s.tile("x", "y", "xo", "yo", "xi", "yi", 5, 7).prefetch(1).on_dpu();
+         }},
+    };
+    return all;
+}
+
+TEST_P(LowerConv, MatchesTheReferenceBitExactly) {
+    const auto &[target_name, index] = GetParam();
+    const ScheduleCase &sc = schedules()[size_t(index)];
+    dsl::Layer in = dsl::Layer::input(activation("in", 32, 14, 13));
+    dsl::Layer conv = conv3x3("conv", in, 32, 1);
+    sc.apply(conv.schedule());
+    compile_and_check(dsl::Graph("conv_" + sc.name, {conv}), target_name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, LowerConv,
+                         ::testing::Combine(::testing::Values("vpu27", "vpu20"),
+                                            ::testing::Range(0, 5)));
+
+TEST(Lower, ChainOfLayersThroughDdr) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 12, 12));
+    dsl::Layer c1 = conv3x3("c1", in, 32, 2);
+    c1.schedule().distribute("y", 2, dsl::Strategy::SplitOverHeight).on_dpu();
+    algorithms::PoolParams pool;
+    pool.kernel_w = pool.kernel_h = 2;
+    pool.stride_w = pool.stride_h = 2;
+    dsl::Layer p1 = algorithms::max_pool("p1", c1, pool);
+    p1.schedule().split("y", "yo", "yi", 2).on_dpu();
+    dsl::Layer c2 = conv3x3("c2", p1, 16, 3);
+    c2.schedule().distribute("c", 2, dsl::Strategy::SplitOverKernel).on_dpu();
+    compile_and_check(dsl::Graph("chain", {c2}), "vpu27");
+}
+
+TEST(Lower, DistributedTasksRunOnEveryTile) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 28, 28));
+    dsl::Layer conv = conv3x3("conv", in, 64, 4);
+    conv.schedule().distribute("y", 2, dsl::Strategy::SplitOverHeight).prefetch(1).on_dpu();
+    auto result = compile_and_check(dsl::Graph("two", {conv}), "vpu27");
+    double busy[2] = {0, 0};
+    for (const auto &e : result.engines)
+        for (int tile = 0; tile < 2; ++tile)
+            if (e.engine == "DPU tile " + std::to_string(tile)) busy[tile] = e.busy_ns;
+    EXPECT_GT(busy[0], 0);
+    EXPECT_DOUBLE_EQ(busy[0], busy[1]);
+}
+
+TEST(Lower, ErrorsNameTheLayer) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 8, 8));
+    dsl::Layer s = algorithms::sigmoid("sig", in);
+    s.schedule().on_shave();
+    target::Target t = target::load_target("vpu27");
+    try {
+        codegen::lower(dsl::Graph("g", {s}), t);
+        FAIL();
+    } catch (const codegen::LoweringError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "layer 'sig': SHAVE layers are not lowered yet; schedule it on_dpu()");
+    }
+    dsl::Layer big = conv3x3("big", dsl::Layer::input(activation("in", 512, 64, 64)), 512, 5);
+    try {
+        codegen::lower(dsl::Graph("g", {big}), t);
+        FAIL();
+    } catch (const codegen::LoweringError &e) {
+        EXPECT_NE(std::string(e.what()).find("does not fit in CMX of tile 0"), std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(Lower, DumpAfterPrintsTheIr) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 8, 8));
+    dsl::Layer conv = conv3x3("conv", in, 16, 6);
+    conv.schedule().split("y", "yo", "yi", 4).on_dpu();
+    std::ostringstream log;
+    codegen::LowerOptions options;
+    options.dump_after = "allocate_cmx";
+    options.log = &log;
+    codegen::lower(dsl::Graph("g", {conv}), target::load_target("vpu27"), options);
+    EXPECT_NE(log.str().find("IR after allocate_cmx"), std::string::npos);
+    EXPECT_NE(log.str().find("conv.dpu.0.c[0,16) x[0,8) y[4,8)"), std::string::npos) << log.str();
+    options.dump_after = "nonsense";
+    EXPECT_THROW(codegen::lower(dsl::Graph("g", {conv}), target::load_target("vpu27"), options),
+                 codegen::LoweringError);
+}
+
+} // namespace
