@@ -193,3 +193,21 @@ TEST(Lower, DumpAfterPrintsTheIr) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(Lower, DefaultSchedulesCompileAndMatch) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        dsl::Layer in = dsl::Layer::input(activation("in", 32, 20, 19));
+        dsl::Layer c1 = conv3x3("c1", in, 48, 8);
+        algorithms::PoolParams pool;
+        pool.kernel_w = pool.kernel_h = 3;
+        pool.stride_w = pool.stride_h = 2;
+        pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
+        dsl::Layer p1 = algorithms::max_pool("p1", c1, pool);
+        compile_and_check(dsl::Graph("defaults", {p1}), target_name);
+        EXPECT_FALSE(c1.schedule().empty());
+    }
+}
+
+} // namespace

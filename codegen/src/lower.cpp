@@ -9,6 +9,7 @@
 #include <ostream>
 
 #include "passes.h"
+#include "schedules/default_schedule.h"
 
 namespace vpuc::codegen {
 
@@ -22,6 +23,7 @@ struct Pass {
 
 const std::vector<Pass> &passes() {
     static const std::vector<Pass> list = {
+        {"default_schedules", default_schedules, nullptr},
         {"resolve_schedules", resolve_schedules, nullptr},
         {"match_dpu_ops", match_dpu_ops, nullptr},
         {"build_tasks", build_tasks, verify_tasks},
@@ -35,6 +37,12 @@ const std::vector<Pass> &passes() {
 }
 
 std::string dump(const LoweringState &s, const std::string &pass) {
+    if (pass == "default_schedules") {
+        std::string out;
+        for (const auto &layer : s.graph.layers())
+            out += layer.name() + ": " + layer.schedule().to_string() + "\n";
+        return out;
+    }
     if (pass == "resolve_schedules" || pass == "match_dpu_ops") {
         std::string out;
         for (const auto &plan : s.plans) {
@@ -85,6 +93,10 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
             *options.log << "IR after " << pass.name << ":\n" << dump(state, pass.name);
     }
     return std::move(state.blob);
+}
+
+void default_schedules(LoweringState &s) {
+    schedules::apply_default_schedules(s.graph, s.target);
 }
 
 void resolve_schedules(LoweringState &s) {

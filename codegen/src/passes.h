@@ -34,6 +34,7 @@ struct LoweringState {
 };
 
 // Each pass does one job; each verify_* checks the pass's output and throws LoweringError.
+void default_schedules(LoweringState &s);
 void resolve_schedules(LoweringState &s);
 void match_dpu_ops(LoweringState &s);
 void build_tasks(LoweringState &s);

@@ -27,7 +27,9 @@ class LoweringError : public std::runtime_error {
 // The names of the passes, in order.
 const std::vector<std::string> &pass_names();
 
-// Throws dsl::ScheduleError, DpuMatchError or LoweringError.
+// Layers without a schedule get their default schedule (schedules/), in place, as an
+// unscheduled Halide Func gets its default. Throws dsl::ScheduleError, DpuMatchError or
+// LoweringError.
 std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target,
                            const LowerOptions &options = {});
 
