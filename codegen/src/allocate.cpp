@@ -20,6 +20,8 @@ std::vector<int> buffers_of(const TaskIR &t) {
     if (const auto *dma = std::get_if<DmaWork>(&t.work)) {
         out.push_back(dma->src.buffer);
         for (const auto &d : dma->dsts) out.push_back(d.buffer);
+    } else if (const auto *shave = std::get_if<ShaveWork>(&t.work)) {
+        for (const auto &a : shave->args) out.push_back(a.buffer);
     } else {
         const auto &dpu = std::get<DpuWork>(t.work);
         out = {dpu.input.buffer, dpu.output.buffer};

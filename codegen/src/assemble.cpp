@@ -76,6 +76,7 @@ void assemble(LoweringState &s) {
     w.add_constant(p.constants.data(), p.constants.size(), 64);
     w.set_scratch_bytes(p.scratch_bytes);
     for (const auto &b : p.barriers) w.add_barrier(uint16_t(b.physical));
+    for (const auto &k : p.kernels) w.add_kernel(k);
 
     std::vector<std::vector<uint32_t>> waits(p.tasks.size()), updates(p.tasks.size());
     for (uint32_t b = 0; b < p.barriers.size(); ++b) {
@@ -91,6 +92,17 @@ void assemble(LoweringState &s) {
             for (const auto &d : dma->dsts) dsts.push_back(address_of(p, d));
             h = w.add_dma(t.index, t.name, address_of(p, dma->src), dsts, shape.line_bytes,
                           shape.dims);
+        } else if (const auto *shave = std::get_if<ShaveWork>(&t.work)) {
+            blob::ShaveTaskT task;
+            task.kernel = shave->kernel;
+            task.shaves = shave->shaves;
+            for (size_t a = 0; a < shave->args.size(); ++a) {
+                auto arg = std::make_unique<blob::ShaveArgT>();
+                arg->tensor = std::make_unique<blob::TensorRefT>(tensor_of(p, shave->args[a]));
+                arg->mins = shave->mins[a];
+                task.args.push_back(std::move(arg));
+            }
+            h = w.add_shave(t.tile, t.name, std::move(task));
         } else {
             const auto &work = std::get<DpuWork>(t.work);
             blob::DpuTaskT task = work.invariant;
@@ -142,6 +154,9 @@ std::string print(const Program &p) {
         os << "\n    ";
         if (const auto *dma = std::get_if<DmaWork>(&t.work)) {
             os << "copy " << describe(p, dma->src) << " -> " << describe(p, dma->dsts.front());
+        } else if (const auto *shave = std::get_if<ShaveWork>(&t.work)) {
+            os << "kernel " << shave->kernel << " on " << int(shave->shaves) << " SHAVEs:";
+            for (const auto &a : shave->args) os << " " << describe(p, a);
         } else {
             const auto &dpu = std::get<DpuWork>(t.work);
             os << blob::to_string(dpu.invariant.op) << " " << describe(p, dpu.input) << " -> "

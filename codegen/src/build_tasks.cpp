@@ -138,11 +138,12 @@ class LayerBuilder {
     }
 
     void reject_unsupported() const {
+        if (!plan_.nest.compute_root)
+            fail("compute_at is not lowered yet; schedule the layer compute_root()");
+        if (plan_.on_shave) return;
         if (d_.dilation_w != 1 || d_.dilation_h != 1)
             fail("dilated convolutions are not lowered to the DPU yet");
         if (d_.groups != 1) fail("grouped convolutions are not lowered to the DPU yet");
-        if (!plan_.nest.compute_root)
-            fail("compute_at is not lowered yet; schedule the layer compute_root()");
     }
 
     int dma_engine_in(int tile) const { return tile % s_.target.dma_engines; }
@@ -177,8 +178,13 @@ class LayerBuilder {
         Pending p;
         p.task = task;
         p.input_regions = input_regions(plan_.layer, task.region);
-        std::vector<int> dma_inputs = {d_.input};
-        if (d_.input2 >= 0) dma_inputs.push_back(d_.input2);
+        std::vector<int> dma_inputs;
+        if (plan_.on_shave) {
+            for (int i = 0; i < int(plan_.layer.inputs().size()); ++i) dma_inputs.push_back(i);
+        } else {
+            dma_inputs.push_back(d_.input);
+            if (d_.input2 >= 0) dma_inputs.push_back(d_.input2);
+        }
         for (int i : dma_inputs) {
             const dsl::Layer &producer = plan_.layer.inputs()[size_t(i)];
             const Region &r = p.input_regions[size_t(i)];
@@ -192,7 +198,7 @@ class LayerBuilder {
                                       s_.writers_of(producer.name())));
             p.inputs.push_back(dst);
         }
-        if (has_weights()) {
+        if (!plan_.on_shave && has_weights()) {
             // Tasks of a tile computing the same output channels share one copy of the weights.
             const Interval oc = task.region.dims[0];
             auto key = std::make_tuple(task.tile, oc.begin, oc.end);
@@ -402,6 +408,48 @@ class LayerBuilder {
     }
 
     void compute_and_store(const Pending &p) {
+        const dsl::TensorDesc &out_desc = plan_.layer.output();
+        View whole_out = tensor_view(output_, out_desc);
+        int out_buf = add_cmx_buffer(name() + ".out", p.task.tile,
+                                     view_bytes(sub_view(whole_out, p.task.region)));
+        View out_cmx =
+            dense_cmx_view(out_buf, whole_out.dtype, p.task.region, whole_out.zero_point);
+        int compute = plan_.on_shave ? shave_task(p, out_cmx) : dpu_task(p, out_cmx);
+        writers.push_back(add_dma(task_name(p.task, "store"), dma_engine_out(p.task.tile), out_cmx,
+                                  sub_view(whole_out, p.task.region), {compute}));
+    }
+
+    static std::vector<int32_t> mins_of(const Region &r) {
+        return {int32_t(r.dims[0].begin), int32_t(r.dims[1].begin), int32_t(r.dims[2].begin)};
+    }
+
+    // Buffers as the kernel sees them: (c, x, y) with the region's coordinates as mins.
+    static View kernel_view(View v) {
+        v.dims.resize(3);
+        return v;
+    }
+
+    int shave_task(const Pending &p, const View &out_cmx) {
+        ShaveWork work;
+        work.kernel = plan_.kernel;
+        for (size_t i = 0; i < p.inputs.size(); ++i) {
+            work.args.push_back(kernel_view(p.inputs[i]));
+            work.mins.push_back(mins_of(p.input_regions[i]));
+        }
+        work.args.push_back(kernel_view(out_cmx));
+        work.mins.push_back(mins_of(p.task.region));
+        work.shaves = uint8_t(std::min(s_.target.shaves_available(p.task.tile), 255));
+        TaskIR t;
+        t.name = task_name(p.task, "shave");
+        t.layer = name();
+        t.engine = blob::EngineKind::Shave;
+        t.tile = uint32_t(p.task.tile);
+        t.deps = p.loads;
+        t.work = std::move(work);
+        return s_.program.add_task(std::move(t));
+    }
+
+    int dpu_task(const Pending &p, const View &out_cmx) {
         const Task &task = p.task;
         DpuWork work;
         blob::DpuTaskT &t = work.invariant;
@@ -425,11 +473,7 @@ class LayerBuilder {
             work.weight_table = p.table;
             work.has_weights = true;
         }
-        const dsl::TensorDesc &out_desc = plan_.layer.output();
-        View whole_out = tensor_view(output_, out_desc);
-        int out_buf = add_cmx_buffer(name() + ".out", task.tile,
-                                     view_bytes(sub_view(whole_out, task.region)));
-        work.output = dense_cmx_view(out_buf, whole_out.dtype, task.region, whole_out.zero_point);
+        work.output = out_cmx;
 
         TaskIR dpu_task;
         dpu_task.name = task_name(task, "dpu");
@@ -438,11 +482,8 @@ class LayerBuilder {
         dpu_task.tile = uint32_t(task.tile);
         dpu_task.index = uint32_t(next_dpu_[size_t(task.tile)]++ % s_.target.dpus_per_tile);
         dpu_task.deps = p.loads;
-        View out_cmx = work.output;
         dpu_task.work = std::move(work);
-        int dpu = s_.program.add_task(std::move(dpu_task));
-        writers.push_back(add_dma(task_name(task, "store"), dma_engine_out(task.tile), out_cmx,
-                                  sub_view(whole_out, task.region), {dpu}));
+        return s_.program.add_task(std::move(dpu_task));
     }
 
     struct LoadedWeights {

@@ -2,12 +2,15 @@
 // (VPUC_PASS_TIMES=1 prints the times to stderr) and followed by a verifier of its output.
 #include "codegen/lower.h"
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <ostream>
 
+#include "codegen/shave_kernel.h"
 #include "passes.h"
 #include "schedules/default_schedule.h"
 
@@ -25,7 +28,8 @@ const std::vector<Pass> &passes() {
     static const std::vector<Pass> list = {
         {"default_schedules", default_schedules, nullptr},
         {"resolve_schedules", resolve_schedules, nullptr},
-        {"match_dpu_ops", match_dpu_ops, nullptr},
+        {"select_engines", select_engines, nullptr},
+        {"compile_shave_kernels", compile_shave_kernels, nullptr},
         {"build_tasks", build_tasks, verify_tasks},
         {"allocate_cmx", allocate_cmx, verify_allocation},
         {"allocate_ddr", allocate_ddr, verify_allocation},
@@ -43,13 +47,16 @@ std::string dump(const LoweringState &s, const std::string &pass) {
             out += layer.name() + ": " + layer.schedule().to_string() + "\n";
         return out;
     }
-    if (pass == "resolve_schedules" || pass == "match_dpu_ops") {
+    if (pass == "resolve_schedules" || pass == "select_engines" ||
+        pass == "compile_shave_kernels") {
         std::string out;
         for (const auto &plan : s.plans) {
             out += plan.layer.name() + ": " + plan.layer.schedule().to_string() + "\n";
             for (const auto &t : plan.nest.tasks())
                 out += "  task tile " + std::to_string(t.tile) + " " + t.region.to_string() + "\n";
-            if (pass == "match_dpu_ops") out += "  dpu: " + plan.dpu.to_string() + "\n";
+            if (pass != "resolve_schedules")
+                out += plan.on_shave ? "  shave kernel " + std::to_string(plan.kernel) + "\n"
+                                     : "  dpu: " + plan.dpu.to_string() + "\n";
         }
         return out;
     }
@@ -104,12 +111,67 @@ void resolve_schedules(LoweringState &s) {
         s.plans.push_back({layer, resolve_loop_nest(s.graph, layer, s.target), {}});
 }
 
-void match_dpu_ops(LoweringState &s) {
+void select_engines(LoweringState &s) {
     for (auto &plan : s.plans) {
-        if (plan.nest.engine == dsl::Engine::SHAVE)
-            throw LoweringError("layer '" + plan.layer.name() +
-                                "': SHAVE layers are not lowered yet; schedule it on_dpu()");
-        plan.dpu = match_dpu(plan.layer);
+        switch (plan.nest.engine) {
+        case dsl::Engine::DPU:
+            plan.dpu = match_dpu(plan.layer);
+            break;
+        case dsl::Engine::SHAVE:
+            plan.on_shave = true;
+            break;
+        case dsl::Engine::Auto:
+            // The DPU when the algorithm is a DPU operation, a SHAVE kernel otherwise.
+            if (auto desc = try_match_dpu(plan.layer))
+                plan.dpu = *desc;
+            else
+                plan.on_shave = true;
+            break;
+        }
+    }
+}
+
+// The schedule's vectorize and unroll directives, on the kernel's pure loops.
+void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out) {
+    const auto &v = dsl::act_vars();
+    const std::map<std::string, Halide::Var> pure = {{"c", v.c}, {"x", v.x}, {"y", v.y}};
+    for (const Loop &loop : plan.nest.loops) {
+        if (!loop.unrolled && loop.vector_width == 0) continue;
+        auto var = pure.find(loop.name);
+        if (var == pure.end() || loop.task_loop)
+            throw LoweringError("layer '" + plan.layer.name() + "': vectorize/unroll of '" +
+                                loop.name + "': SHAVE kernels take them on c, x or y only so far");
+        if (loop.vector_width > 0)
+            out.vectorize(var->second, int(loop.vector_width), Halide::TailStrategy::GuardWithIf);
+        // Kernel extents are known only at run time: an unrolled loop is unrolled by 2.
+        if (loop.unrolled) out.unroll(var->second, 2, Halide::TailStrategy::GuardWithIf);
+    }
+}
+
+void compile_shave_kernels(LoweringState &s) {
+    for (auto &plan : s.plans) {
+        if (!plan.on_shave) continue;
+        std::vector<Halide::Func> inputs;
+        std::vector<Halide::Argument> args;
+        for (size_t i = 0; i < plan.layer.inputs().size(); ++i) {
+            Halide::ImageParam p(dsl::halide_type(plan.layer.inputs()[i].output().type), 3,
+                                 "in" + std::to_string(i));
+            inputs.emplace_back(p);
+            args.emplace_back(p);
+        }
+        std::string name = "k" + std::to_string(s.program.kernels.size()) + "_";
+        for (char c : plan.layer.name())
+            name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        Halide::Func out = plan.layer.algorithm()(inputs);
+        apply_shave_schedule(plan, out);
+        ShaveKernelBinary kernel;
+        try {
+            kernel = compile_shave_kernel(name, out, args, s.target.shave_vector_bits);
+        } catch (const ShaveKernelError &e) {
+            throw LoweringError("layer '" + plan.layer.name() + "': " + e.what());
+        }
+        plan.kernel = uint32_t(s.program.kernels.size());
+        s.program.kernels.push_back(*to_blob_kernel(kernel));
     }
 }
 

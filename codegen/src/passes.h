@@ -15,7 +15,9 @@ namespace vpuc::codegen {
 struct LayerPlan {
     dsl::Layer layer;
     LoopNest nest;
+    bool on_shave = false;  // else on the DPU, as `dpu`
     DpuOpDesc dpu;
+    uint32_t kernel = 0;    // SHAVE layers: index into Program::kernels
 };
 
 struct LoweringState {
@@ -36,7 +38,8 @@ struct LoweringState {
 // Each pass does one job; each verify_* checks the pass's output and throws LoweringError.
 void default_schedules(LoweringState &s);
 void resolve_schedules(LoweringState &s);
-void match_dpu_ops(LoweringState &s);
+void select_engines(LoweringState &s);
+void compile_shave_kernels(LoweringState &s);
 void build_tasks(LoweringState &s);
 void allocate_cmx(LoweringState &s);
 void allocate_ddr(LoweringState &s);

@@ -34,10 +34,15 @@ struct BufferArg {
     std::vector<halide_dimension_t> dims;
 };
 
-void describe(const blob::TensorRef &t, Memory &memory, BufferArg &arg) {
+void describe(const blob::ShaveArg &shave_arg, Memory &memory, BufferArg &arg) {
+    const blob::TensorRef &t = *shave_arg.tensor();
+    const auto *mins = shave_arg.mins();
     arg.dims.clear();
-    for (const auto *d : *t.dims())
-        arg.dims.push_back(halide_dimension_t(0, int32_t(d->extent()), int32_t(d->stride())));
+    for (uint32_t i = 0; i < t.dims()->size(); ++i) {
+        const auto *d = t.dims()->Get(i);
+        int32_t min = mins && mins->size() == t.dims()->size() ? mins->Get(i) : 0;
+        arg.dims.push_back(halide_dimension_t(min, int32_t(d->extent()), int32_t(d->stride())));
+    }
     arg.buffer = halide_buffer_t{};
     arg.buffer.host = memory.at(*t.address());
     arg.buffer.type = halide_type_of(t.dtype());
@@ -79,7 +84,7 @@ void run_shave(const blob::ShaveTask &task, const blob::Kernel &kernel, KernelEn
         switch (contract->kind()) {
         case blob::ArgKind::InputBuffer:
         case blob::ArgKind::OutputBuffer:
-            describe(*arg->tensor(), memory, buffers[i]);
+            describe(*arg, memory, buffers[i]);
             argv[i] = &buffers[i].buffer;
             if (contract->kind() == blob::ArgKind::OutputBuffer && output < 0) output = int(i);
             break;

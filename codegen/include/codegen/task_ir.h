@@ -46,13 +46,22 @@ struct DpuWork {
     bool has_input2 = false, has_weights = false;
 };
 
+// A SHAVE task: kernel `kernel` of the program on one buffer per kernel argument (inputs,
+// then the output), each with the coordinates of its first element.
+struct ShaveWork {
+    uint32_t kernel = 0;
+    std::vector<View> args;
+    std::vector<std::vector<int32_t>> mins;
+    uint8_t shaves = 1;
+};
+
 struct TaskIR {
     std::string name;
     std::string layer;
     blob::EngineKind engine = blob::EngineKind::Dma;
     uint32_t tile = 0;
     uint32_t index = 0; // DMA engine, or DPU of the tile
-    std::variant<DmaWork, DpuWork> work;
+    std::variant<DmaWork, DpuWork, ShaveWork> work;
     std::vector<int> deps; // tasks (indices, always earlier) that must finish first
 };
 
@@ -76,6 +85,7 @@ struct Program {
     std::vector<IoDecl> inputs, outputs;
     std::vector<BufferDecl> buffers;
     std::vector<uint8_t> constants;
+    std::vector<blob::KernelT> kernels;
     std::vector<TaskIR> tasks; // program order: each queue runs its tasks in this order
     std::vector<BarrierIR> barriers;
     uint64_t scratch_bytes = 0;
