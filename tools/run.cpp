@@ -1,11 +1,15 @@
 // `vpuc run`: simulate a blob. `vpuc demo`: build and run the bundled example.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <stdexcept>
 
+#include "algorithms/reference.h"
+#include "codegen/lower.h"
 #include "command.h"
 #include "examples/conv_relu_shave.h"
+#include "examples/small_net.h"
 #include "run_report.h"
 #include "vpu_target/verifier.h"
 
@@ -110,34 +114,71 @@ int run_command(const std::vector<std::string> &args) {
     return 0;
 }
 
-int demo_command(const std::vector<std::string> &args) {
-    Options o = parse(args, {"--target", "--seed", "--trace", "--blob"}, {});
-    if (!o.positional.empty()) throw std::runtime_error("demo takes no positional arguments");
-    target::Target target = target::load_target(o.get("--target", "vpu27"));
-    std::printf("building the example blob for %s: on each of %d tiles, DMA in -> DPU 3x3 conv "
+// The result bytes against the reference; prints the verdict and returns the exit code.
+int compare(const std::vector<uint8_t> &got, const std::vector<uint8_t> &want) {
+    size_t mismatches = 0;
+    for (size_t i = 0; i < want.size(); ++i) mismatches += got.at(i) != want[i];
+    if (mismatches) {
+        std::printf("\nFAIL: %zu of %zu output bytes differ from the reference\n", mismatches,
+                    want.size());
+        return 1;
+    }
+    std::printf("\nresult: all %zu output bytes match the reference bit-exactly\n", want.size());
+    return 0;
+}
+
+std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
+    const auto *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
+    return std::vector<uint8_t>(p, p + b.size_in_bytes());
+}
+
+int demo_compiled(const target::Target &target, uint32_t seed, const Options &o) {
+    examples::SmallNet net = examples::small_net(seed);
+    std::printf("compiling small_net for %s with default schedules: conv 3x3 + ReLU -> max "
+                "pool -> conv 1x1 -> softmax\n",
+                target.name.c_str());
+    auto start = std::chrono::steady_clock::now();
+    std::vector<uint8_t> blob = codegen::lower(net.graph, target);
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    for (const auto &layer : net.graph.layers())
+        std::printf("  %-6s %s\n", layer.name().c_str(), layer.schedule().to_string().c_str());
+    std::string blob_path = o.get("--blob", "demo.vpub");
+    blob::write_file(blob_path, blob);
+    std::printf("blob: %s (%zu bytes, compiled in %.0f ms)\n\n", blob_path.c_str(), blob.size(),
+                ms);
+    sim::Simulator simulator(target, blob);
+    std::vector<std::vector<uint8_t>> inputs;
+    for (const auto &b : net.inputs) inputs.push_back(bytes_of(b));
+    auto result = simulator.run(inputs);
+    print_run_report(simulator, result);
+    write_trace(result, "vpuc demo (" + target.name + ")", o.get("--trace", "demo.trace.json"));
+    auto expected = algorithms::run_reference(net.graph, net.inputs);
+    return compare(result.outputs.at(0), bytes_of(expected.at(0)));
+}
+
+int demo_hand_built(const target::Target &target, uint32_t seed, const Options &o) {
+    std::printf("building a blob by hand for %s: on each of %d tiles, DMA in -> DPU 3x3 conv "
                 "+ ReLU (int8) -> SHAVE kernel -> DMA out\n",
                 target.name.c_str(), target.tiles);
-    auto example = examples::conv_relu_shave(target, uint32_t(std::stoul(o.get("--seed", "1"))));
+    auto example = examples::conv_relu_shave(target, seed);
     std::string blob_path = o.get("--blob", "demo.vpub");
     blob::write_file(blob_path, example.bytes);
     std::printf("blob: %s (%zu bytes)\n\n", blob_path.c_str(), example.bytes.size());
-
     sim::Simulator simulator(target, example.bytes);
     auto result = simulator.run(example.inputs);
     print_run_report(simulator, result);
     write_trace(result, "vpuc demo (" + target.name + ")", o.get("--trace", "demo.trace.json"));
+    return compare(result.outputs.at(0), example.expected.at(0));
+}
 
-    size_t mismatches = 0;
-    for (size_t i = 0; i < example.expected[0].size(); ++i)
-        mismatches += result.outputs[0][i] != example.expected[0][i];
-    if (mismatches) {
-        std::printf("\nFAIL: %zu of %zu output bytes differ from the integer reference\n",
-                    mismatches, example.expected[0].size());
-        return 1;
-    }
-    std::printf("\nresult: all %zu output bytes match the integer reference bit-exactly\n",
-                example.expected[0].size());
-    return 0;
+int demo_command(const std::vector<std::string> &args) {
+    Options o = parse(args, {"--target", "--seed", "--trace", "--blob"}, {"--hand-built"});
+    if (!o.positional.empty()) throw std::runtime_error("demo takes no positional arguments");
+    target::Target target = target::load_target(o.get("--target", "vpu27"));
+    const auto seed = uint32_t(std::stoul(o.get("--seed", "1")));
+    return o.has("--hand-built") ? demo_hand_built(target, seed, o)
+                                 : demo_compiled(target, seed, o);
 }
 
 const bool registered_run = register_command(
@@ -156,12 +197,14 @@ const bool registered_run = register_command(
      run_command});
 
 const bool registered_demo = register_command(
-    {"demo", "build and run the bundled example blob, checked against its integer reference",
-     "usage: vpuc demo [--target T] [--seed N] [--blob FILE] [--trace FILE]\n\n"
-     "Builds a small network by hand with the blob writer (DMA -> DPU conv + ReLU -> SHAVE\n"
-     "kernel generated by Halide -> DMA, on every tile), writes it to FILE (default\n"
-     "demo.vpub), runs it and compares the result with the integer reference.\n\n"
+    {"demo", "compile and run the bundled example network, checked against its reference",
+     "usage: vpuc demo [--target T] [--seed N] [--blob FILE] [--trace FILE] [--hand-built]\n\n"
+     "Compiles a small network written with the DSL (conv 3x3 + ReLU -> max pool -> conv 1x1\n"
+     "-> softmax) with default schedules, writes the blob to FILE (default demo.vpub), runs\n"
+     "it and compares the result with the Halide CPU reference.\n\n"
      "options:\n"
+     "  --hand-built       run the blob built by hand instead (DMA -> DPU conv + ReLU ->\n"
+     "                     SHAVE kernel -> DMA on every tile, against its integer reference)\n"
      "  --target T|FILE    target (default vpu27)\n"
      "  --seed N           data seed (default 1)\n"
      "  --blob FILE        where to write the blob (default demo.vpub)\n"
