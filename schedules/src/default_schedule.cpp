@@ -6,30 +6,88 @@ namespace vpuc::schedules {
 
 namespace {
 
+// Tasks per tile. One task per tile runs load, compute and store back to back; with several,
+// the next task's input loads and the previous one's output stores while the DPU computes,
+// and only the first load and the last store are exposed: a quarter of the tile's DMA at four
+// tasks. More tasks shrink that further but pay the DPU's fixed cost per task (~190 cycles on
+// vpu27, and the weights re-fetched per workload) and the DMAs' fixed latency. On vpu27 the
+// 3x3, 1x1 and depthwise layers of `vpuc bench layers` take 12-31% less time with four tasks
+// per tile than with one (docs/benchmarks.md).
+constexpr int64_t kTasksPerTile = 4;
+
+// A task moves at least this many DMA latencies' worth of DDR bytes (vpu27: 560 ns per DDR
+// read, 17 KB at 31.2 GB/s), so that the fixed latency stays under a third of its transfer
+// time: small layers keep fewer tasks, down to one per tile.
+constexpr double kMinTaskLatencies = 2;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+    return (a + b - 1) / b;
+}
+
 int64_t row_bytes(const dsl::TensorDesc &t) {
     return t.shape[dsl::dims::C] * t.shape[dsl::dims::W] * dsl::bytes_of(t.type);
 }
 
+// Output rows per block of the MPE mode with the highest MAC efficiency for the layer's input
+// type (the first listed on a tie): the DPU computes whole blocks, so tasks whose rows are a
+// multiple of it waste no partial blocks (vpu27's CUBOID_16x16: 4 rows; a 7-row task costs
+// as much as an 8-row one). 1 when no mode applies (SHAVE layers).
+int64_t block_rows(const dsl::Layer &layer, const target::Target &target) {
+    if (layer.inputs().empty()) return 1;
+    const dsl::ElemType type = layer.inputs()[0].output().type;
+    const bool int8 = dsl::is_quantized_int(type), fp16 = type == dsl::ElemType::F16;
+    const target::MpeMode *best = nullptr;
+    double best_efficiency = 0;
+    for (const auto &mode : target.mpe_modes) {
+        if (!(int8 && mode.int8) && !(fp16 && mode.fp16)) continue;
+        const target::MpeModeTiming *timing = target.dpu_timing.find_mode(mode.name);
+        const double efficiency = timing ? timing->mac_efficiency : 1;
+        if (!best || efficiency > best_efficiency) {
+            best = &mode;
+            best_efficiency = efficiency;
+        }
+    }
+    return best ? best->block_h : 1;
+}
+
 } // namespace
 
-dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target) {
+dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target,
+                               int max_tiles) {
     const dsl::TensorDesc &out = layer.output();
     const int64_t rows = out.shape[dsl::dims::H];
-    const int64_t tiles = std::min<int64_t>(target.tiles, rows);
-    // Bytes one output row costs in CMX: the row itself and the input rows it needs (twice
-    // for strided or windowed layers, a bound that holds for stride and kernel up to 2x2 per
-    // row; larger windows are split by the lowering's CMX check).
-    int64_t per_row = row_bytes(out);
+    const int64_t tiles =
+        std::min<int64_t>(max_tiles > 0 ? std::min(max_tiles, target.tiles) : target.tiles, rows);
+    // Per output row: the bytes it costs in CMX, the row itself and the input rows it needs
+    // (twice for strided or windowed layers, a bound that holds for stride and kernel up to 2x2
+    // per row; larger windows are split by the lowering's CMX check), and the bytes it moves
+    // between DDR and CMX (halos left out).
+    int64_t cmx_per_row = row_bytes(out), ddr_per_row = row_bytes(out);
     for (const auto &in : layer.inputs()) {
         const int64_t ratio =
             std::max<int64_t>(1, in.output().shape[dsl::dims::H] / std::max<int64_t>(rows, 1));
-        per_row += 2 * ratio * row_bytes(in.output());
+        cmx_per_row += 2 * ratio * row_bytes(in.output());
+        ddr_per_row += ratio * row_bytes(in.output());
     }
     // Double-buffered inputs and outputs, and room for the weights: a quarter of CMX per task.
     const int64_t budget = int64_t(target.cmx_usable_bytes) / 4;
-    const int64_t rows_per_tile = (rows + tiles - 1) / tiles;
-    const int64_t task_rows =
-        std::clamp<int64_t>(budget / std::max<int64_t>(per_row, 1), 1, rows_per_tile);
+    const int64_t fit_rows = std::max<int64_t>(1, budget / std::max<int64_t>(cmx_per_row, 1));
+    const int64_t rows_per_tile = ceil_div(rows, tiles);
+    // Tiles sharing a DMA engine queue their transfers, and their latencies, one after another
+    // (vpu20: four tiles, one engine).
+    const double tiles_per_engine = std::max(1.0, double(tiles) / target.dma_engines);
+    const double min_task_bytes = kMinTaskLatencies * tiles_per_engine *
+                                  target.dma_timing.ddr_to_cmx_latency_ns *
+                                  target.ddr_bandwidth_gbps; // ns * bytes/ns
+    const int64_t tasks =
+        std::max(std::clamp<int64_t>(int64_t(double(rows_per_tile * ddr_per_row) / min_task_bytes),
+                                     1, kTasksPerTile),
+                 ceil_div(rows_per_tile, fit_rows));
+    // Equal tasks, rounded up to whole blocks unless that breaks the CMX share.
+    const int64_t block = block_rows(layer, target);
+    int64_t task_rows = ceil_div(rows_per_tile, tasks);
+    if (ceil_div(task_rows, block) * block <= fit_rows)
+        task_rows = std::min(ceil_div(task_rows, block) * block, rows_per_tile);
 
     dsl::Schedule s;
     if (tiles > 1) s.distribute("y", tiles, dsl::Strategy::SplitOverHeight);

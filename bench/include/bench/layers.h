@@ -1,0 +1,78 @@
+// The benchmark layers: the standard shapes `vpuc bench layers` reports, as single-layer
+// graphs, with their roofline bound and a measurement (compile with the default schedules,
+// simulate timing only). Tests can run the same layers through the same functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dsl/graph.h"
+#include "vpu_target/target.h"
+
+namespace vpuc::bench {
+
+enum class Precision { Int8, Fp16 };
+
+const char *to_string(Precision precision); // "int8", "fp16"
+
+// One layer's shape; the graph, its MAC count and its DDR traffic all derive from it.
+struct LayerSpec {
+    enum class Kind { Conv, Depthwise, Softmax };
+    std::string name; // "conv3x3 56x56x64->64"
+    Kind kind = Kind::Conv;
+    int64_t in_c = 0, in_w = 0, in_h = 0;
+    int64_t out_c = 0; // conv; depthwise and softmax keep in_c
+    int kernel = 1, stride = 1, pad = 0;
+
+    int64_t out_w() const;
+    int64_t out_h() const;
+    int64_t macs() const;            // 0 for softmax (no DPU work)
+    int64_t weight_elements() const; // 0 for softmax
+};
+
+// 3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512, 3x3 depthwise 112x112x32,
+// 7x7/2 conv 224x224x3->64 (pad 3), softmax over 1000 channels.
+const std::vector<LayerSpec> &standard_layers();
+
+// The standard layer also measured on one tile, to show what distribution over tiles gains:
+// the 3x3 conv.
+const LayerSpec &scaling_layer();
+
+// A graph of `spec` alone in `precision` (int8: u8 activations, i8 weights; fp16 throughout)
+// with deterministic random constants, no schedule. Convolutions end in a ReLU.
+dsl::Graph build_graph(const LayerSpec &spec, Precision precision);
+
+// Input, weights and output bytes, each moved between DDR and CMX once.
+int64_t ddr_bytes(const LayerSpec &spec, Precision precision);
+
+// The lower bound on a layer's time: every DPU of every tile at its peak MAC rate, or the DDR
+// moving `ddr_bytes` at its full bandwidth, whichever takes longer.
+struct Roofline {
+    double compute_ns = 0; // macs / (macs_per_cycle(dtype) * dpus_per_tile * tiles) DPU cycles
+    double ddr_ns = 0;     // ddr_bytes / ddr_bandwidth_gbps
+    double bound_ns() const { return compute_ns > ddr_ns ? compute_ns : ddr_ns; }
+    const char *bound_by() const { return compute_ns >= ddr_ns ? "compute" : "DDR"; }
+};
+
+Roofline roofline(const LayerSpec &spec, Precision precision, const target::Target &target);
+
+struct Measurement {
+    std::string error;     // why the layer did not compile or run; the numbers are unset then
+    double compile_ms = 0; // wall clock of codegen::lower
+    double latency_ns = 0;
+    double latency_cycles = 0; // DPU clock
+    int tiles_used = 0;        // NCE tiles whose DPUs or SHAVEs ran a task
+    std::string schedule;      // the schedule the lowering used
+    std::vector<uint8_t> blob; // the compiled blob, e.g. to run again with a trace
+};
+
+// Compiles `spec` with its default schedule and simulates it in timing-only mode. `tiles` > 0
+// gives the layer default_schedule(layer, target, tiles) before lowering; 0 leaves it
+// unscheduled, for lower() to apply the default over all tiles. Errors of the layer library,
+// the lowering or the simulator are caught and returned in Measurement::error, prefixed
+// "build: ", "compile: " or "simulate: ".
+Measurement measure(const LayerSpec &spec, Precision precision, const target::Target &target,
+                    int tiles = 0);
+
+} // namespace vpuc::bench

@@ -1,0 +1,33 @@
+// Random legal schedules: the property test's inputs ("a schedule changes speed, never
+// results"), and a starting population for the autotuner.
+#pragma once
+
+#include <random>
+
+#include "dsl/layer.h"
+#include "dsl/schedule.h"
+#include "vpu_target/target.h"
+
+namespace vpuc::schedules {
+
+// A random schedule for `layer` on `target` that codegen::resolve_loop_nest accepts (anything
+// else is a bug here), made of the directives the lowering supports today:
+//   distribute(y | c or a loop split from it, 2..tiles, SOH | SOK)   at most once
+//   split / tile of loops from c, x and y with random factors: dividing or not, 1, or larger
+//                than the extent; new names are fresh or reuse the split loop's (Halide's
+//                split(x, x, xi, f))
+//   reorder      of a random subset of the task loops (sometimes of any loops)
+//   workloads(v, n)   on a loop that runs inside a task
+//   prefetch(0..3)
+//   on_dpu("" or an MPE mode of `target` that takes the layer's input type)
+// on_dpu and prefetch stand anywhere in the list, as the resolution allows.
+//
+// A layer gets at most 32 tasks, and about one schedule in ten is "tiny": up to 256 tasks of
+// small factors (one row, one channel), the corner cases without the cost of thousands of
+// tasks. The result depends only on the layer's shape and input type, the target and `rng`'s
+// state; draws use rng() directly (not std::uniform_int_distribution, whose algorithm the
+// standard leaves to the library), so a seed gives the same schedule everywhere.
+dsl::Schedule random_schedule(const dsl::Layer &layer, const target::Target &target,
+                              std::mt19937 &rng);
+
+} // namespace vpuc::schedules

@@ -1,0 +1,209 @@
+// `vpuc bench layers`: the standard layers compiled with their default schedules and
+// simulated, against their roofline bound.
+#include <cctype>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bench/layers.h"
+#include "command.h"
+#include "vpu_target/blob.h"
+
+namespace vpuc::tools {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+const char *kUsage =
+    R"(usage: vpuc bench layers [--target T] [--json] [--blob-dir DIR]
+
+Compiles each standard layer (3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512,
+3x3 depthwise 112x112x32, 7x7/2 conv 224x224x3->64 pad 3, softmax over 1000) in
+int8 and fp16 with its default schedule, simulates it (timing only) and prints:
+
+  tiles         NCE tiles the layer ran on (failed rows: the tiles it was allowed)
+  cycles, us    simulated latency (DPU clock cycles, microseconds)
+  roof us       the roofline bound: max(MACs / (MACs/cycle(dtype) * DPUs per tile *
+                all of the target's tiles) at the DPU clock, (input + weights + output
+                bytes) / DDR bandwidth); the same for every row of a layer
+  bound         which of the two terms is larger
+  roof/sim      roofline fraction: roofline bound / simulated time (1 is the roofline)
+  compile ms    wall clock of the lowering (codegen::lower)
+
+The 3x3 conv is also run with its default schedule limited to one tile, and the
+speedup of all tiles over one is printed last. A layer the lowering cannot compile (or
+the simulator cannot run) prints its error instead of numbers. Progress goes to stderr.
+
+options:
+  --target T      a bundled target name or a target file (default vpu27)
+  --json          print the same as JSON
+  --blob-dir DIR  also write each compiled blob to DIR/LAYER_DTYPE_Nt.vpub (N: the tiles
+                  the schedule could use), e.g. for `vpuc run BLOB --trace FILE`
+  -h, --help      this text)";
+
+struct Row {
+    const bench::LayerSpec *spec;
+    bench::Precision precision;
+    int tiles; // tiles the schedule may distribute over; all of them: lower()'s default
+    bench::Roofline roof;
+    bench::Measurement m;
+};
+
+// A file name for a row's blob: the layer's name with each run of characters other than
+// letters and digits made one '_', then the dtype and the tiles its schedule could use.
+std::string blob_file_name(const Row &r) {
+    std::string name;
+    for (char ch : r.spec->name) {
+        if (std::isalnum(static_cast<unsigned char>(ch)))
+            name += ch;
+        else if (name.empty() || name.back() != '_')
+            name += '_';
+    }
+    return name + "_" + bench::to_string(r.precision) + "_" + std::to_string(r.tiles) + "t.vpub";
+}
+
+// Errors can span lines (the verifier lists every problem); the table keeps one row a layer.
+std::string one_line(std::string text) {
+    for (char &ch : text)
+        if (ch == '\n') ch = ' ';
+    return text;
+}
+
+// The speedup of all tiles over one for the scaling layer in `precision`, or 0 when either
+// run failed.
+double speedup(const std::vector<Row> &rows, bench::Precision precision, int all_tiles) {
+    double one = 0, all = 0;
+    for (const Row &r : rows) {
+        if (r.spec != &bench::scaling_layer() || r.precision != precision || !r.m.error.empty())
+            continue;
+        if (r.tiles == 1)
+            one = r.m.latency_ns;
+        else if (r.tiles == all_tiles)
+            all = r.m.latency_ns;
+    }
+    return one > 0 && all > 0 ? one / all : 0;
+}
+
+void print_table(const target::Target &t, const std::vector<Row> &rows) {
+    std::printf("vpuc bench layers: %s (%d tiles x %d DPUs, DPU clock %.0f MHz, DDR %.1f GB/s)\n\n",
+                t.name.c_str(), t.tiles, t.dpus_per_tile, t.dpu_clock_mhz, t.ddr_bandwidth_gbps);
+    std::printf("%-24s %-5s %5s %10s %9s %9s %-7s %8s %10s\n", "layer", "dtype", "tiles", "cycles",
+                "us", "roof us", "bound", "roof/sim", "compile ms");
+    for (const Row &r : rows) {
+        const bool failed = !r.m.error.empty();
+        std::printf("%-24s %-5s %5d ", r.spec->name.c_str(), bench::to_string(r.precision),
+                    failed ? r.tiles : r.m.tiles_used);
+        if (failed) {
+            std::printf("error: %s\n", one_line(r.m.error).c_str());
+            continue;
+        }
+        std::printf("%10.0f %9.2f %9.2f %-7s %8.2f %10.1f\n", r.m.latency_cycles,
+                    r.m.latency_ns / 1e3, r.roof.bound_ns() / 1e3, r.roof.bound_by(),
+                    r.roof.bound_ns() / r.m.latency_ns, r.m.compile_ms);
+    }
+    if (t.tiles == 1) return;
+    std::printf("\n%s, %d tiles over 1:", bench::scaling_layer().name.c_str(), t.tiles);
+    for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
+        const double s = speedup(rows, p, t.tiles);
+        if (s > 0)
+            std::printf(" %s %.2fx", bench::to_string(p), s);
+        else
+            std::printf(" %s n/a (a run failed)", bench::to_string(p));
+    }
+    std::printf("\n");
+}
+
+void print_json(const target::Target &t, const std::vector<Row> &rows) {
+    Json out;
+    out["target"] = t.name;
+    out["tiles"] = t.tiles;
+    out["dpus_per_tile"] = t.dpus_per_tile;
+    out["dpu_clock_mhz"] = t.dpu_clock_mhz;
+    out["ddr_bandwidth_gbps"] = t.ddr_bandwidth_gbps;
+    Json list = Json::array();
+    for (const Row &r : rows) {
+        Json row;
+        row["layer"] = r.spec->name;
+        row["dtype"] = bench::to_string(r.precision);
+        row["max_tiles"] = r.tiles;
+        row["macs"] = r.spec->macs();
+        row["ddr_bytes"] = bench::ddr_bytes(*r.spec, r.precision);
+        if (!r.m.error.empty()) {
+            row["error"] = r.m.error;
+        } else {
+            row["schedule"] = r.m.schedule;
+            row["tiles_used"] = r.m.tiles_used;
+            row["cycles"] = r.m.latency_cycles;
+            row["us"] = r.m.latency_ns / 1e3;
+            row["roofline_us"] = r.roof.bound_ns() / 1e3;
+            row["roofline_compute_us"] = r.roof.compute_ns / 1e3;
+            row["roofline_ddr_us"] = r.roof.ddr_ns / 1e3;
+            row["bound"] = r.roof.bound_by();
+            row["roofline_fraction"] = r.roof.bound_ns() / r.m.latency_ns;
+            row["compile_ms"] = r.m.compile_ms;
+        }
+        list.push_back(std::move(row));
+    }
+    out["rows"] = std::move(list);
+    if (t.tiles > 1) {
+        Json speedups;
+        for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
+            const double s = speedup(rows, p, t.tiles);
+            speedups[bench::to_string(p)] = s > 0 ? Json(s) : Json(nullptr); // null: a run failed
+        }
+        out["speedup_over_one_tile"] = {{"layer", bench::scaling_layer().name},
+                                        {"by_dtype", std::move(speedups)}};
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+}
+
+int run(const std::vector<std::string> &args) {
+    std::string target_name = "vpu27", blob_dir;
+    bool json = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--target" && i + 1 < args.size())
+            target_name = args[++i];
+        else if (args[i] == "--blob-dir" && i + 1 < args.size())
+            blob_dir = args[++i];
+        else if (args[i] == "--json")
+            json = true;
+        else
+            throw std::runtime_error("unexpected argument '" + args[i] + "' (see --help)");
+    }
+    const target::Target target = target::load_target(target_name);
+    std::vector<Row> rows;
+    for (const auto &spec : bench::standard_layers())
+        for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
+            rows.push_back({&spec, p, target.tiles, bench::roofline(spec, p, target), {}});
+            if (&spec == &bench::scaling_layer() && target.tiles > 1)
+                rows.push_back({&spec, p, 1, bench::roofline(spec, p, target), {}});
+        }
+    for (size_t i = 0; i < rows.size(); ++i) {
+        Row &r = rows[i];
+        std::fprintf(stderr, "[%zu/%zu] %s %s, up to %d tile%s ... ", i + 1, rows.size(),
+                     r.spec->name.c_str(), bench::to_string(r.precision), r.tiles,
+                     r.tiles == 1 ? "" : "s");
+        std::fflush(stderr);
+        // All tiles: leave the layer unscheduled so lower() applies the default, as a user
+        // gets it.
+        r.m = bench::measure(*r.spec, r.precision, target, r.tiles == target.tiles ? 0 : r.tiles);
+        std::fprintf(stderr, "%s\n", r.m.error.empty() ? "done" : "failed");
+        if (!blob_dir.empty() && !r.m.blob.empty())
+            blob::write_file(blob_dir + "/" + blob_file_name(r), r.m.blob);
+    }
+    if (json)
+        print_json(target, rows);
+    else
+        print_table(target, rows);
+    return 0;
+}
+
+const bool registered = register_command(
+    {"bench layers", "simulated time of the standard layers against their roofline", kUsage, run});
+
+} // namespace
+
+} // namespace vpuc::tools
