@@ -15,9 +15,9 @@ namespace vpuc::codegen {
 struct LayerPlan {
     dsl::Layer layer;
     LoopNest nest;
-    bool on_shave = false;  // else on the DPU, as `dpu`
+    bool on_shave = false; // else on the DPU, as `dpu`
     DpuOpDesc dpu;
-    uint32_t kernel = 0;    // SHAVE layers: index into Program::kernels
+    uint32_t kernel = 0; // SHAVE layers: index into Program::kernels
 };
 
 struct LoweringState {

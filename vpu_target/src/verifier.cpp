@@ -914,8 +914,8 @@ class Checker {
             c.add(field, cat("innermost stride ", t->dims()->Get(0)->stride(),
                              ", kernels take dense rows (stride 1)"));
         if (arg.mins() && arg.mins()->size() != 0 && arg.mins()->size() != t->dims()->size())
-            c.add(field, cat("mins: ", arg.mins()->size(), " values for ", t->dims()->size(),
-                             " dims"));
+            c.add(field,
+                  cat("mins: ", arg.mins()->size(), " values for ", t->dims()->size(), " dims"));
     }
 
     // ---- Barrier counts ----------------------------------------------------------------
