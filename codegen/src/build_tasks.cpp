@@ -96,7 +96,8 @@ uint64_t view_bytes(const View &v) {
 // Builds the tasks of one layer.
 class LayerBuilder {
   public:
-    LayerBuilder(LoweringState &s, const LayerPlan &plan) : s_(s), plan_(plan), d_(plan.dpu) {}
+    LayerBuilder(LoweringState &s, const LayerPlan &plan)
+        : s_(s), plan_(plan), d_(plan.dpu), next_dpu_(size_t(s.target.tiles), 0) {}
 
     void build() {
         reject_unsupported();
@@ -497,7 +498,7 @@ class LayerBuilder {
     const DpuOpDesc &d_;
     int output_ = -1;
     std::vector<int> inputs_;
-    std::vector<int> next_dpu_ = std::vector<int>(64, 0);
+    std::vector<int> next_dpu_; // per tile: the DPU the next task goes to
 };
 
 } // namespace

@@ -108,7 +108,7 @@ void default_schedules(LoweringState &s) {
 
 void resolve_schedules(LoweringState &s) {
     for (const auto &layer : s.graph.layers())
-        s.plans.push_back({layer, resolve_loop_nest(s.graph, layer, s.target), {}});
+        s.plans.push_back({layer, resolve_loop_nest(s.graph, layer, s.target), false, {}, 0});
 }
 
 void select_engines(LoweringState &s) {
