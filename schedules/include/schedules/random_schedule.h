@@ -10,8 +10,9 @@
 
 namespace vpuc::schedules {
 
-// A random schedule for `layer` on `target` that codegen::resolve_loop_nest accepts (anything
-// else is a bug here), made of the directives the lowering supports today:
+// A random schedule for `layer` (a DPU layer: the engine it asks for is the DPU or the
+// compiler's choice) on `target` that codegen::resolve_loop_nest accepts (anything else is a
+// bug here), made of the directives the lowering supports today:
 //   distribute(y | c or a loop split from it, 2..tiles, SOH | SOK)   at most once
 //   split / tile of loops from c, x and y with random factors: dividing or not, 1, or larger
 //                than the extent; new names are fresh or reuse the split loop's (Halide's
