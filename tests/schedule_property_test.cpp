@@ -39,11 +39,7 @@ namespace {
 
 constexpr int kDefaultSchedules = 50;
 constexpr int kSchedulesPerShape = 10;
-// vpu20 is left out for now: map_physical_barriers reports an error when every physical
-// barrier is in use (it does not yet serialize work to free one), which ~3% of random
-// schedules hit on vpu20's 32 barriers (~0.1% on vpu27's 64; none with these seeds).
-// Correctness on vpu20 is covered by tests/lower_test.cpp.
-const char *const kTargets[1] = {"vpu27"};
+const char *const kTargets[] = {"vpu27", "vpu20"};
 
 int schedules_per_kind() {
     const char *env = std::getenv("VPUC_PROPERTY_SCHEDULES");

@@ -43,6 +43,7 @@ void compile_shave_kernels(LoweringState &s);
 void build_tasks(LoweringState &s);
 void allocate_cmx(LoweringState &s);
 void allocate_ddr(LoweringState &s);
+void reduce_dependencies(LoweringState &s);
 void assign_barriers(LoweringState &s);
 void map_physical_barriers(LoweringState &s);
 void assemble(LoweringState &s);
