@@ -1,13 +1,20 @@
 // SHAVE kernels end to end: Halide pipeline -> object in a blob -> linked with the allow-list
 // -> called on halide_buffer_t's, compared bit-exactly with the same algorithm run by Halide's
-// JIT. Kernels are compiled once per test binary (Halide compilation is the slow part).
+// JIT. Kernels are compiled once per test binary (Halide compilation is the slow part). Then
+// SHAVE layers through the lowering: schedules of the loops inside a task reach the kernel,
+// and results match the CPU reference bit-exactly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 
+#include "algorithms/layers.h"
+#include "algorithms/reference.h"
+#include "codegen/lower.h"
 #include "codegen/shave_kernel.h"
 #include "vpu_target/shave_linker.h"
+#include "vpu_target/simulator.h"
 
 using namespace vpuc;
 using codegen::ShaveKernelBinary;
@@ -79,6 +86,19 @@ Pipeline row_sum() {
     f(x) += in(x, r);
     f.vectorize(x, 4, Halide::TailStrategy::GuardWithIf);
     f.update().vectorize(x, 4, Halide::TailStrategy::GuardWithIf);
+    return {f, {in}, {}};
+}
+
+// Each row divided by its total: a reduction over a fixed domain (a whole input row, whatever
+// the crop of the output) feeding a pointwise output, both left for the compiler to schedule.
+Pipeline row_normalize() {
+    Var x, y, c;
+    ImageParam in(Halide::Float(32), 3, "in");
+    Halide::RDom r(0, kW, "r");
+    Func total("total"), f("row_normalize");
+    total(y, c) = 0.0f;
+    total(y, c) += in(r, y, c);
+    f(x, y, c) = in(x, y, c) / total(y, c);
     return {f, {in}, {}};
 }
 
@@ -254,8 +274,11 @@ TEST(ShaveKernel, OperationCounts) {
     EXPECT_GT(sigmoid_f32_kernel().ops_per_vector, add.ops_per_vector + 10);
     // fp16 stores 8 lanes per vector but computes in fp32, two vectors of 4.
     EXPECT_GT(sigmoid_f16_kernel().ops_per_vector, sigmoid_f32_kernel().ops_per_vector);
-    // The producer (load, multiply, store) and the consumer (2 loads, add, store).
-    EXPECT_FLOAT_EQ(blur_x_kernel().ops_per_vector, 7);
+    // Counted for the nominal 64 x 4 x 4 output, per row of 16 vectors: the producer covers 65
+    // columns, 16 vectors of (load, multiply, store) and a predicated tail vector that also
+    // computes its predicate for the load and the store; the consumer 16 vectors of
+    // (2 loads, add, store).
+    EXPECT_FLOAT_EQ(blur_x_kernel().ops_per_vector, (16 * 3 + 5 + 16 * 4) / 16.0f);
     // Initialisation (store), then 8 times (2 loads, add, store).
     EXPECT_FLOAT_EQ(compile(row_sum(), "row_sum").ops_per_vector, 33);
 }
@@ -391,6 +414,15 @@ TEST(ShaveKernel, BadPipelinesAreRefused) {
     EXPECT_EQ(compile_error(add.output, add.arguments(), "int8-add"),
               "SHAVE kernel 'int8-add': the name must be a C identifier");
 
+    try {
+        codegen::compile_shave_kernel("int8_add", add.output, add.arguments(), kVectorBits, {4, 4});
+        ADD_FAILURE() << "compiled with 2 extents for a 3-D output";
+    } catch (const codegen::ShaveKernelError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "SHAVE kernel 'int8_add': the extents to count ops for must be 3 positive "
+                  "int32 values, one per output dimension");
+    }
+
     const std::string missing = compile_error(add.output, {add.images[0]}, "int8_add");
     EXPECT_NE(missing.find("SHAVE kernel 'int8_add': Halide: "), std::string::npos) << missing;
 
@@ -409,6 +441,213 @@ TEST(ShaveKernel, AllowList) {
         EXPECT_NE(std::find(allowed.begin(), allowed.end(), name), allowed.end()) << name;
     for (const char *name : {"system", "getenv", "dlopen", "halide_do_par_for"})
         EXPECT_EQ(std::find(allowed.begin(), allowed.end(), name), allowed.end()) << name;
+}
+
+// ---- Multi-stage kernels --------------------------------------------------------------------
+
+TEST(ShaveKernel, ReductionsAreComputedOncePerKernel) {
+    auto ops = [](const std::vector<int64_t> &extents) {
+        Pipeline p = row_normalize();
+        return codegen::compile_shave_kernel("row_normalize", p.output, p.arguments(), kVectorBits,
+                                             extents)
+            .ops_per_vector;
+    };
+    // An output of 32 x 4 x 2 (64 vectors of 4 floats). `total`, computed once at root over
+    // its 4 x 2 points, vectorized along y: 2 vector stores to initialise, then per c and per
+    // r of 37 a load, a gathered load of the input column, an add and a store. The output:
+    // per vector a load, a divide and a store (the broadcast total is a scalar load).
+    EXPECT_FLOAT_EQ(ops({32, 4, 2}), (2 + 2 * 37 * 4 + 64 * 3) / 64.0f);
+    // The same reduction serves an output of 4 x 4 x 2 (8 vectors): it weighs 8 times more
+    // per vector. Inlined, it would be recomputed for every output element instead.
+    EXPECT_FLOAT_EQ(ops({4, 4, 2}), (2 + 2 * 37 * 4 + 8 * 3) / 8.0f);
+}
+
+TEST(ShaveKernel, ReductionAtRootMatchesJit) {
+    Pipeline kernel_pipeline = row_normalize();
+    const ShaveKernelBinary k = compile(kernel_pipeline, "row_normalize");
+    const std::vector<uint8_t> bytes = blob_of({&k});
+    const auto kernels = sim::LinkedKernels::link(*blob::GetBlob(bytes.data()));
+
+    auto in = random_buffer<float>(kW, kH, kC, 5, 0.5f);
+    // Rows of positive values, so that no total is near 0.
+    in.for_each_value([](float &v) { v = std::abs(v) + 1.0f; });
+    Pipeline reference = row_normalize();
+    reference.images[0].set(in);
+    Buffer<float> expected = reference.output.realize({kW, kH, kC}, reference_target());
+
+    // Every crop, along x too, reads whole input rows.
+    run_and_compare(kernels->entry(0), {in.raw_buffer()}, expected);
+}
+
+TEST(ShaveKernel, ShaveShareIsTheSimulatorsLargestSlice) {
+    using V = std::vector<int64_t>;
+    EXPECT_EQ(codegen::shave_share({16, 14, 7}, 2), (V{16, 14, 4}));
+    EXPECT_EQ(codegen::shave_share({1000, 1, 1}, 2), (V{500, 1, 1}));
+    EXPECT_EQ(codegen::shave_share({1001, 1, 1}, 2), (V{501, 1, 1}));
+    EXPECT_EQ(codegen::shave_share({3, 1, 1}, 16), (V{1, 1, 1}));
+    EXPECT_EQ(codegen::shave_share({1, 1, 1}, 2), (V{1, 1, 1}));
+}
+
+// ---- SHAVE layers through the lowering -----------------------------------------------------
+
+dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h,
+                           dsl::ElemType type = dsl::ElemType::U8) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape({1, c, h, w});
+    t.type = type;
+    if (type == dsl::ElemType::U8) t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    t.order = dsl::DimsOrder::NHWC();
+    return t;
+}
+
+std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
+    const auto *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
+    return std::vector<uint8_t>(p, p + b.size_in_bytes());
+}
+
+// Random bytes for u8 inputs; values in [-4, 4) for f16 ones.
+Halide::Buffer<> random_input(const dsl::TensorDesc &t, uint32_t seed) {
+    Halide::Buffer<> b = algorithms::make_buffer(t);
+    std::mt19937 rng(seed);
+    if (t.type == dsl::ElemType::F16) {
+        Halide::Buffer<Halide::float16_t> halves(b);
+        halves.for_each_value(
+            [&](Halide::float16_t &v) { v = Halide::float16_t(float(rng() % 256) / 32 - 4); });
+    } else {
+        Halide::Buffer<uint8_t> bytes(b);
+        bytes.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
+    }
+    return b;
+}
+
+// Compiles `graph` for vpu27, runs it and compares its output with the CPU reference
+// bit-exactly. Returns the blob.
+std::vector<uint8_t> compile_and_check(const dsl::Graph &graph) {
+    const target::Target target = target::load_target("vpu27");
+    std::vector<uint8_t> blob = codegen::lower(graph, target);
+    std::vector<Halide::Buffer<>> inputs;
+    std::vector<std::vector<uint8_t>> input_bytes;
+    uint32_t seed = 11;
+    for (const auto &in : graph.inputs()) {
+        inputs.push_back(random_input(in.output(), seed++));
+        input_bytes.push_back(bytes_of(inputs.back()));
+    }
+    const auto expected = algorithms::run_reference(graph, inputs);
+    const auto result = sim::Simulator(target, blob).run(input_bytes);
+    EXPECT_EQ(result.outputs.size(), expected.size());
+    for (size_t i = 0; i < expected.size() && i < result.outputs.size(); ++i)
+        EXPECT_EQ(result.outputs[i], bytes_of(expected[i])) << graph.name() << " output " << i;
+    return blob;
+}
+
+float kernel_ops(const std::vector<uint8_t> &blob, const std::string &layer) {
+    for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
+        if (kernel->name()->str().find("_" + layer) != std::string::npos)
+            return kernel->ops_per_vector();
+    ADD_FAILURE() << "no kernel for layer '" << layer << "'";
+    return 0;
+}
+
+const dsl::Quant kProbability = dsl::Quant::per_tensor(1.0f / 256, 0);
+
+TEST(ShaveLowering, SplitLoopsInsideATaskVectorizeAndUnroll) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 32, 9, 10));
+    // c in tasks of 16 channels, each again in tasks of 8: the kernel's c loop is cii.
+    dsl::Layer by_8 = algorithms::sigmoid("by_8", in, kProbability);
+    by_8.schedule()
+        .on_shave()
+        .split("c", "co", "ci", 16)
+        .split("ci", "cio", "cii", 8)
+        .vectorize("cii", 8);
+    // A short loop from a split unrolled whole, another one vectorized with a tail.
+    dsl::Layer rows = algorithms::sigmoid("rows", by_8, kProbability);
+    rows.schedule()
+        .on_shave()
+        .split("y", "yo", "yi", 4)
+        .split("x", "xo", "xi", 5)
+        .unroll("yi")
+        .vectorize("xi", 4)
+        .vectorize("c", 16);
+    // Distributed over the tiles, then split; the loop left inside the task unrolled.
+    dsl::Layer tiles = algorithms::sigmoid("tiles", rows, kProbability);
+    tiles.schedule()
+        .on_shave()
+        .distribute("y", 2, dsl::Strategy::SplitOverHeight)
+        .split("y", "yo", "yi", 3)
+        .unroll("yi")
+        .unroll("c");
+    // Two loops inside the task fused into one, then vectorized.
+    dsl::Layer fused = algorithms::sigmoid("fused", tiles, kProbability);
+    fused.schedule().on_shave().split("y", "yo", "yi", 2).fuse("c", "x", "cx").vectorize("cx", 16);
+    // The loops inside the task in another order: y innermost, vectorized.
+    dsl::Layer reordered = algorithms::sigmoid("reordered", fused, kProbability);
+    reordered.schedule()
+        .on_shave()
+        .split("y", "yo", "yi", 5)
+        .reorder({"yi", "c"})
+        .vectorize("yi", 4);
+    compile_and_check(dsl::Graph("split_loops", {reordered}));
+}
+
+TEST(ShaveLowering, VectorizeReachesTheKernel) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 32, 9, 10));
+    dsl::Layer narrow = algorithms::sigmoid("narrow", in, kProbability);
+    narrow.schedule().on_shave().split("c", "co", "ci", 16).vectorize("ci", 4);
+    dsl::Layer wide = algorithms::sigmoid("wide", narrow, kProbability);
+    wide.schedule().on_shave().split("c", "co", "ci", 16);
+    const std::vector<uint8_t> blob = compile_and_check(dsl::Graph("widths", {wide}));
+    // The same arithmetic per element; 4 lanes of u8 take as many loads and stores per 16
+    // lanes as 16 lanes do in one.
+    EXPECT_GT(kernel_ops(blob, "narrow"), kernel_ops(blob, "wide"));
+}
+
+TEST(ShaveLowering, SoftmaxReductionsAreNotRecomputed) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 1000, 1, 1));
+    const dsl::Layer soft = algorithms::softmax("soft", in, dsl::dims::C, kProbability);
+    const std::vector<uint8_t> blob = compile_and_check(dsl::Graph("softmax", {soft}));
+    // Each of the two SHAVEs computes 500 outputs (32 vectors of 16) and, once, the max and
+    // the sum over all 1000 channels: at least 2 * 1000 ops, counted over its 32 vectors.
+    // Recomputed for every output element, they would cost over 16 * 2 * 1000 per vector.
+    EXPECT_GT(kernel_ops(blob, "soft"), 2 * 1000 / 32.0f);
+    EXPECT_LT(kernel_ops(blob, "soft"), 2000.0f);
+}
+
+TEST(ShaveLowering, SoftmaxSchedulesMatch) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 40, 7, 6));
+    dsl::Layer channels = algorithms::softmax("channels", in, dsl::dims::C, kProbability);
+    channels.schedule().on_shave().split("y", "yo", "yi", 2).unroll("yi").vectorize("c", 8);
+    dsl::Layer rows = algorithms::softmax("rows", channels, dsl::dims::H, kProbability);
+    rows.schedule().on_shave().split("c", "co", "ci", 16).vectorize("ci", 16).unroll("x");
+    compile_and_check(dsl::Graph("softmaxes", {rows}));
+
+    const dsl::Layer half = dsl::Layer::input(activation("half", 24, 5, 3, dsl::ElemType::F16));
+    const dsl::Layer width = algorithms::softmax("width", half, dsl::dims::W);
+    compile_and_check(dsl::Graph("fp16", {width}));
+}
+
+TEST(ShaveLowering, UnsupportedLoopNamesLayerAndDirective) {
+    // An algorithm over its own variables, not dsl::act_vars(): the kernel has no loop c.
+    const dsl::Layer in = dsl::Layer::input(activation("in", 16, 4, 4));
+    dsl::Algorithm own_vars = [](const std::vector<Func> &inputs) {
+        Var ch("ch"), col("col"), row("row");
+        Func out("own_vars");
+        out(ch, col, row) = inputs.at(0)(ch, col, row);
+        return out;
+    };
+    dsl::Layer odd = dsl::Layer::make("copy", activation("odd", 16, 4, 4), {in}, own_vars);
+    odd.schedule().on_shave().split("c", "co", "ci", 8).vectorize("ci", 4);
+    try {
+        codegen::lower(dsl::Graph("g", {odd}), target::load_target("vpu27"));
+        FAIL() << "compiled";
+    } catch (const codegen::LoweringError &e) {
+        const std::string what = e.what();
+        EXPECT_EQ(what.rfind("layer 'odd': vectorize(ci, 4): Halide: ", 0), 0u) << what;
+        EXPECT_NE(what.find("(loops inside a task, which SHAVE kernels vectorize, unroll and "
+                            "fuse: ci, x, y)"),
+                  std::string::npos)
+            << what;
+    }
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <random>
 #include <stdexcept>
 
@@ -137,8 +138,12 @@ int demo_compiled(const target::Target &target, uint32_t seed, const Options &o)
     std::printf("compiling small_net for %s with default schedules: conv 3x3 + ReLU -> max "
                 "pool -> conv 1x1 -> softmax\n",
                 target.name.c_str());
+    // The pass log and the dump go to stdout with the rest of the report, in order.
+    codegen::LowerOptions options;
+    options.dump_after = o.get("--dump-after");
+    if (!options.dump_after.empty()) options.log = &std::cout;
     auto start = std::chrono::steady_clock::now();
-    std::vector<uint8_t> blob = codegen::lower(net.graph, target);
+    std::vector<uint8_t> blob = codegen::lower(net.graph, target, options);
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     for (const auto &layer : net.graph.layers())
@@ -173,8 +178,16 @@ int demo_hand_built(const target::Target &target, uint32_t seed, const Options &
 }
 
 int demo_command(const std::vector<std::string> &args) {
-    Options o = parse(args, {"--target", "--seed", "--trace", "--blob"}, {"--hand-built"});
+    Options o = parse(args, {"--target", "--seed", "--trace", "--blob", "--dump-after"},
+                      {"--hand-built", "--list-passes"});
     if (!o.positional.empty()) throw std::runtime_error("demo takes no positional arguments");
+    if (o.has("--list-passes")) {
+        for (const std::string &pass : codegen::pass_names()) std::printf("%s\n", pass.c_str());
+        return 0;
+    }
+    if (o.has("--hand-built") && !o.get("--dump-after").empty())
+        throw std::runtime_error("--dump-after needs the compiled network; the --hand-built blob "
+                                 "is not lowered");
     target::Target target = target::load_target(o.get("--target", "vpu27"));
     const auto seed = uint32_t(std::stoul(o.get("--seed", "1")));
     return o.has("--hand-built") ? demo_hand_built(target, seed, o)
@@ -198,7 +211,8 @@ const bool registered_run = register_command(
 
 const bool registered_demo = register_command(
     {"demo", "compile and run the bundled example network, checked against its reference",
-     "usage: vpuc demo [--target T] [--seed N] [--blob FILE] [--trace FILE] [--hand-built]\n\n"
+     "usage: vpuc demo [--target T] [--seed N] [--blob FILE] [--trace FILE]\n"
+     "                 [--dump-after PASS] [--list-passes] [--hand-built]\n\n"
      "Compiles a small network written with the DSL (conv 3x3 + ReLU -> max pool -> conv 1x1\n"
      "-> softmax) with default schedules, writes the blob to FILE (default demo.vpub), runs\n"
      "it and compares the result with the Halide CPU reference.\n\n"
@@ -208,7 +222,10 @@ const bool registered_demo = register_command(
      "  --target T|FILE    target (default vpu27)\n"
      "  --seed N           data seed (default 1)\n"
      "  --blob FILE        where to write the blob (default demo.vpub)\n"
-     "  --trace FILE       where to write the trace (default demo.trace.json)",
+     "  --trace FILE       where to write the trace (default demo.trace.json)\n"
+     "  --dump-after PASS  print the lowering's pass log and the IR after PASS (an unknown\n"
+     "                     pass is an error that lists them)\n"
+     "  --list-passes      print the lowering's passes, in order, and exit",
      demo_command});
 
 } // namespace

@@ -2,15 +2,13 @@
 // (VPUC_PASS_TIMES=1 prints the times to stderr) and followed by a verifier of its output.
 #include "codegen/lower.h"
 
-#include <cctype>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <map>
 #include <ostream>
 
-#include "codegen/shave_kernel.h"
 #include "passes.h"
 #include "schedules/default_schedule.h"
 
@@ -33,6 +31,7 @@ const std::vector<Pass> &passes() {
         {"build_tasks", build_tasks, verify_tasks},
         {"allocate_cmx", allocate_cmx, verify_allocation},
         {"allocate_ddr", allocate_ddr, verify_allocation},
+        {"reduce_dependencies", reduce_dependencies, verify_tasks},
         {"assign_barriers", assign_barriers, verify_tasks},
         {"map_physical_barriers", map_physical_barriers, verify_barriers},
         {"assemble", assemble, verify_blob},
@@ -128,50 +127,6 @@ void select_engines(LoweringState &s) {
                 plan.on_shave = true;
             break;
         }
-    }
-}
-
-// The schedule's vectorize and unroll directives, on the kernel's pure loops.
-void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out) {
-    const auto &v = dsl::act_vars();
-    const std::map<std::string, Halide::Var> pure = {{"c", v.c}, {"x", v.x}, {"y", v.y}};
-    for (const Loop &loop : plan.nest.loops) {
-        if (!loop.unrolled && loop.vector_width == 0) continue;
-        auto var = pure.find(loop.name);
-        if (var == pure.end() || loop.task_loop)
-            throw LoweringError("layer '" + plan.layer.name() + "': vectorize/unroll of '" +
-                                loop.name + "': SHAVE kernels take them on c, x or y only so far");
-        if (loop.vector_width > 0)
-            out.vectorize(var->second, int(loop.vector_width), Halide::TailStrategy::GuardWithIf);
-        // Kernel extents are known only at run time: an unrolled loop is unrolled by 2.
-        if (loop.unrolled) out.unroll(var->second, 2, Halide::TailStrategy::GuardWithIf);
-    }
-}
-
-void compile_shave_kernels(LoweringState &s) {
-    for (auto &plan : s.plans) {
-        if (!plan.on_shave) continue;
-        std::vector<Halide::Func> inputs;
-        std::vector<Halide::Argument> args;
-        for (size_t i = 0; i < plan.layer.inputs().size(); ++i) {
-            Halide::ImageParam p(dsl::halide_type(plan.layer.inputs()[i].output().type), 3,
-                                 "in" + std::to_string(i));
-            inputs.emplace_back(p);
-            args.emplace_back(p);
-        }
-        std::string name = "k" + std::to_string(s.program.kernels.size()) + "_";
-        for (char c : plan.layer.name())
-            name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-        Halide::Func out = plan.layer.algorithm()(inputs);
-        apply_shave_schedule(plan, out);
-        ShaveKernelBinary kernel;
-        try {
-            kernel = compile_shave_kernel(name, out, args, s.target.shave_vector_bits);
-        } catch (const ShaveKernelError &e) {
-            throw LoweringError("layer '" + plan.layer.name() + "': " + e.what());
-        }
-        plan.kernel = uint32_t(s.program.kernels.size());
-        s.program.kernels.push_back(*to_blob_kernel(kernel));
     }
 }
 

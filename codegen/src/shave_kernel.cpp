@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -89,58 +91,10 @@ void refuse_parallel_loops(const std::string &kernel, const Halide::Func &output
     }
 }
 
-// The stage a loop belongs to: Halide names loops "<func>.s<definition>.<var>[.<split>...]".
-// Returns "<func>.s<definition>" and the var the loop came from.
-std::pair<std::string, std::string> stage_and_var(const std::string &loop) {
-    for (size_t dot = loop.find(".s"); dot != std::string::npos; dot = loop.find(".s", dot + 1)) {
-        size_t end = dot + 2;
-        while (end < loop.size() && std::isdigit(static_cast<unsigned char>(loop[end]))) ++end;
-        if (end > dot + 2 && end < loop.size() && loop[end] == '.') {
-            const size_t var_end = loop.find('.', end + 1);
-            return {loop.substr(0, end), loop.substr(end + 1, var_end - end - 1)};
-        }
-    }
-    return {loop, ""};
-}
-
-// An innermost loop body (or the producer body of a kernel without loops), the stage it
-// computes and the loops around it.
-struct LoopScope {
-    std::string stage;
-    Stmt body;
-    std::vector<const For *> loops; // outermost first, the innermost loop last
-};
-
-class InnermostLoops : public IRVisitor {
-  public:
-    std::vector<LoopScope> of(const Stmt &s) {
-        s.accept(this);
-        return loops_seen_ == 0 ? producers_ : scopes_;
-    }
-
-  private:
-    using IRVisitor::visit;
-    void visit(const For *op) override {
-        enclosing_.push_back(op);
-        const int before = loops_seen_++;
-        op->body.accept(this);
-        if (loops_seen_ == before + 1)
-            scopes_.push_back({stage_and_var(op->name).first, op->body, enclosing_});
-        enclosing_.pop_back();
-    }
-    void visit(const ProducerConsumer *op) override {
-        if (op->is_producer) producers_.push_back({op->name + ".s0", op->body, {}});
-        IRVisitor::visit(op);
-    }
-
-    std::vector<LoopScope> scopes_, producers_;
-    std::vector<const For *> enclosing_;
-    int loops_seen_ = 0;
-};
-
-// Counts the instructions of one loop body, in native vectors: an op on a wider vector takes
-// several registers. Address arithmetic (load/store indices, ramps, scalar lets in a vector
-// loop) is left out: it runs in the SHAVE's scalar/address units alongside the vector unit.
+// Counts the instructions of an expression or a store, in native vectors: an op on a wider
+// vector takes several registers. In vector code, address arithmetic (load/store indices,
+// ramps, scalar lets) is left out: it runs in the SHAVE's scalar/address units alongside the
+// vector unit.
 class OpCounter : public IRVisitor {
   public:
     OpCounter(int vector_bits, bool vector_loop)
@@ -228,80 +182,241 @@ class OpCounter : public IRVisitor {
     bool vector_loop_;
 };
 
-// Elements a loop body stores per iteration, and its widest store.
-struct Stores : public IRVisitor {
-    int elements = 0;
-    int widest = 0;
+// True when `s` stores a vector somewhere: code that stores only scalars is scalar code.
+bool stores_vectors(const Stmt &s) {
+    struct Finder : public IRVisitor {
+        bool found = false;
+        using IRVisitor::visit;
+        void visit(const Store *op) override { found = found || op->value.type().is_vector(); }
+    } finder;
+    s.accept(&finder);
+    return finder.found;
+}
 
-    using IRVisitor::visit;
-    void visit(const Store *op) override {
-        elements += op->value.type().lanes();
-        widest = std::max(widest, op->value.type().lanes());
-        IRVisitor::visit(op);
+// The instructions a lowered kernel executes, in native vectors: each statement's ops times
+// the trip counts of the loops around it, so a stage costs what it computes whatever its share
+// of the output (a reduction computed once per row, a producer with a halo). Loop extents are
+// constants once the output's extents are (see ops_per_output_vector); one that still varies
+// with an enclosing loop counts at its largest. A branch the extents do not decide counts as
+// its costlier side. In vector code (a loop body or branch that stores vectors), scalar ops
+// are address arithmetic and are left out, as OpCounter says.
+class KernelCost : public IRVisitor {
+  public:
+    explicit KernelCost(int vector_bits) : vector_bits_(vector_bits) {}
+
+    double of(const Stmt &s) {
+        region(s);
+        return ops_;
     }
+
+  private:
+    using IRVisitor::visit;
+
+    void add(const Halide::Expr &e) {
+        OpCounter counter(vector_bits_, vector_code_);
+        e.accept(&counter);
+        ops_ += trips_ * counter.ops;
+    }
+
+    void region(const Stmt &s) {
+        const bool outer = vector_code_;
+        vector_code_ = stores_vectors(s);
+        s.accept(this);
+        vector_code_ = outer;
+    }
+
+    // The trip count of a loop, or an upper bound of it; an unbounded loop (an extent read from
+    // an input) counts once.
+    double trips(const Halide::Expr &extent) const {
+        Halide::Expr e = simplify(extent);
+        if (!is_const(e)) {
+            const Interval range = bounds_of_expr_in_scope(e, bounds_);
+            if (range.has_upper_bound()) e = simplify(range.max);
+        }
+        const int64_t *value = as_const_int(e);
+        return value ? double(std::max<int64_t>(*value, 0)) : 1;
+    }
+
+    void visit(const For *op) override {
+        const double extent = trips(op->extent);
+        const Interval first = bounds_of_expr_in_scope(op->min, bounds_);
+        const Interval last = bounds_of_expr_in_scope(simplify(op->min + op->extent - 1), bounds_);
+        bounds_.push(op->name, Interval(first.min, last.max));
+        const double outer = trips_;
+        trips_ *= extent;
+        region(op->body);
+        trips_ = outer;
+        bounds_.pop(op->name);
+    }
+    void visit(const LetStmt *op) override {
+        add(op->value);
+        const bool index = op->value.type().is_scalar() && op->value.type().is_int_or_uint();
+        if (index) bounds_.push(op->name, bounds_of_expr_in_scope(op->value, bounds_));
+        op->body.accept(this);
+        if (index) bounds_.pop(op->name);
+    }
+    void visit(const Store *op) override {
+        OpCounter counter(vector_bits_, vector_code_);
+        op->accept(&counter);
+        ops_ += trips_ * counter.ops;
+    }
+    void visit(const Evaluate *op) override { add(op->value); }
+    void visit(const IfThenElse *op) override {
+        add(op->condition);
+        const double before = ops_;
+        region(op->then_case);
+        const double then_ops = ops_ - before;
+        ops_ = before;
+        if (op->else_case.defined()) region(op->else_case);
+        ops_ = before + std::max(then_ops, ops_ - before);
+    }
+    // Checks of the arguments at entry, and allocation sizes: not per element.
+    void visit(const AssertStmt *) override {}
+    void visit(const Allocate *op) override { op->body.accept(this); }
+
+    int vector_bits_;
+    bool vector_code_ = true;
+    double trips_ = 1;
+    double ops_ = 0;
+    Scope<Interval> bounds_; // of the enclosing loop variables and integer lets
 };
 
-// The RVars of each update stage ("f.s1" -> {"r$x"}), to recognise reduction loops.
-std::map<std::string, std::set<std::string>> reduction_vars(const Halide::Func &output) {
-    std::map<std::string, std::set<std::string>> rvars;
-    for (const auto &[name, function] : find_transitive_calls(output.function()))
-        for (size_t i = 0; i < function.updates().size(); ++i)
-            for (const ReductionVariable &rv : function.updates()[i].schedule().rvars())
-                rvars[name + ".s" + std::to_string(i + 1)].insert(rv.var);
-    return rvars;
-}
+// Sets the lets that unpack the output buffer's mins and extents to constants.
+class FixOutputRegion : public IRMutator {
+  public:
+    explicit FixOutputRegion(std::map<std::string, Halide::Expr> values)
+        : values_(std::move(values)) {}
 
-// How many times a scope runs per element it stores: the product of the constant extents of
-// the reduction loops around it (1 for pure stages; unknown extents count as 1).
-double reduction_trips(const LoopScope &scope, const std::set<std::string> &rvars) {
-    double trips = 1;
-    for (const For *loop : scope.loops) {
-        const auto [stage, var] = stage_and_var(loop->name);
-        const auto *extent = loop->extent.as<IntImm>();
-        if (stage == scope.stage && rvars.count(var) && extent) trips *= double(extent->value);
+    size_t fixed() const { return fixed_; } // lets replaced
+
+  private:
+    using IRMutator::visit;
+    Stmt visit(const LetStmt *op) override {
+        const auto value = values_.find(op->name);
+        if (value == values_.end()) return IRMutator::visit(op);
+        ++fixed_;
+        return LetStmt::make(op->name, value->second, mutate(op->body));
     }
-    return trips;
-}
 
-// Vector instructions per output vector: the sum over the pipeline's stages of each stage's
-// cost per element it stores, assuming every stage covers as many elements as the output.
-// Halide versions a loop (steady state, vector tails): the widest and then cheapest version
-// of each stage is its steady state, the only one counted.
-double ops_per_output_vector(const Stmt &body, const Halide::Func &output, int vector_bits,
-                             uint32_t lanes) {
-    struct Candidate {
-        int widest;
-        double ops_per_element;
-    };
-    const auto rvars = reduction_vars(output);
-    std::map<std::string, Candidate> steady_state; // by stage
-    for (const LoopScope &scope : InnermostLoops().of(body)) {
-        Stores stores;
-        scope.body.accept(&stores);
-        if (stores.elements == 0) continue;
-        OpCounter counter(vector_bits, stores.widest > 1);
-        scope.body.accept(&counter);
-        const auto stage_rvars = rvars.find(scope.stage);
-        const double trips =
-            stage_rvars == rvars.end() ? 1 : reduction_trips(scope, stage_rvars->second);
-        const Candidate candidate{stores.widest, counter.ops / stores.elements * trips};
+    std::map<std::string, Halide::Expr> values_;
+    size_t fixed_ = 0;
+};
 
-        auto [it, inserted] = steady_state.emplace(scope.stage, candidate);
-        const Candidate &best = it->second;
-        if (candidate.widest > best.widest ||
-            (candidate.widest == best.widest && candidate.ops_per_element < best.ops_per_element))
-            it->second = candidate;
+// Vector instructions per output vector when the kernel computes an output of `extents` at
+// mins 0: the whole kernel's instructions (every stage, with its own loops) over the output's
+// vectors. With the output's region constant, simplification gives every loop of the lowered
+// statement its trip count and drops the vector tails that region does not run.
+double ops_per_output_vector(const LoweredFunc &function, const std::vector<int64_t> &extents,
+                             int vector_bits, uint32_t lanes) {
+    std::map<std::string, Halide::Expr> region;
+    double elements = 1;
+    for (const LoweredArgument &arg : function.args) {
+        if (!arg.is_output()) continue;
+        for (size_t d = 0; d < extents.size(); ++d) {
+            region[arg.name + ".min." + std::to_string(d)] = 0;
+            region[arg.name + ".extent." + std::to_string(d)] = int32_t(extents[d]);
+            elements *= double(extents[d]);
+        }
     }
-    double ops_per_element = 0;
-    for (const auto &entry : steady_state) ops_per_element += entry.second.ops_per_element;
-    return ops_per_element * lanes;
+    FixOutputRegion fix(region);
+    const Stmt body = simplify(fix.mutate(function.body));
+    // Without them the loops keep symbolic extents and would count once: a silent undercount.
+    if (fix.fixed() == 0 && !extents.empty())
+        throw std::logic_error("the lowered kernel does not unpack its output's extents");
+    return KernelCost(vector_bits).of(body) / std::ceil(elements / lanes);
 }
 
-// Vectorizes the pure definition's innermost dimension. Update definitions stay serial: their
-// innermost dimension may be a reduction, which vectorizing could race on.
-void apply_default_schedule(Halide::Func &f, uint32_t lanes) {
-    if (f.dimensions() > 0) f.vectorize(f.args()[0], int(lanes), Halide::TailStrategy::GuardWithIf);
-    for (int i = 0; i < f.num_update_definitions(); ++i) f.update(i).unscheduled();
+// The output a count is taken for when the caller gives none: 16 vectors along the innermost
+// dimension, 4 along each other one.
+std::vector<int64_t> nominal_extents(int dimensions, uint32_t lanes) {
+    std::vector<int64_t> extents(size_t(dimensions), 4);
+    if (!extents.empty()) extents[0] = 16 * int64_t(lanes);
+    return extents;
+}
+
+// --- The schedule of the stages the caller left alone --------------------------------------
+
+bool is_inlined(const Function &f) {
+    // Reading a LoopLevel needs it locked; lowering locks it anyway, and scheduling the Func
+    // later replaces it rather than changing it.
+    Halide::LoopLevel level = f.schedule().compute_level();
+    return level.lock().is_inlined();
+}
+
+// Funcs called from an update definition: evaluated once per point of its reduction domain.
+std::set<std::string> called_from_updates(const std::map<std::string, Function> &funcs) {
+    struct Calls : public IRVisitor {
+        std::set<std::string> names;
+        using IRVisitor::visit;
+        void visit(const Call *op) override {
+            if (op->call_type == Call::Halide) names.insert(op->name);
+            IRVisitor::visit(op);
+        }
+    } calls;
+    for (const auto &entry : funcs)
+        for (const Definition &update : entry.second.updates()) {
+            for (const Halide::Expr &e : update.values()) e.accept(&calls);
+            for (const Halide::Expr &e : update.args()) e.accept(&calls);
+        }
+    return calls.names;
+}
+
+// A Func that reads another Func or a buffer at its own coordinates and nothing else, such as
+// an ImageParam's Func: computing it would only copy its input.
+bool is_wrapper(const Function &f) {
+    if (f.has_update_definition() || f.values().size() != 1) return false;
+    const auto *call = f.values()[0].as<Call>();
+    if (!call || (call->call_type != Call::Halide && call->call_type != Call::Image) ||
+        call->args.size() != f.args().size())
+        return false;
+    for (size_t i = 0; i < call->args.size(); ++i) {
+        const auto *var = call->args[i].as<Variable>();
+        if (!var || var->name != f.args()[i]) return false;
+    }
+    return true;
+}
+
+// Vectorizes a stage's pure innermost dimension by the lanes of the Func's widest type, guarded
+// so any extent works.
+void vectorize_innermost(Halide::Func &f, int vector_bits) {
+    int bits = 8;
+    for (const Halide::Type &t : f.output_types()) bits = std::max(bits, t.bits());
+    const int lanes = vector_bits / bits;
+    const std::vector<std::string> &pure = f.function().args();
+    if (pure.empty() || lanes < 2) return;
+    const Halide::Var x(pure[0]);
+    f.vectorize(x, lanes, Halide::TailStrategy::GuardWithIf);
+    // An update keeps a pure variable in the pure position: its lanes are independent points
+    // and vectorizing them leaves every point's reduction order, so its rounding, as it was.
+    for (int i = 0; i < f.num_update_definitions(); ++i) {
+        const auto *arg = f.function().update(i).args()[0].as<Variable>();
+        if (arg && arg->name == pure[0])
+            f.update(i).vectorize(x, lanes, Halide::TailStrategy::GuardWithIf);
+        else
+            f.update(i).unscheduled();
+    }
+}
+
+// Left inlined, a reduction (a Func with update definitions) is computed at the innermost loop
+// of each consumer, so a softmax recomputed its max and sum for every output element. Every
+// stage the caller left alone (inlined, untouched) that is a reduction, or is evaluated inside
+// one (called from an update definition, once per point of its domain), is computed at root
+// inside the kernel, over the region the output needs, vectorized along its innermost
+// dimension. Root, not a loop of the output: a reduction along one output dimension is the same
+// for every point of that dimension, so computing it inside that dimension's loop would redo
+// it. Pointwise stages stay inlined into their consumers, as do Funcs that only read an input.
+void schedule_inner_stages(const Halide::Func &output, int vector_bits) {
+    const std::map<std::string, Function> funcs = find_transitive_calls(output.function());
+    const std::set<std::string> in_reductions = called_from_updates(funcs);
+    for (const auto &[name, function] : funcs) {
+        if (name == output.name() || !is_inlined(function)) continue;
+        Halide::Func f(function);
+        if (is_scheduled(f)) continue;
+        const bool reduction = function.has_update_definition();
+        if (!reduction && (!in_reductions.count(name) || is_wrapper(function))) continue;
+        f.compute_root();
+        vectorize_innermost(f, vector_bits);
+    }
 }
 
 blob::DType to_blob(target::DType dtype) {
@@ -342,8 +457,8 @@ const Halide::Target &shave_halide_target() {
 }
 
 ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func output,
-                                       const std::vector<Halide::Argument> &inputs,
-                                       int vector_bits) {
+                                       const std::vector<Halide::Argument> &inputs, int vector_bits,
+                                       const std::vector<int64_t> &cost_extents) {
     if (!is_c_identifier(name)) fail(name, "the name must be a C identifier");
     if (!output.defined()) fail(name, "the output Func has no definition");
     if (output.outputs() != 1) fail(name, "a kernel has exactly one output");
@@ -351,26 +466,45 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
     if (vector_bits <= 0 || vector_bits % out_type.bits() != 0)
         fail(name, "vector width " + std::to_string(vector_bits) + " bits does not hold whole " +
                        type_name(out_type) + " elements");
+    if (!cost_extents.empty() && (cost_extents.size() != size_t(output.dimensions()) ||
+                                  std::any_of(cost_extents.begin(), cost_extents.end(),
+                                              [](int64_t e) { return e < 1 || e > INT32_MAX; })))
+        fail(name, "the extents to count ops for must be " + std::to_string(output.dimensions()) +
+                       " positive int32 values, one per output dimension");
 
     ShaveKernelBinary kernel;
     kernel.name = name;
     kernel.entry = name + "_argv";
     kernel.vector_lanes = uint32_t(vector_bits / out_type.bits());
     try {
-        if (!is_scheduled(output)) apply_default_schedule(output, kernel.vector_lanes);
+        if (!is_scheduled(output)) vectorize_innermost(output, vector_bits);
+        schedule_inner_stages(output, vector_bits);
         refuse_parallel_loops(name, output);
         const Halide::Module module = output.compile_to_module(inputs, name, shave_halide_target());
         const LoweredFunc function = module.get_function_by_name(name);
         for (const Halide::Argument &arg : function.args)
             kernel.args.push_back(describe_argument(name, arg));
-        kernel.ops_per_vector =
-            float(ops_per_output_vector(function.body, output, vector_bits, kernel.vector_lanes));
+        kernel.ops_per_vector = float(ops_per_output_vector(
+            function,
+            cost_extents.empty() ? nominal_extents(output.dimensions(), kernel.vector_lanes)
+                                 : cost_extents,
+            vector_bits, kernel.vector_lanes));
         const Halide::Buffer<uint8_t> object = module.compile_to_buffer();
         kernel.object.assign(object.data(), object.data() + object.size_in_bytes());
     } catch (const Halide::Error &e) {
         fail(name, std::string("Halide: ") + e.what());
     }
     return kernel;
+}
+
+std::vector<int64_t> shave_share(std::vector<int64_t> extents, int shaves) {
+    for (size_t d = extents.size(); d-- > 0;) {
+        if (extents[d] <= 1) continue;
+        const int64_t parts = std::clamp<int64_t>(shaves, 1, extents[d]);
+        extents[d] = (extents[d] + parts - 1) / parts;
+        break;
+    }
+    return extents;
 }
 
 std::unique_ptr<blob::KernelT> to_blob_kernel(const ShaveKernelBinary &kernel) {

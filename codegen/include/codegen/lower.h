@@ -14,7 +14,7 @@
 namespace vpuc::codegen {
 
 struct LowerOptions {
-    std::string dump_after;      // print the IR after this pass ("list" prints the pass names)
+    std::string dump_after;      // print the IR after this pass (pass_names() lists them)
     std::ostream *log = nullptr; // pass log and dumps; nullptr: silent
 };
 

@@ -54,13 +54,31 @@ const Halide::Target &shave_halide_target();
 
 // Compiles `output` (one output, types u8/i8/f16/f32/i32) with `inputs` (its ImageParams and
 // Params, in the order the kernel takes them) into a kernel called `name` (a C identifier).
-// If no stage of `output` was scheduled, the default SHAVE schedule is applied to it in place
-// (Funcs are handles): the innermost dimension vectorized by the vector lanes, guarded so any
-// extent works. Parallel loops are refused: the simulator splits work across SHAVEs by giving
-// each one a crop of the output. Throws ShaveKernelError.
+// Stages the caller did not schedule are scheduled in place (Funcs are handles):
+// - the output, if none of its stages was scheduled: its innermost dimension vectorized by the
+//   vector lanes, guarded so any extent works (updates too, along that pure dimension);
+// - a reduction (a Func with update definitions), and a Func evaluated inside one (called from
+//   an update definition), left inlined: computed at root inside the kernel, over the region
+//   the output needs, vectorized the same way. Inlined, a reduction would be recomputed for
+//   every point of its consumers. Other Funcs (pointwise stages, an input's Func) stay inlined.
+// Vectorizing a reduction's pure dimension keeps every point's reduction order, so results do
+// not change. Parallel loops are refused: the simulator splits work across SHAVEs by giving
+// each one a crop of the output.
+//
+// `ops_per_vector` is the kernel's instructions for an output of `cost_extents` (innermost
+// first, mins 0) over that output's vectors: all stages, each with its own trip counts, so a
+// reduction over a fixed domain weighs in for the share of the output it serves. The count
+// depends on the extents only through such stages and vector tails; pass one SHAVE's share of
+// a typical task (shave_share). Empty: 16 vectors along the innermost dimension, 4 along the
+// others. Throws ShaveKernelError.
 ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func output,
-                                       const std::vector<Halide::Argument> &inputs,
-                                       int vector_bits);
+                                       const std::vector<Halide::Argument> &inputs, int vector_bits,
+                                       const std::vector<int64_t> &cost_extents = {});
+
+// The output one SHAVE computes of a task whose output has `extents` (innermost first) when the
+// task runs on `shaves` SHAVEs: the simulator cuts the outermost dimension with extent > 1 into
+// that many parts (at most its extent); this is the largest part, the one the task waits for.
+std::vector<int64_t> shave_share(std::vector<int64_t> extents, int shaves);
 
 // The blob's form of a kernel, for the graph assembler's BlobT::kernels.
 std::unique_ptr<blob::KernelT> to_blob_kernel(const ShaveKernelBinary &kernel);

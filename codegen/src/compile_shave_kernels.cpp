@@ -1,0 +1,151 @@
+// Pass compile_shave_kernels: each SHAVE layer's algorithm, with the schedule's loops inside a
+// task, compiled by Halide into a kernel object for the blob.
+#include <cctype>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/shave_kernel.h"
+#include "passes.h"
+
+namespace vpuc::codegen {
+
+namespace {
+
+// The schedule's loops inside a task, on the kernel's output Func. A kernel computes one task's
+// region (a SHAVE's crop of it). Every split makes its outer loop a task loop, and distribute
+// keeps the remainder's kind, so inside a task each of c, x and y has one loop left: its
+// innermost descendant, whatever its name, over the task's range of that dimension, which is
+// the kernel's own loop over it. Fusing two of them makes one loop inside the task, fused the
+// same way in Halide (fused = outer * extent(inner) + inner). A schedule that vectorizes,
+// unrolls or fuses loops inside the task orders the kernel's loops as it orders them;
+// otherwise the kernel keeps compile_shave_kernel's default schedule.
+void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out) {
+    const LoopNest &nest = plan.nest;
+    std::vector<const Loop *> inside; // innermost first
+    bool schedules_kernel = false;
+    for (const Loop &loop : nest.loops) {
+        if (loop.task_loop) continue;
+        inside.push_back(&loop);
+        schedules_kernel = schedules_kernel || loop.unrolled || loop.vector_width > 0 ||
+                           nest.vars.at(size_t(loop.var)).dim < 0;
+    }
+    if (!schedules_kernel) return;
+
+    using Kind = dsl::Directive::Kind;
+    // The directive that made or marked loop `name`, for errors.
+    auto directive = [&](const std::string &name, std::initializer_list<Kind> kinds) {
+        for (const dsl::Directive &d : plan.layer.schedule().directives())
+            if (std::find(kinds.begin(), kinds.end(), d.kind) != kinds.end() &&
+                d.loops.at(d.kind == Kind::Fuse ? 2 : 0) == name)
+                return d.to_string();
+        return "loop '" + name + "'";
+    };
+    std::string doing; // the directive being applied
+    auto error = [&](const std::string &why) {
+        std::string legal;
+        for (const Loop *loop : inside) legal += (legal.empty() ? "" : ", ") + loop->name;
+        return LoweringError("layer '" + plan.layer.name() + "': " + doing + ": " + why +
+                             " (loops inside a task, which SHAVE kernels vectorize, unroll and "
+                             "fuse: " +
+                             legal + ")");
+    };
+    const auto &v = dsl::act_vars();
+    const Halide::Var pure[3] = {v.c, v.x, v.y};
+    // The Halide variable of a loop variable (an index into nest.vars) inside the kernel.
+    std::function<Halide::Var(int)> kernel_var = [&](int var) {
+        const LoopVar &lv = nest.vars.at(size_t(var));
+        if (lv.dim >= 0 && lv.dim < 3) return pure[lv.dim];
+        for (const LoopRelation &rel : nest.relations)
+            if (rel.kind == LoopRelation::Kind::Fuse && rel.whole == var) {
+                const Halide::Var inner = kernel_var(rel.inner), outer = kernel_var(rel.outer);
+                const Halide::Var fused(Halide::Internal::unique_name(lv.name));
+                doing = directive(lv.name, {Kind::Fuse});
+                out.fuse(inner, outer, fused);
+                return fused;
+            }
+        throw error("'" + lv.name + "' does not come from c, x or y by split, distribute or fuse");
+    };
+
+    // Halide unrolls loops of constant extent. A kernel's extents are known at run time only,
+    // but a loop inside a task has at most its extent in the nest: a short one (a split's inner
+    // loop) is unrolled whole, a long one by 2; guards cover the smaller crops SHAVEs get.
+    constexpr int64_t kMaxFullUnroll = 8;
+    try {
+        // Halide's own order is c, x, y innermost first; anything else comes from a reorder.
+        std::vector<Halide::VarOrRVar> order;
+        bool reordered = false;
+        for (size_t i = 0; i < inside.size(); ++i) {
+            order.emplace_back(kernel_var(inside[i]->var));
+            const int dim = nest.vars.at(size_t(inside[i]->var)).dim;
+            reordered = reordered || dim < 0 ||
+                        (i > 0 && dim < nest.vars.at(size_t(inside[i - 1]->var)).dim);
+        }
+        if (reordered) {
+            doing = "the order of the loops inside a task";
+            for (const dsl::Directive &d : plan.layer.schedule().directives())
+                if (d.kind == Kind::Reorder) doing = d.to_string();
+            out.reorder(order);
+        }
+        for (size_t i = 0; i < inside.size(); ++i) {
+            const Loop &loop = *inside[i];
+            const Halide::Var var = order[i].var;
+            int64_t iterations = loop.extent;
+            if (loop.vector_width > 0) {
+                doing = directive(loop.name, {Kind::Vectorize});
+                out.vectorize(var, int(loop.vector_width), Halide::TailStrategy::GuardWithIf);
+                iterations = (loop.extent + loop.vector_width - 1) / loop.vector_width;
+            }
+            // After vectorize, `var` is the loop over vectors.
+            const int64_t unroll = iterations <= kMaxFullUnroll ? iterations : 2;
+            if (loop.unrolled && unroll > 1) {
+                doing = directive(loop.name, {Kind::Unroll});
+                out.unroll(var, int(unroll), Halide::TailStrategy::GuardWithIf);
+            }
+        }
+    } catch (const Halide::Error &e) {
+        throw error(std::string("Halide: ") + e.what());
+    }
+}
+
+} // namespace
+
+void compile_shave_kernels(LoweringState &s) {
+    for (auto &plan : s.plans) {
+        if (!plan.on_shave) continue;
+        std::vector<Halide::Func> inputs;
+        std::vector<Halide::Argument> args;
+        for (size_t i = 0; i < plan.layer.inputs().size(); ++i) {
+            Halide::ImageParam p(dsl::halide_type(plan.layer.inputs()[i].output().type), 3,
+                                 "in" + std::to_string(i));
+            inputs.emplace_back(p);
+            args.emplace_back(p);
+        }
+        std::string name = "k" + std::to_string(s.program.kernels.size()) + "_";
+        for (char c : plan.layer.name())
+            name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+        Halide::Func out = plan.layer.algorithm()(inputs);
+        apply_shave_schedule(plan, out);
+        // The op count for one SHAVE's share of the first task: splits and distribute make the
+        // first task the largest. Stages like a softmax's reductions cost the same whatever the
+        // share, so the count per output vector depends on it.
+        const std::vector<Task> tasks = plan.nest.tasks();
+        std::vector<int64_t> cost_extents;
+        if (!tasks.empty()) {
+            for (const Interval &dim : tasks.front().region.dims)
+                cost_extents.push_back(dim.extent());
+            cost_extents = shave_share(cost_extents, s.target.shaves_available(tasks.front().tile));
+        }
+        ShaveKernelBinary kernel;
+        try {
+            kernel =
+                compile_shave_kernel(name, out, args, s.target.shave_vector_bits, cost_extents);
+        } catch (const ShaveKernelError &e) {
+            throw LoweringError("layer '" + plan.layer.name() + "': " + e.what());
+        }
+        plan.kernel = uint32_t(s.program.kernels.size());
+        s.program.kernels.push_back(*to_blob_kernel(kernel));
+    }
+}
+
+} // namespace vpuc::codegen

@@ -1,0 +1,115 @@
+// The vpuc command as a user runs it: the built executable, its output and exit status.
+// Needs the vpuc target built (ctest after a full build).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "codegen/lower.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+    int status = -1;    // exit status
+    std::string output; // stdout and stderr
+};
+
+const fs::path &vpuc() {
+    static const fs::path path = fs::path(VPUC_BINARY_DIR) / "tools" / "vpuc";
+    return path;
+}
+
+// A directory of its own for the files a command writes.
+const fs::path &scratch() {
+    static const fs::path dir = [] {
+        fs::path d = fs::temp_directory_path() / ("vpuc_cli_test_" + std::to_string(::getpid()));
+        fs::create_directories(d);
+        return d;
+    }();
+    return dir;
+}
+
+Outcome vpuc_run(const std::string &args) {
+    Outcome run;
+    const std::string command = vpuc().string() + " " + args + " 2>&1";
+    FILE *pipe = ::popen(command.c_str(), "r");
+    if (!pipe) return run;
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+        run.output.append(buffer, n);
+    const int status = ::pclose(pipe);
+    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run;
+}
+
+// `vpuc demo` writing its blob and trace to the scratch directory.
+Outcome demo(const std::string &args) {
+    return vpuc_run("demo --blob " + (scratch() / "demo.vpub").string() + " --trace " +
+                    (scratch() / "demo.trace.json").string() + " " + args);
+}
+
+class Cli : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!fs::exists(vpuc())) FAIL() << vpuc() << " is missing: build the vpuc target first";
+    }
+    static void TearDownTestSuite() { fs::remove_all(scratch()); }
+};
+
+TEST_F(Cli, DemoDumpsTheIrAfterAPass) {
+    const Outcome run = demo("--dump-after build_tasks");
+    EXPECT_EQ(run.status, 0) << run.output;
+    // The pass log up to the pass, then the task program after it.
+    EXPECT_NE(run.output.find("pass compile_shave_kernels done\npass build_tasks done\n"
+                              "IR after build_tasks:\nprogram small_net: "),
+              std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("  task 0 "), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("[SHAVE tile 0"), std::string::npos) << run.output;
+    // Only the pass asked for is dumped, and the demo still runs and checks its result.
+    EXPECT_EQ(run.output.find("IR after allocate_cmx"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("match the reference bit-exactly"), std::string::npos) << run.output;
+}
+
+TEST_F(Cli, UnknownPassFailsListingThePasses) {
+    const Outcome run = demo("--dump-after no_such_pass");
+    EXPECT_EQ(run.status, 1) << run.output;
+    std::string passes;
+    for (const std::string &name : vpuc::codegen::pass_names())
+        passes += (passes.empty() ? "" : ", ") + name;
+    EXPECT_NE(run.output.find("vpuc demo: error: --dump-after no_such_pass: no such pass "
+                              "(passes: " +
+                              passes + ")"),
+              std::string::npos)
+        << run.output;
+    EXPECT_EQ(run.output.find("IR after"), std::string::npos) << run.output;
+}
+
+TEST_F(Cli, ListPasses) {
+    const Outcome run = vpuc_run("demo --list-passes");
+    EXPECT_EQ(run.status, 0) << run.output;
+    std::string expected;
+    for (const std::string &name : vpuc::codegen::pass_names()) expected += name + "\n";
+    EXPECT_EQ(run.output, expected);
+}
+
+TEST_F(Cli, DemoHelpDocumentsTheOptions) {
+    const Outcome run = vpuc_run("demo --help");
+    EXPECT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("--dump-after PASS"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("--list-passes"), std::string::npos) << run.output;
+}
+
+TEST_F(Cli, DumpAfterNeedsTheCompiledDemo) {
+    const Outcome run = demo("--hand-built --dump-after build_tasks");
+    EXPECT_EQ(run.status, 1) << run.output;
+    EXPECT_NE(run.output.find("--dump-after needs the compiled network"), std::string::npos)
+        << run.output;
+}
+
+} // namespace
