@@ -318,7 +318,7 @@ TEST_F(LoopNestTest, PlacementEngineAndDataMovement) {
         .store_in(dsl::MemoryLevel::CMX)
         .on_dpu("CUBOID_8x16")
         .workloads("c", 2)
-        .prefetch(2)
+        .prefetch(0)
         .spill();
     LoopNest nest = resolve();
     EXPECT_FALSE(nest.compute_root);
@@ -329,16 +329,17 @@ TEST_F(LoopNestTest, PlacementEngineAndDataMovement) {
     EXPECT_EQ(nest.mpe_mode, "CUBOID_8x16");
     EXPECT_EQ(nest.workload_loop, "c");
     EXPECT_EQ(nest.workloads, 2);
-    EXPECT_EQ(nest.prefetch, 2);
+    EXPECT_EQ(nest.prefetch, 0);
     EXPECT_TRUE(nest.spill);
 }
 
 TEST_F(LoopNestTest, LaterComputeRootWins) {
     relu2.schedule().split("y", "yo", "yi", 4);
-    s1.compute_at("relu2", "yo").compute_root();
+    s1.compute_at("relu2", "yo").prefetch(2).compute_root();
     LoopNest nest = resolve();
     EXPECT_TRUE(nest.compute_root);
     EXPECT_EQ(nest.compute_at_layer, "");
+    EXPECT_EQ(nest.prefetch, 2);
 }
 
 // The engine is the schedule's last engine directive, wherever unroll/vectorize stand.
@@ -516,6 +517,50 @@ TEST_F(LoopNestTest, ComputeAtReportsTheConsumersOwnError) {
     EXPECT_EQ(error(), "layer 'relu2': split(z, zo, zi, 8): no loop 'z' (loops: c, x, y)");
 }
 
+TEST_F(LoopNestTest, ComputeAtWithDistribute) {
+    relu2.schedule().split("y", "yo", "yi", 4);
+    s1.distribute("y", 2, dsl::Strategy::SplitOverHeight).compute_at("relu2", "yo");
+    EXPECT_EQ(error(), "layer 'relu1': distribute(y, 2, SOH): a layer computed at 'relu2' runs on "
+                       "that layer's tiles (legal: distribute the consumer, or compute_root())");
+}
+
+TEST_F(LoopNestTest, ComputeAtWithPrefetch) {
+    relu2.schedule().split("y", "yo", "yi", 4);
+    s1.compute_at("relu2", "yo").prefetch(1);
+    EXPECT_EQ(error(), "layer 'relu1': prefetch(1): a layer computed at 'relu2' is computed when "
+                       "its consumer loads its inputs, so the consumer's prefetch covers it "
+                       "(legal: prefetch(0), or compute_root())");
+}
+
+TEST_F(LoopNestTest, ComputeAtOfALayerWithTwoConsumers) {
+    Layer other = relu("other", relu1);
+    relu2.schedule().split("y", "yo", "yi", 4);
+    s1.compute_at("relu2", "yo");
+    dsl::Graph graph("g", {relu2, other});
+    try {
+        codegen::resolve_loop_nest(graph, relu1, target);
+        FAIL();
+    } catch (const dsl::ScheduleError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "layer 'relu1': compute_at(relu2, yo): compute_at keeps the result in the CMX "
+                  "of one consumer, and 'relu1' has 2 (relu2, other); legal: compute_root()");
+    }
+}
+
+TEST_F(LoopNestTest, ComputeAtOfANetworkOutput) {
+    relu2.schedule().split("y", "yo", "yi", 4);
+    s1.compute_at("relu2", "yo");
+    dsl::Graph graph("g", {relu2, relu1});
+    try {
+        codegen::resolve_loop_nest(graph, relu1, target);
+        FAIL();
+    } catch (const dsl::ScheduleError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "layer 'relu1': compute_at(relu2, yo): 'relu1' is a network output, which "
+                  "lives in DDR; legal: compute_root()");
+    }
+}
+
 TEST_F(LoopNestTest, OnDpuWithAnUnknownMode) {
     s1.on_dpu("VECTOR");
     EXPECT_EQ(error(), "layer 'relu1': on_dpu(VECTOR): no MPE mode 'VECTOR' on vpu27 (legal: "
@@ -604,8 +649,8 @@ TEST_F(LoopNestTest, DistributeTwice) {
 }
 
 TEST_F(LoopNestTest, PrefetchDepthOutOfRange) {
-    s1.prefetch(4);
-    EXPECT_EQ(error(), "layer 'relu1': prefetch(4): depth 4 is outside 0..3");
+    s1.prefetch(9);
+    EXPECT_EQ(error(), "layer 'relu1': prefetch(9): depth 9 is outside 0..8");
     relu1.schedule() = dsl::Schedule().prefetch(-1);
-    EXPECT_EQ(error(), "layer 'relu1': prefetch(-1): depth -1 is outside 0..3");
+    EXPECT_EQ(error(), "layer 'relu1': prefetch(-1): depth -1 is outside 0..8");
 }

@@ -7,6 +7,7 @@
 
 #include "algorithms/layers.h"
 #include "algorithms/reference.h"
+#include "codegen/dpu_match.h"
 #include "codegen/lower.h"
 #include "vpu_target/simulator.h"
 
@@ -40,10 +41,11 @@ algorithms::QuantWeights weights(int ic, int k, int oc, uint32_t seed) {
     return qw;
 }
 
-dsl::Layer conv3x3(const std::string &name, const dsl::Layer &in, int oc, uint32_t seed) {
+dsl::Layer conv3x3(const std::string &name, const dsl::Layer &in, int oc, uint32_t seed,
+                   bool fused_relu = true) {
     algorithms::Conv2dParams p;
     p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
-    p.activation = algorithms::Activation::relu();
+    if (fused_relu) p.activation = algorithms::Activation::relu();
     int ic = int(in.output().shape[dsl::dims::C]);
     return algorithms::conv2d(name, in, weights(ic, 3, oc, seed), p);
 }
@@ -165,18 +167,6 @@ TEST(Lower, ErrorsNameTheLayer) {
     } catch (const dsl::ScheduleError &e) {
         EXPECT_NE(std::string(e.what()).find("layer 'pool'"), std::string::npos) << e.what();
     }
-    dsl::Layer first = conv3x3("first", in, 16, 9);
-    dsl::Layer second = conv3x3("second", first, 16, 10);
-    second.schedule().split("y", "yo", "yi", 4);
-    first.schedule().compute_at("second", "yo");
-    try {
-        codegen::lower(dsl::Graph("g", {second}), t);
-        FAIL();
-    } catch (const codegen::LoweringError &e) {
-        EXPECT_EQ(
-            std::string(e.what()),
-            "layer 'first': compute_at is not lowered yet; schedule the layer compute_root()");
-    }
     dsl::Layer big = conv3x3("big", dsl::Layer::input(activation("in", 512, 64, 64)), 512, 5);
     try {
         codegen::lower(dsl::Graph("g", {big}), t);
@@ -255,13 +245,74 @@ TEST(Lower, ShaveScheduleVectorizesAndUnrolls) {
         .split("c", "co", "ci", 16)
         .split("ci", "cio", "cii", 8)
         .vectorize("cii", 8);
-    try {
-        codegen::lower(dsl::Graph("g", {split}), target::load_target("vpu27"));
-        FAIL();
-    } catch (const codegen::LoweringError &e) {
-        EXPECT_EQ(std::string(e.what()),
-                  "layer 'split': vectorize/unroll of 'cii': SHAVE kernels take them on c, x "
-                  "or y only so far");
+    compile_and_check(dsl::Graph("split", {split}), "vpu27");
+}
+
+} // namespace
+
+namespace {
+
+// compute_at: producers computed per consumer task into its CMX, halos recomputed, nothing
+// of them in DDR.
+TEST(Lower, ComputeAtChainMatchesAndStaysInCmx) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        dsl::Layer in = dsl::Layer::input(activation("in", 16, 10, 9));
+        dsl::Layer c1 = conv3x3("c1", in, 32, 12, false);
+        dsl::Layer relu = algorithms::relu("relu", c1);
+        dsl::Layer c2 = conv3x3("c2", relu, 16, 13, false);
+        dsl::Layer soft =
+            algorithms::softmax("soft", c2, dsl::dims::C, dsl::Quant::per_tensor(1.0f / 256, 0));
+        soft.schedule()
+            .distribute("y", 2, dsl::Strategy::SplitOverHeight)
+            .split("y", "yo", "yi", 2)
+            .prefetch(1);
+        // Per softmax row pair, c2 in two column blocks; per c2 block, relu row by row (each
+        // row's c1 with it), so c1 and relu rows at block edges are computed twice.
+        c2.schedule().split("x", "xo", "xi", 6).compute_at("soft", "yo");
+        relu.schedule().split("y", "yo", "yi", 1).compute_at("c2", "xo");
+        c1.schedule().compute_at("relu", "yo");
+        std::ostringstream log;
+        codegen::LowerOptions options;
+        options.dump_after = "build_tasks";
+        options.log = &log;
+        codegen::lower(dsl::Graph("fused", {soft}), target::load_target(target_name), options);
+        // Only the network's input and output touch DDR.
+        EXPECT_EQ(log.str().find("c2.store"), std::string::npos) << log.str();
+        EXPECT_EQ(log.str().find("c1.store"), std::string::npos);
+        EXPECT_NE(log.str().find("relu.at.c2"), std::string::npos);
+        compile_and_check(dsl::Graph("fused", {soft}), target_name);
+    }
+}
+
+} // namespace
+
+namespace {
+
+// The DPU has neither: a dilated kernel runs as its span with zero weights between the taps, a
+// grouped convolution as one task per group.
+TEST(Lower, DilatedAndGroupedConvolutionsOnTheDpu) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        dsl::Layer in = dsl::Layer::input(activation("in", 32, 13, 11));
+        algorithms::Conv2dParams dilated;
+        dilated.dilation_w = 2;
+        dilated.dilation_h = 3;
+        dilated.pad_left = dilated.pad_right = 2;
+        dilated.pad_top = dilated.pad_bottom = 3;
+        algorithms::QuantWeights w = weights(32, 3, 16, 14);
+        w.zero_point = 3;
+        dsl::Layer d = algorithms::conv2d("dilated", in, w, dilated);
+        d.schedule().split("y", "yo", "yi", 4).on_dpu();
+        EXPECT_EQ(codegen::match_dpu(d).dilation_h, 3);
+        compile_and_check(dsl::Graph("dilated", {d}), target_name);
+
+        algorithms::Conv2dParams grouped;
+        grouped.groups = 4;
+        grouped.pad_left = grouped.pad_right = grouped.pad_top = grouped.pad_bottom = 1;
+        grouped.activation = algorithms::Activation::relu();
+        dsl::Layer g = algorithms::conv2d("grouped", in, weights(8, 3, 48, 15), grouped);
+        // Tasks of 16 channels straddle the groups of 12: the lowering cuts them.
+        g.schedule().split("c", "co", "ci", 16).distribute("y", 2, dsl::Strategy::SplitOverHeight);
+        compile_and_check(dsl::Graph("grouped", {g}), target_name);
     }
 }
 

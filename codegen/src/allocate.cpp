@@ -1,6 +1,10 @@
 // Passes allocate_cmx and allocate_ddr: addresses for every buffer.
 #include <algorithm>
+#include <functional>
+#include <iterator>
 #include <map>
+#include <optional>
+#include <queue>
 #include <set>
 
 #include "passes.h"
@@ -43,100 +47,163 @@ std::vector<Lifetime> lifetimes(const Program &p) {
     return life;
 }
 
-struct Block {
-    uint64_t begin, end;
-    int buffer;
-};
-
-// First-fit allocation of one tile's CMX in program order. A buffer placed over memory that
-// an earlier buffer used makes its first user wait for all of that buffer's users (WAR).
-class CmxAllocator {
+// Allocation of one memory (a tile's CMX, or DDR scratch) in program order. A buffer placed
+// over memory that an earlier buffer used makes its first user wait for all of that buffer's
+// users (write-after-read).
+//
+// CMX (Policy::Ring): among the places where a buffer fits, it takes the one whose previous
+// users finished longest ago: never-used memory first, then the least recently freed. Reusing
+// the memory freed last would chain a task to its predecessor (a DPU task waiting for the
+// previous task's output to be stored); this way consecutive tasks rotate through CMX like a
+// ring.
+//
+// DDR (Policy::Compact): the lowest address that is free. A tensor's memory is reused once
+// every task reading it is ordered before the new tensor's first writer, which for tensors of
+// layers already done costs nothing, and keeps the scratch section small.
+class Allocator {
   public:
-    CmxAllocator(LoweringState &s, uint32_t tile, const std::vector<Lifetime> &life)
-        : s_(s), tile_(tile), life_(life) {}
+    enum class Policy { Ring, Compact };
 
-    void run() {
+    Allocator(LoweringState &s, blob::MemSpace space, uint32_t index, uint64_t capacity,
+              Policy policy, const std::vector<Lifetime> &life)
+        : s_(s), space_(space), index_(index), capacity_(capacity), policy_(policy), life_(life) {}
+
+    // Places every used buffer of the memory; returns the bytes the memory needs.
+    uint64_t run() {
         auto &p = s_.program;
         std::vector<int> order;
         for (int b = 0; b < int(p.buffers.size()); ++b)
-            if (p.buffers[size_t(b)].space == blob::MemSpace::Cmx &&
-                p.buffers[size_t(b)].index == tile_ && life_[size_t(b)].first >= 0)
+            if (p.buffers[size_t(b)].space == space_ && p.buffers[size_t(b)].index == index_ &&
+                life_[size_t(b)].first >= 0)
                 order.push_back(b);
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
             return life_[size_t(a)].first < life_[size_t(b)].first;
         });
         for (int b : order) place(b);
+        return high_water_;
     }
 
   private:
+    // The memory as consecutive segments, keyed by their start: each holds one live buffer,
+    // or is free and remembers the buffers freed there since a buffer last covered it (the
+    // ones a new writer must wait for; older ones are implied by them).
+    struct Segment {
+        uint64_t end = 0;
+        int live = -1;
+        std::vector<int> freed;
+        int last_user = -1; // the latest last user among `freed`
+    };
+    using Segments = std::map<uint64_t, Segment>;
+
+    // The free range of `size` bytes starting at a segment boundary whose previous users
+    // finished earliest (Ring), or the lowest (Compact).
+    std::optional<uint64_t> best_fit(uint64_t size) const {
+        std::optional<uint64_t> best;
+        int best_cost = 0;
+        for (auto start = segments_.begin(); start != segments_.end(); ++start) {
+            if (start->second.live >= 0 || start->first + size > capacity_) continue;
+            const uint64_t end = start->first + size;
+            int cost = -1;
+            bool fits = false;
+            for (auto it = start; it != segments_.end() && it->second.live < 0; ++it) {
+                cost = std::max(cost, it->second.last_user);
+                if (it->second.end >= end) {
+                    fits = true;
+                    break;
+                }
+            }
+            if (!fits) continue;
+            if (policy_ == Policy::Compact) return start->first;
+            if (!best || cost < best_cost) {
+                best = start->first;
+                best_cost = cost;
+            }
+        }
+        return best;
+    }
+
+    // Makes `at` a segment boundary.
+    void split_at(uint64_t at) {
+        auto it = std::prev(segments_.upper_bound(at));
+        if (it->first == at || it->second.end <= at) return;
+        Segment tail = it->second;
+        it->second.end = at;
+        segments_.emplace(at, std::move(tail));
+    }
+
+    void release_finished(int now) {
+        while (!live_by_last_.empty() && live_by_last_.top().first < now) {
+            const int b = live_by_last_.top().second;
+            live_by_last_.pop();
+            Segment &seg = segments_.at(s_.program.buffers[size_t(b)].offset);
+            seg.live = -1;
+            seg.freed = {b};
+            seg.last_user = life_[size_t(b)].last;
+            live_bytes_ -= seg.end - s_.program.buffers[size_t(b)].offset;
+        }
+    }
+
     void place(int b) {
         auto &buffer = s_.program.buffers[size_t(b)];
         const int now = life_[size_t(b)].first;
-        // Free what no later task touches.
-        live_.erase(std::remove_if(live_.begin(), live_.end(),
-                                   [&](const Block &blk) {
-                                       if (life_[size_t(blk.buffer)].last >= now) return false;
-                                       freed_.push_back(blk);
-                                       return true;
-                                   }),
-                    live_.end());
+        release_finished(now);
         const uint64_t size = (buffer.bytes + 63) / 64 * 64;
-        uint64_t at = 0;
-        std::vector<Block> sorted = live_;
-        std::sort(sorted.begin(), sorted.end(),
-                  [](const Block &a, const Block &b) { return a.begin < b.begin; });
-        for (const Block &blk : sorted) {
-            if (at + size <= blk.begin) break;
-            at = std::max(at, blk.end);
-        }
-        if (at + size > s_.target.cmx_usable_bytes) {
-            uint64_t used = 0;
-            for (const Block &blk : live_) used += blk.end - blk.begin;
+        const std::optional<uint64_t> at = best_fit(size);
+        if (!at)
             throw LoweringError("buffer '" + buffer.name + "' (" + std::to_string(buffer.bytes) +
-                                " bytes) does not fit in CMX of tile " + std::to_string(tile_) +
-                                ": " + std::to_string(used) + " of " +
-                                std::to_string(s_.target.cmx_usable_bytes) +
+                                " bytes) does not fit in CMX of tile " + std::to_string(index_) +
+                                ": " + std::to_string(live_bytes_) + " of " +
+                                std::to_string(capacity_) +
                                 " usable bytes are live; split the layer's task loops further");
-        }
-        buffer.offset = at;
-        Block mine{at, at + size, b};
+        buffer.offset = *at;
+        split_at(*at);
+        split_at(*at + size);
         // Write-after-read: earlier users of the memory finish before this buffer's first use.
         auto &deps = s_.program.tasks[size_t(now)].deps;
-        for (const Block &old : freed_)
-            if (old.begin < mine.end && mine.begin < old.end)
-                for (int user : life_[size_t(old.buffer)].users)
-                    if (std::find(deps.begin(), deps.end(), user) == deps.end())
-                        deps.push_back(user);
-        freed_.erase(std::remove_if(freed_.begin(), freed_.end(),
-                                    [&](const Block &old) {
-                                        return old.begin >= mine.begin && old.end <= mine.end;
-                                    }),
-                     freed_.end());
-        live_.push_back(mine);
+        std::set<int> waits(deps.begin(), deps.end());
+        auto first = segments_.find(*at), last = segments_.lower_bound(*at + size);
+        for (auto it = first; it != last; ++it)
+            for (int old : it->second.freed)
+                for (int user : life_[size_t(old)].users)
+                    if (waits.insert(user).second) deps.push_back(user);
+        // The covered memory becomes one segment; whoever reuses it later waits for this
+        // buffer's users, which already wait for the old ones.
+        segments_.erase(std::next(first), last);
+        first->second = {*at + size, b, {}, -1};
+        live_by_last_.push({life_[size_t(b)].last, b});
+        live_bytes_ += size;
+        high_water_ = std::max(high_water_, *at + size);
     }
 
     LoweringState &s_;
-    uint32_t tile_;
+    blob::MemSpace space_;
+    uint32_t index_;
+    uint64_t capacity_;
+    Policy policy_;
     const std::vector<Lifetime> &life_;
-    std::vector<Block> live_, freed_;
+    Segments segments_{{0, Segment{capacity_, -1, {}, -1}}};
+    // Live buffers, the one whose last user comes first on top.
+    std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>>
+        live_by_last_;
+    uint64_t live_bytes_ = 0;
+    uint64_t high_water_ = 0;
 };
 
 } // namespace
 
 void allocate_cmx(LoweringState &s) {
     const auto life = lifetimes(s.program);
-    for (int tile = 0; tile < s.target.tiles; ++tile) CmxAllocator(s, uint32_t(tile), life).run();
+    for (int tile = 0; tile < s.target.tiles; ++tile)
+        Allocator(s, blob::MemSpace::Cmx, uint32_t(tile), s.target.cmx_usable_bytes,
+                  Allocator::Policy::Ring, life)
+            .run();
 }
 
 void allocate_ddr(LoweringState &s) {
-    // Scratch tensors get their own space each (no lifetime reuse yet).
-    uint64_t at = 0;
-    for (auto &b : s.program.buffers) {
-        if (b.space != blob::MemSpace::Scratch) continue;
-        b.offset = at;
-        at += (b.bytes + 63) / 64 * 64;
-    }
-    s.program.scratch_bytes = at;
+    const auto life = lifetimes(s.program);
+    s.program.scratch_bytes =
+        Allocator(s, blob::MemSpace::Scratch, 0, UINT64_MAX, Allocator::Policy::Compact, life)
+            .run();
 }
 
 void verify_allocation(const LoweringState &s) {

@@ -58,8 +58,10 @@ const char *engine_name(blob::EngineKind e) {
 
 std::string describe(const Program &p, const View &v) {
     std::ostringstream os;
-    os << p.buffers[size_t(v.buffer)].name << "+" << v.offset << " " << blob::to_string(v.dtype)
-       << " (";
+    const BufferDecl &b = p.buffers[size_t(v.buffer)];
+    os << b.name;
+    if (b.space == blob::MemSpace::Cmx) os << "@" << b.index; // the tile
+    os << "+" << v.offset << " " << blob::to_string(v.dtype) << " (";
     for (size_t i = 0; i < v.dims.size(); ++i)
         os << (i ? "," : "") << v.dims[i].extent() << ":" << v.dims[i].stride();
     os << ")";
@@ -153,7 +155,9 @@ std::string print(const Program &p) {
         }
         os << "\n    ";
         if (const auto *dma = std::get_if<DmaWork>(&t.work)) {
-            os << "copy " << describe(p, dma->src) << " -> " << describe(p, dma->dsts.front());
+            os << "copy " << describe(p, dma->src) << " ->";
+            for (size_t d = 0; d < dma->dsts.size(); ++d)
+                os << (d ? ", " : " ") << describe(p, dma->dsts[d]);
         } else if (const auto *shave = std::get_if<ShaveWork>(&t.work)) {
             os << "kernel " << shave->kernel << " on " << int(shave->shaves) << " SHAVEs:";
             for (const auto &a : shave->args) os << " " << describe(p, a);

@@ -1,8 +1,10 @@
 // Pass build_tasks: every task of every layer's loop nest becomes DMA-in, DPU and DMA-out
 // tasks over CMX buffers, with weights and weight tables as constants in the DPU's layout.
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <tuple>
 
 #include "codegen/bounds.h"
@@ -64,11 +66,12 @@ View tensor_view(int buffer, const dsl::TensorDesc &t) {
     return v;
 }
 
-View sub_view(const View &whole, const Region &r) {
+// The part `r` of a view whose first element is at `origin` (c, x, y).
+View sub_view(const View &whole, const Region &r, const std::array<int64_t, 3> &origin = {}) {
     View v = whole;
     int64_t first = 0;
     for (int d = 0; d < 3; ++d) {
-        first += r.dims[size_t(d)].begin * whole.dims[size_t(d)].stride();
+        first += (r.dims[size_t(d)].begin - origin[size_t(d)]) * whole.dims[size_t(d)].stride();
         v.dims[size_t(d)] =
             blob::Dim(uint32_t(r.dims[size_t(d)].extent()), whole.dims[size_t(d)].stride());
     }
@@ -93,32 +96,91 @@ uint64_t view_bytes(const View &v) {
     return n;
 }
 
-// Builds the tasks of one layer.
+std::array<int64_t, 3> origin_of(const Region &r) {
+    return {r.dims[0].begin, r.dims[1].begin, r.dims[2].begin};
+}
+
+class LayerBuilder;
+using Builders = std::map<std::string, std::unique_ptr<LayerBuilder>>;
+
+// Builds the tasks of one layer: all of them for a layer computed at root (its output goes to
+// DDR), or, for a layer computed at a consumer's loop, those of one region at a time, into the
+// consumer's CMX (compute_region).
 class LayerBuilder {
   public:
-    LayerBuilder(LoweringState &s, const LayerPlan &plan)
-        : s_(s), plan_(plan), d_(plan.dpu), next_dpu_(size_t(s.target.tiles), 0) {}
+    LayerBuilder(LoweringState &s, const LayerPlan &plan, const Builders &builders)
+        : s_(s), plan_(plan), d_(plan.dpu), builders_(builders),
+          next_dpu_(size_t(s.target.tiles), 0) {}
 
     void build() {
         reject_unsupported();
         output_ = s_.tensor_buffer.at(plan_.layer.name());
-        for (const auto &in : plan_.layer.inputs())
-            inputs_.push_back(s_.tensor_buffer.at(in.name()));
         // Interleave the tiles' tasks so every tile starts at once; per tile, the inputs
         // of `prefetch` tasks ahead are loaded before a task computes.
+        const std::vector<Task> tasks = split_by_group(plan_.nest.tasks());
+        start_context(tasks);
         std::vector<std::vector<Task>> per_tile(size_t(s_.target.tiles));
-        for (const Task &t : plan_.nest.tasks()) per_tile[size_t(t.tile)].push_back(t);
+        for (const Task &t : tasks) per_tile[size_t(t.tile)].push_back(t);
         size_t rounds = 0;
         for (const auto &list : per_tile) rounds = std::max(rounds, list.size());
         const size_t ahead = size_t(plan_.nest.prefetch);
         std::vector<std::vector<Pending>> pending(per_tile.size());
+        std::vector<std::vector<int>> computes(per_tile.size());
+        std::map<std::pair<int64_t, int64_t>, std::vector<int>> weight_users;
+        if (!plan_.on_shave && has_weights())
+            for (const Task &t : tasks) {
+                auto &tiles = weight_users[channels_of(t)];
+                if (std::find(tiles.begin(), tiles.end(), t.tile) == tiles.end())
+                    tiles.push_back(t.tile);
+            }
         for (size_t r = 0; r < rounds + ahead; ++r) {
+            // Weights go first: every task of the round needs them, and one broadcast serves
+            // all the tiles computing the same output channels.
             for (size_t tile = 0; tile < per_tile.size(); ++tile)
-                if (r < per_tile[tile].size()) pending[tile].push_back(load(per_tile[tile][r]));
+                if (r < per_tile[tile].size() && !weight_users.empty()) {
+                    const auto channels = channels_of(per_tile[tile][r]);
+                    load_weights(channels, weight_users.at(channels));
+                }
+            // Prefetch bounds how far loads run ahead: the inputs of task r load once task
+            // r - prefetch - 1 has computed, so at most `prefetch` tasks' inputs wait in CMX.
+            for (size_t tile = 0; tile < per_tile.size(); ++tile)
+                if (r < per_tile[tile].size()) {
+                    std::vector<int> after;
+                    if (r > ahead) after.push_back(computes[tile][r - ahead - 1]);
+                    pending[tile].push_back(load(per_tile[tile][r], after));
+                }
             for (size_t tile = 0; tile < per_tile.size(); ++tile)
                 if (r >= ahead && r - ahead < per_tile[tile].size())
-                    compute_and_store(pending[tile][r - ahead]);
+                    computes[tile].push_back(compute_and_store(pending[tile][r - ahead]));
         }
+    }
+
+    // Computes the part `region` of the output on `tile` into `dest`, a CMX view whose first
+    // element is the region's first, as the layer's own tasks clipped to the region. Returns
+    // the tasks that write `dest`.
+    std::vector<int> compute_region(const Region &region, int tile, const View &dest) {
+        reject_unsupported();
+        std::vector<Task> tasks;
+        for (Task t : plan_.nest.tasks()) {
+            bool empty = false;
+            for (size_t d = 0; d < 3; ++d) {
+                Interval &i = t.region.dims[d];
+                i = {std::max(i.begin, region.dims[d].begin), std::min(i.end, region.dims[d].end)};
+                empty |= i.extent() <= 0;
+            }
+            t.tile = tile;
+            if (!empty) tasks.push_back(t);
+        }
+        tasks = split_by_group(tasks);
+        start_context(tasks);
+        std::vector<int> computes;
+        for (const Task &t : tasks) {
+            if (!plan_.on_shave && has_weights()) load_weights(channels_of(t), {tile});
+            const Pending p = load(t);
+            const View out = sub_view(dest, t.region, origin_of(region));
+            computes.push_back(plan_.on_shave ? shave_task(p, out) : dpu_task(p, out));
+        }
+        return computes;
     }
 
     std::vector<int> writers; // DMA-out tasks: who wrote this layer's output
@@ -139,12 +201,7 @@ class LayerBuilder {
     }
 
     void reject_unsupported() const {
-        if (!plan_.nest.compute_root)
-            fail("compute_at is not lowered yet; schedule the layer compute_root()");
         if (plan_.on_shave) return;
-        if (d_.dilation_w != 1 || d_.dilation_h != 1)
-            fail("dilated convolutions are not lowered to the DPU yet");
-        if (d_.groups != 1) fail("grouped convolutions are not lowered to the DPU yet");
     }
 
     int dma_engine_in(int tile) const { return tile % s_.target.dma_engines; }
@@ -159,14 +216,13 @@ class LayerBuilder {
         return s_.program.add_buffer(b);
     }
 
-    int add_dma(const std::string &task_name, int engine, const View &src, const View &dst,
-                std::vector<int> deps) {
+    int add_dma(const std::string &task_name, int engine, DmaWork copy, std::vector<int> deps) {
         TaskIR t;
         t.name = task_name;
         t.layer = name();
         t.engine = blob::EngineKind::Dma;
         t.index = uint32_t(engine);
-        t.work = DmaWork{src, {dst}};
+        t.work = std::move(copy);
         t.deps = std::move(deps);
         return s_.program.add_task(std::move(t));
     }
@@ -175,7 +231,9 @@ class LayerBuilder {
         return name() + "." + what + "." + std::to_string(t.tile) + "." + t.region.to_string();
     }
 
-    Pending load(const Task &task) {
+    // The DMAs bringing a task's inputs, after the tasks `after` (and after the producers'
+    // writers); inputs computed at this layer are computed here instead.
+    Pending load(const Task &task, const std::vector<int> &after = {}) {
         Pending p;
         p.task = task;
         p.input_regions = input_regions(plan_.layer, task.region);
@@ -189,31 +247,93 @@ class LayerBuilder {
         for (int i : dma_inputs) {
             const dsl::Layer &producer = plan_.layer.inputs()[size_t(i)];
             const Region &r = p.input_regions[size_t(i)];
-            View whole = tensor_view(inputs_[size_t(i)], producer.output());
+            if (computed_here(producer)) {
+                const Fused &fused = fused_input(i, task);
+                p.inputs.push_back(sub_view(fused.dest, r, origin_of(fused.region)));
+                p.loads.insert(p.loads.end(), fused.writers.begin(), fused.writers.end());
+                continue;
+            }
+            View whole = tensor_view(s_.tensor_buffer.at(producer.name()), producer.output());
             View src = sub_view(whole, r);
             int buf =
                 add_cmx_buffer(name() + ".in" + std::to_string(i), task.tile, view_bytes(src));
             View dst = dense_cmx_view(buf, src.dtype, r, src.zero_point);
+            std::vector<int> deps = s_.writers_of(producer.name());
+            deps.insert(deps.end(), after.begin(), after.end());
             p.loads.push_back(add_dma(task_name(task, "load" + std::to_string(i)),
-                                      dma_engine_in(task.tile), src, dst,
-                                      s_.writers_of(producer.name())));
+                                      dma_engine_in(task.tile), DmaWork{src, {dst}}, deps));
             p.inputs.push_back(dst);
         }
         if (!plan_.on_shave && has_weights()) {
-            // Tasks of a tile computing the same output channels share one copy of the weights.
-            const Interval oc = task.region.dims[0];
-            auto key = std::make_tuple(task.tile, oc.begin, oc.end);
-            auto it = loaded_weights_.find(key);
-            if (it == loaded_weights_.end()) {
-                load_weights(p);
-                loaded_weights_[key] = {p.weights, p.table, {p.loads.end() - 2, p.loads.end()}};
-            } else {
-                p.weights = it->second.weights;
-                p.table = it->second.table;
-                p.loads.insert(p.loads.end(), it->second.loads.begin(), it->second.loads.end());
-            }
+            const LoadedWeights &w = loaded_weights_.at({channels_of(task), task.tile});
+            p.weights = w.weights;
+            p.table = w.table;
+            p.loads.insert(p.loads.end(), w.loads.begin(), w.loads.end());
         }
         return p;
+    }
+
+    // The producer is computed at one of this layer's loops.
+    bool computed_here(const dsl::Layer &producer) const {
+        auto it = builders_.find(producer.name()); // network inputs have no builder
+        if (it == builders_.end()) return false;
+        const LoopNest &nest = it->second->plan_.nest;
+        return !nest.compute_root && nest.compute_at_layer == name();
+    }
+
+    // A producer's output computed into CMX once per iteration of the loop it is computed at:
+    // the region every task of that iteration on `task`'s tile reads, halos included (tasks of
+    // different iterations each compute their halo).
+    struct Fused {
+        View dest;
+        Region region;
+        std::vector<int> writers;
+    };
+
+    const Fused &fused_input(int input, const Task &task) {
+        const dsl::Layer &producer = plan_.layer.inputs()[size_t(input)];
+        const LayerBuilder &builder = *builders_.at(producer.name());
+        const auto loops = plan_.nest.task_loop_names();
+        const size_t depth =
+            size_t(std::find(loops.begin(), loops.end(), builder.plan_.nest.compute_at_loop) -
+                   loops.begin()) +
+            1;
+        auto iteration = [&](const Task &t) {
+            return std::vector<int64_t>(t.loop_index.begin(),
+                                        t.loop_index.begin() +
+                                            long(std::min(depth, t.loop_index.size())));
+        };
+        const auto key = std::make_tuple(input, task.tile, iteration(task));
+        if (auto it = fused_.find(key); it != fused_.end()) return it->second;
+        Fused fused;
+        bool first = true;
+        for (const Task &t : *context_) {
+            if (t.tile != task.tile || iteration(t) != iteration(task)) continue;
+            const Region r = input_regions(plan_.layer, t.region)[size_t(input)];
+            for (size_t d = 0; d < 3; ++d) {
+                Interval &u = fused.region.dims[d];
+                u = first ? r.dims[d]
+                          : Interval{std::min(u.begin, r.dims[d].begin),
+                                     std::max(u.end, r.dims[d].end)};
+            }
+            first = false;
+        }
+        const dsl::TensorDesc &desc = producer.output();
+        const blob::DType dtype = blob_dtype(desc.type);
+        const int32_t zero_point =
+            !desc.quant.empty() && !desc.quant.per_channel() ? desc.quant.zero_point[0] : 0;
+        const int buf = add_cmx_buffer(producer.name() + ".at." + name(), task.tile,
+                                       uint64_t(fused.region.elements()) * elem_bytes(dtype));
+        fused.dest = dense_cmx_view(buf, dtype, fused.region, zero_point);
+        fused.writers =
+            builders_.at(producer.name())->compute_region(fused.region, task.tile, fused.dest);
+        return fused_[key] = std::move(fused);
+    }
+
+    // The tasks being built: all of a root layer's, or one region's.
+    void start_context(const std::vector<Task> &tasks) {
+        context_ = &tasks;
+        fused_.clear();
     }
 
     bool has_weights() const {
@@ -221,53 +341,122 @@ class LayerBuilder {
                d_.op == target::DpuOpKind::MatMul;
     }
 
-    // Weights of output channels [c0, c1) in the DPU's layout: channel by channel, each
-    // (IC, KW, KH) dense, and the weight table pointing at every channel's set.
-    void load_weights(Pending &p) {
-        const Interval oc = p.task.region.dims[0];
+    static std::pair<int64_t, int64_t> channels_of(const Task &t) {
+        return {t.region.dims[0].begin, t.region.dims[0].end};
+    }
+
+    // The DPU has no dilation: a dilated kernel runs as the kernel spanning the same window,
+    // with zero weights between the taps.
+    int kernel_span_w() const { return (d_.kernel_w - 1) * d_.dilation_w + 1; }
+    int kernel_span_h() const { return (d_.kernel_h - 1) * d_.dilation_h + 1; }
+
+    // The DPU runs one group of a grouped convolution per task: tasks whose output channels
+    // span several groups become one task per group.
+    std::vector<Task> split_by_group(const std::vector<Task> &tasks) const {
+        if (plan_.on_shave || d_.groups == 1) return tasks;
+        const int64_t per_group = plan_.layer.output().shape[dsl::dims::C] / d_.groups;
+        std::vector<Task> out;
+        for (const Task &t : tasks) {
+            const Interval c = t.region.dims[0];
+            for (int64_t begin = c.begin; begin < c.end;) {
+                const int64_t end = std::min(c.end, (begin / per_group + 1) * per_group);
+                Task part = t;
+                part.region.dims[0] = {begin, end};
+                out.push_back(part);
+                begin = end;
+            }
+        }
+        return out;
+    }
+
+    // Weights of output channels [c0, c1) in the DPU's layout, channel by channel, each
+    // (IC, KW, KH) dense (IC of one group for grouped convolutions), followed by the weight
+    // table pointing at every channel's set: one constant, copied by one DMA into the CMX of
+    // every tile that computes these channels.
+    void load_weights(std::pair<int64_t, int64_t> channels, const std::vector<int> &users) {
+        std::vector<int> tiles;
+        for (int tile : users)
+            if (!loaded_weights_.count({channels, tile})) tiles.push_back(tile);
+        if (tiles.empty()) return;
+        const Interval oc{channels.first, channels.second};
         const auto &w = d_.weights;
         const bool depthwise = d_.op == target::DpuOpKind::DepthwiseConv;
         const int ic = depthwise ? 1 : w.dim(0).extent();
-        const int kw = w.dimensions() > 2 ? w.dim(1).extent() : 1;
-        const int kh = w.dimensions() > 2 ? w.dim(2).extent() : 1;
+        const int kw = kernel_span_w(), kh = kernel_span_h();
         const int elem = w.type().bytes();
         const uint64_t per_channel = uint64_t(ic) * kw * kh * elem;
-        std::vector<uint8_t> data(per_channel * uint64_t(oc.extent()));
-        std::vector<int32_t> table;
+        const uint64_t table_offset = (per_channel * uint64_t(oc.extent()) + 63) / 64 * 64;
+        std::vector<uint8_t> data(table_offset + uint64_t(oc.extent()) * 4 * sizeof(int32_t));
+        // A weight equal to the zero point contributes nothing (int8); +0.0 for fp16.
+        const uint8_t zero_weight = w.type().is_float() ? 0 : uint8_t(d_.weights_zero_point);
         for (int64_t c = oc.begin; c < oc.end; ++c) {
             uint8_t *out = data.data() + (c - oc.begin) * per_channel;
             for (int ky = 0; ky < kh; ++ky)
                 for (int kx = 0; kx < kw; ++kx)
                     for (int i = 0; i < ic; ++i) {
-                        int pos4[4] = {i, kx, ky, int(c)};
+                        if (kx % d_.dilation_w != 0 || ky % d_.dilation_h != 0) {
+                            std::memset(out, zero_weight, size_t(elem));
+                            out += elem;
+                            continue;
+                        }
+                        int pos4[4] = {i, kx / d_.dilation_w, ky / d_.dilation_h, int(c)};
                         int pos2[2] = {i, int(c)};
                         const uint8_t *src = w.dimensions() > 2 ? w.raw_buffer()->address_of(pos4)
                                                                 : w.raw_buffer()->address_of(pos2);
                         std::memcpy(out, src, size_t(elem));
                         out += elem;
                     }
-            table.insert(table.end(), {int32_t((c - oc.begin) * per_channel), 0,
-                                       int32_t(requant_word(c)), bias_word(c)});
+            const int32_t entry[4] = {int32_t((c - oc.begin) * per_channel), 0,
+                                      int32_t(requant_word(c)), bias_word(c)};
+            std::memcpy(data.data() + table_offset + uint64_t(c - oc.begin) * sizeof(entry), entry,
+                        sizeof(entry));
         }
-        const blob::DType wtype = blob_dtype(w.type());
-        View weights_src = constant(data, wtype);
-        View table_src = constant(table, blob::DType::I32);
-        weights_src.dims = {blob::Dim(uint32_t(ic), 1), blob::Dim(uint32_t(kw), ic),
-                            blob::Dim(uint32_t(kh), int64_t(ic) * kw),
-                            blob::Dim(uint32_t(oc.extent()), int64_t(per_channel / elem))};
-        weights_src.zero_point = d_.weights_zero_point;
-        table_src.dims = {blob::Dim(4, 1), blob::Dim(uint32_t(oc.extent()), 4)};
-        for (View *src : {&weights_src, &table_src}) {
-            bool is_table = src == &table_src;
-            int buf = add_cmx_buffer(name() + (is_table ? ".table" : ".weights"), p.task.tile,
-                                     view_bytes(*src));
-            View dst = *src;
+        View src = constant(data, blob::DType::U8);
+        src.dims = {blob::Dim(uint32_t(data.size()), 1)};
+        View weights = src, table = src;
+        weights.dtype = blob_dtype(w.type());
+        weights.dims = {blob::Dim(uint32_t(ic), 1), blob::Dim(uint32_t(kw), ic),
+                        blob::Dim(uint32_t(kh), int64_t(ic) * kw),
+                        blob::Dim(uint32_t(oc.extent()), int64_t(per_channel / elem))};
+        weights.zero_point = d_.weights_zero_point;
+        table.dtype = blob::DType::I32;
+        table.offset = table_offset;
+        table.dims = {blob::Dim(4, 1), blob::Dim(uint32_t(oc.extent()), 4)};
+
+        std::vector<View> dsts;
+        for (int tile : tiles) {
+            const int buf = add_cmx_buffer(name() + ".weights", tile, data.size());
+            View dst = src;
             dst.buffer = buf;
-            dst.offset = 0;
-            p.loads.push_back(add_dma(task_name(p.task, is_table ? "table" : "weights"),
-                                      dma_engine_in(p.task.tile), *src, dst, {}));
-            (is_table ? p.table : p.weights) = dst;
+            dsts.push_back(dst);
+            weights.buffer = table.buffer = buf;
+            loaded_weights_[{channels, tile}] = {weights, table, {}};
         }
+        std::vector<int> loads;
+        // Several tiles waiting for the same weights share the copy out between the DMA
+        // engines their inputs come on, so that no tile's first input queues behind all of it;
+        // each part moves at least a DMA latency's worth of bytes, or its latency costs more
+        // than the split saves.
+        const double latency_bytes =
+            s_.target.dma_timing.ddr_to_cmx_latency_ns * s_.target.ddr_bandwidth_gbps;
+        const size_t parts =
+            std::clamp<size_t>(size_t(double(data.size()) / latency_bytes), 1,
+                               std::min(tiles.size(), size_t(s_.target.dma_engines)));
+        const std::string channel_range =
+            "c[" + std::to_string(oc.begin) + "," + std::to_string(oc.end) + ")";
+        for (size_t part = 0; part < parts; ++part) {
+            const uint64_t begin = data.size() * part / parts,
+                           end = data.size() * (part + 1) / parts;
+            DmaWork copy{src, dsts};
+            copy.src.offset += begin;
+            for (View &d : copy.dsts) d.offset += begin;
+            copy.src.dims = {blob::Dim(uint32_t(end - begin), 1)};
+            for (View &d : copy.dsts) d.dims = copy.src.dims;
+            loads.push_back(
+                add_dma(name() + ".weights." + channel_range + "." + std::to_string(part),
+                        dma_engine_in(tiles[part]), copy, {}));
+        }
+        for (int tile : tiles) loaded_weights_[{channels, tile}].loads = loads;
     }
 
     template <typename T> View constant(const std::vector<T> &values, blob::DType dtype) {
@@ -318,13 +507,13 @@ class LayerBuilder {
             int64_t needed = (out_extent - 1) * stride + kernel;
             after = uint8_t(std::max<int64_t>(0, needed - before - in_range.extent()));
         };
-        t.kernel_w = uint8_t(d_.kernel_w);
-        t.kernel_h = uint8_t(d_.kernel_h);
+        t.kernel_w = uint8_t(kernel_span_w());
+        t.kernel_h = uint8_t(kernel_span_h());
         t.stride_w = uint8_t(d_.stride_w);
         t.stride_h = uint8_t(d_.stride_h);
-        pads(out.dims[1].begin, out.dims[1].extent(), d_.stride_w, d_.pad_left, d_.kernel_w,
+        pads(out.dims[1].begin, out.dims[1].extent(), d_.stride_w, d_.pad_left, t.kernel_w,
              in.dims[1], t.pad_left, t.pad_right);
-        pads(out.dims[2].begin, out.dims[2].extent(), d_.stride_h, d_.pad_top, d_.kernel_h,
+        pads(out.dims[2].begin, out.dims[2].extent(), d_.stride_h, d_.pad_top, t.kernel_h,
              in.dims[2], t.pad_top, t.pad_bottom);
     }
 
@@ -391,7 +580,8 @@ class LayerBuilder {
                 w.out_h = int(v[2].extent());
                 w.in_c =
                     d_.op == target::DpuOpKind::Conv || d_.op == target::DpuOpKind::MatMul
-                        ? int(plan_.layer.inputs()[size_t(d_.input)].output().shape[dsl::dims::C])
+                        ? int(plan_.layer.inputs()[size_t(d_.input)].output().shape[dsl::dims::C] /
+                              d_.groups)
                         : w.out_c;
                 w.in_w = (w.out_w - 1) * t.stride_w + t.kernel_w;
                 w.in_h = (w.out_h - 1) * t.stride_h + t.kernel_h;
@@ -408,7 +598,8 @@ class LayerBuilder {
         return best;
     }
 
-    void compute_and_store(const Pending &p) {
+    // Returns the compute task.
+    int compute_and_store(const Pending &p) {
         const dsl::TensorDesc &out_desc = plan_.layer.output();
         View whole_out = tensor_view(output_, out_desc);
         int out_buf = add_cmx_buffer(name() + ".out", p.task.tile,
@@ -416,8 +607,10 @@ class LayerBuilder {
         View out_cmx =
             dense_cmx_view(out_buf, whole_out.dtype, p.task.region, whole_out.zero_point);
         int compute = plan_.on_shave ? shave_task(p, out_cmx) : dpu_task(p, out_cmx);
-        writers.push_back(add_dma(task_name(p.task, "store"), dma_engine_out(p.task.tile), out_cmx,
-                                  sub_view(whole_out, p.task.region), {compute}));
+        writers.push_back(add_dma(task_name(p.task, "store"), dma_engine_out(p.task.tile),
+                                  DmaWork{out_cmx, {sub_view(whole_out, p.task.region)}},
+                                  {compute}));
+        return compute;
     }
 
     static std::vector<int32_t> mins_of(const Region &r) {
@@ -489,15 +682,18 @@ class LayerBuilder {
 
     struct LoadedWeights {
         View weights, table;
-        std::vector<int> loads;
+        std::vector<int> loads; // the DMA tasks copying them
     };
-    std::map<std::tuple<int, int64_t, int64_t>, LoadedWeights> loaded_weights_;
+    // Per range of output channels and tile.
+    std::map<std::pair<std::pair<int64_t, int64_t>, int>, LoadedWeights> loaded_weights_;
+    std::map<std::tuple<int, int, std::vector<int64_t>>, Fused> fused_;
+    const std::vector<Task> *context_ = nullptr;
 
     LoweringState &s_;
     const LayerPlan &plan_;
     const DpuOpDesc &d_;
+    const Builders &builders_;
     int output_ = -1;
-    std::vector<int> inputs_;
     std::vector<int> next_dpu_; // per tile: the DPU the next task goes to
 };
 
@@ -516,6 +712,7 @@ void build_tasks(LoweringState &s) {
     }
     p.outputs.resize(outputs.size());
     for (const auto &plan : s.plans) {
+        if (!plan.nest.compute_root) continue; // lives in its consumer's CMX only
         const auto &t = plan.layer.output();
         auto out = std::find_if(outputs.begin(), outputs.end(),
                                 [&](const dsl::Layer &l) { return l.same_as(plan.layer); });
@@ -529,8 +726,12 @@ void build_tasks(LoweringState &s) {
         }
         s.tensor_buffer[plan.layer.name()] = p.add_buffer(b);
     }
+    Builders builders;
+    for (const auto &plan : s.plans)
+        builders[plan.layer.name()] = std::make_unique<LayerBuilder>(s, plan, builders);
     for (const auto &plan : s.plans) {
-        LayerBuilder builder(s, plan);
+        if (!plan.nest.compute_root) continue; // built by its consumer
+        LayerBuilder &builder = *builders.at(plan.layer.name());
         builder.build();
         s.layer_writers[plan.layer.name()] = builder.writers;
     }

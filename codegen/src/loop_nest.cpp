@@ -15,7 +15,9 @@ using dsl::ScheduleError;
 
 constexpr int kDimC = 0, kDimY = 2;
 constexpr const char *kDimNames[3] = {"c", "x", "y"};
-constexpr int64_t kMaxPrefetch = 3;
+// Deeper prefetch only holds more CMX: 8 covers a load ahead for each DPU of a tile (vpu20
+// has five) with room to spare.
+constexpr int64_t kMaxPrefetch = 8;
 
 std::string join(const std::vector<std::string> &names) {
     if (names.empty()) return "none";
@@ -120,6 +122,7 @@ class Resolver {
             current_ = &d;
             apply(d);
         }
+        check_computed_at_consumer();
         std::stable_partition(nest_.loops.begin(), nest_.loops.end(),
                               [](const Loop &l) { return !l.task_loop; });
         return nest_;
@@ -376,9 +379,35 @@ class Resolver {
         if (std::count(task_loops.begin(), task_loops.end(), loop) == 0)
             fail("'" + loop + "' is not a task loop of '" + consumer +
                  "' (task loops: " + join(task_loops) + "; or compute_root())");
+        if (consumers.size() > 1)
+            fail("compute_at keeps the result in the CMX of one consumer, and '" + layer_.name() +
+                 "' has " + std::to_string(consumers.size()) + " (" + join(names) +
+                 "); legal: compute_root()");
+        for (const dsl::Layer &out : graph_.outputs())
+            if (out.same_as(layer_))
+                fail("'" + layer_.name() +
+                     "' is a network output, which lives in DDR; legal: compute_root()");
         nest_.compute_root = false;
         nest_.compute_at_layer = consumer;
         nest_.compute_at_loop = loop;
+    }
+
+    // A layer computed at a consumer's loop runs on that consumer's tile, once per iteration
+    // of the loop, with its inputs loaded just before: distribution and prefetch belong to the
+    // consumer's schedule.
+    void check_computed_at_consumer() {
+        if (nest_.compute_root) return;
+        for (const Directive &d : layer_.schedule().directives()) {
+            current_ = &d;
+            if (d.kind == Directive::Kind::Distribute)
+                fail("a layer computed at '" + nest_.compute_at_layer +
+                     "' runs on that layer's tiles (legal: distribute the consumer, or "
+                     "compute_root())");
+            if (d.kind == Directive::Kind::Prefetch && d.factors[0] > 0)
+                fail("a layer computed at '" + nest_.compute_at_layer +
+                     "' is computed when its consumer loads its inputs, so the consumer's "
+                     "prefetch covers it (legal: prefetch(0), or compute_root())");
+        }
     }
 
     void on_dpu(const std::string &mode) {
@@ -497,6 +526,7 @@ std::optional<Task> task_at(const LoopNest &nest, const std::vector<const Loop *
     for (const LoopRelation &rel : nest.relations)
         if (rel.kind == LoopRelation::Kind::Distribute)
             task.tile = int(range[size_t(rel.outer)].begin);
+    task.loop_index = index;
     return task;
 }
 

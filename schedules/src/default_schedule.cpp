@@ -69,8 +69,11 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
         cmx_per_row += 2 * ratio * row_bytes(in.output());
         ddr_per_row += ratio * row_bytes(in.output());
     }
-    // Double-buffered inputs and outputs, and room for the weights: a quarter of CMX per task.
-    const int64_t budget = int64_t(target.cmx_usable_bytes) / 4;
+    // A tile runs one task per DPU at once (vpu20: five), each with double-buffered inputs and
+    // outputs, and needs room for the weights: a quarter of CMX per task with one DPU, a tenth
+    // with five.
+    const int64_t parallel = std::max(1, target.dpus_per_tile);
+    const int64_t budget = int64_t(target.cmx_usable_bytes) / (2 * std::max<int64_t>(2, parallel));
     const int64_t fit_rows = std::max<int64_t>(1, budget / std::max<int64_t>(cmx_per_row, 1));
     const int64_t rows_per_tile = ceil_div(rows, tiles);
     // Tiles sharing a DMA engine queue their transfers, and their latencies, one after another
@@ -79,10 +82,11 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
     const double min_task_bytes = kMinTaskLatencies * tiles_per_engine *
                                   target.dma_timing.ddr_to_cmx_latency_ns *
                                   target.ddr_bandwidth_gbps; // ns * bytes/ns
+    // At least one task per DPU, or the tile's other DPUs idle.
     const int64_t tasks =
-        std::max(std::clamp<int64_t>(int64_t(double(rows_per_tile * ddr_per_row) / min_task_bytes),
-                                     1, kTasksPerTile),
-                 ceil_div(rows_per_tile, fit_rows));
+        std::max({std::clamp<int64_t>(int64_t(double(rows_per_tile * ddr_per_row) / min_task_bytes),
+                                      1, kTasksPerTile),
+                  ceil_div(rows_per_tile, fit_rows), std::min(parallel, rows_per_tile)});
     // Equal tasks, rounded up to whole blocks unless that breaks the CMX share.
     const int64_t block = block_rows(layer, target);
     int64_t task_rows = ceil_div(rows_per_tile, tasks);
@@ -92,7 +96,9 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
     dsl::Schedule s;
     if (tiles > 1) s.distribute("y", tiles, dsl::Strategy::SplitOverHeight);
     if (task_rows < rows_per_tile) s.split("y", "yo", "yi", task_rows);
-    s.prefetch(1);
+    // Loads run ahead of the computation by one task per DPU: a tile's DPUs then all compute
+    // while the next inputs arrive (one would be plain double buffering on a one-DPU tile).
+    s.prefetch(parallel);
     return s;
 }
 

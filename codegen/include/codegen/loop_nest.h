@@ -66,8 +66,9 @@ struct LoopRelation {
 };
 
 struct Task {
-    Region region; // the output this task computes
-    int tile = 0;  // NCE tile
+    Region region;                   // the output this task computes
+    int tile = 0;                    // NCE tile
+    std::vector<int64_t> loop_index; // of every task loop, outermost first
 };
 
 // Task loops are always outside the loops that run inside a task: after applying the schedule

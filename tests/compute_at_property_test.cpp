@@ -1,0 +1,146 @@
+// compute_at changes speed, never results: chains of two or three layers whose producers are
+// computed at a random task loop of their consumer (with random splits of their own), under
+// random consumer schedules, give the CPU reference's bytes on both targets.
+//
+// VPUC_PROPERTY_SCHEDULES sets the number of chains (30 when unset); seeds are fixed. A
+// failure prints the seed and every layer's schedule.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "algorithms/layers.h"
+#include "algorithms/reference.h"
+#include "codegen/loop_nest.h"
+#include "codegen/lower.h"
+#include "schedules/random_schedule.h"
+#include "vpu_target/simulator.h"
+
+using namespace vpuc;
+
+namespace {
+
+constexpr int kDefaultChains = 30;
+
+int chains() {
+    const char *env = std::getenv("VPUC_PROPERTY_SCHEDULES");
+    const int n = env && *env ? std::atoi(env) : kDefaultChains;
+    return n > 0 ? n : kDefaultChains;
+}
+
+int draw(std::mt19937 &rng, int lo, int hi) {
+    return lo + int(rng() % uint32_t(hi - lo + 1));
+}
+
+algorithms::QuantWeights weights(int ic, int k, int oc, std::mt19937 &rng) {
+    algorithms::QuantWeights w;
+    w.weights = Halide::Buffer<int8_t>(ic, k, k, oc);
+    w.weights.for_each_value([&](int8_t &v) { v = int8_t(draw(rng, -60, 60)); });
+    for (int c = 0; c < oc; ++c) w.bias.push_back(draw(rng, -1500, 1500));
+    w.requant = {algorithms::fixed_point(0.004)};
+    w.output_type = dsl::ElemType::U8;
+    w.output_quant = dsl::Quant::per_tensor(0.05f, 8);
+    return w;
+}
+
+// A 3x3 (pad 1) or 1x1 conv with ReLU, or a 3x3 max pool (stride 1, pad 1).
+dsl::Layer random_layer(const std::string &name, const dsl::Layer &in, std::mt19937 &rng) {
+    const int ic = int(in.output().shape[dsl::dims::C]);
+    switch (rng() % 3) {
+    case 0: {
+        algorithms::PoolParams pool;
+        pool.kernel_w = pool.kernel_h = 3;
+        pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
+        return algorithms::max_pool(name, in, pool);
+    }
+    case 1: {
+        algorithms::Conv2dParams p;
+        p.activation = algorithms::Activation::relu();
+        return algorithms::conv2d(name, in, weights(ic, 1, 16 * draw(rng, 1, 2), rng), p);
+    }
+    default: {
+        algorithms::Conv2dParams p;
+        p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
+        p.activation = algorithms::Activation::relu();
+        return algorithms::conv2d(name, in, weights(ic, 3, 16 * draw(rng, 1, 2), rng), p);
+    }
+    }
+}
+
+// The producer's own loops: none, or splits of y, x and c.
+void random_own_splits(dsl::Schedule &s, std::mt19937 &rng) {
+    if (rng() % 2) s.split("y", "py", "pyi", draw(rng, 1, 5));
+    if (rng() % 3 == 0) s.split("x", "px", "pxi", draw(rng, 2, 9));
+    if (rng() % 4 == 0) s.split("c", "pc", "pci", 16);
+}
+
+std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
+    const auto *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
+    return std::vector<uint8_t>(p, p + b.size_in_bytes());
+}
+
+TEST(ComputeAtProperty, RandomFusedChainsGiveTheReferenceResult) {
+    const int n = chains();
+    int failures = 0;
+    for (int i = 0; i < n; ++i) {
+        const uint32_t seed = 9000 + uint32_t(i);
+        std::mt19937 rng(seed);
+        const std::string target_name = i % 2 ? "vpu20" : "vpu27";
+        const target::Target target = target::load_target(target_name);
+
+        dsl::TensorDesc desc;
+        desc.name = "in";
+        desc.shape = dsl::Shape{1, 16 * draw(rng, 1, 2), draw(rng, 5, 14), draw(rng, 5, 14)};
+        desc.type = dsl::ElemType::U8;
+        desc.quant = dsl::Quant::per_tensor(0.05f, 120);
+        desc.order = dsl::DimsOrder::NHWC();
+        dsl::Layer in = dsl::Layer::input(desc);
+        std::vector<dsl::Layer> chain = {random_layer("l0", in, rng)};
+        const int length = draw(rng, 2, 3);
+        while (int(chain.size()) < length)
+            chain.push_back(random_layer("l" + std::to_string(chain.size()), chain.back(), rng));
+        dsl::Graph graph("chain", {chain.back()});
+
+        // The last layer is computed at root with a random schedule that has a task loop;
+        // each earlier one is computed at a random task loop of the next.
+        chain.back().schedule() = schedules::random_schedule(chain.back(), target, rng);
+        if (codegen::resolve_loop_nest(graph, chain.back(), target).task_loop_names().empty())
+            chain.back().schedule().split("y", "ry", "ryi", draw(rng, 1, 4));
+        for (int l = int(chain.size()) - 2; l >= 0; --l) {
+            const auto loops =
+                codegen::resolve_loop_nest(graph, chain[size_t(l) + 1], target).task_loop_names();
+            if (loops.empty()) break; // the earlier layers stay at root
+            dsl::Schedule &s = chain[size_t(l)].schedule();
+            random_own_splits(s, rng);
+            s.compute_at(chain[size_t(l) + 1].name(), loops[rng() % loops.size()]);
+        }
+
+        std::ostringstream schedules;
+        for (const dsl::Layer &l : chain)
+            schedules << "  " << l.name() << ": " << l.schedule().to_string() << "\n";
+        try {
+            Halide::Buffer<> input = algorithms::make_buffer(desc);
+            Halide::Buffer<uint8_t> typed(input);
+            typed.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
+            const auto expected = algorithms::run_reference(graph, {input});
+            sim::Simulator simulator(target, codegen::lower(graph, target));
+            const auto result = simulator.run({bytes_of(input)});
+            if (result.outputs.at(0) != bytes_of(expected.at(0))) {
+                ADD_FAILURE() << "seed " << seed << " on " << target_name
+                              << ": result differs from the reference\n"
+                              << schedules.str();
+                ++failures;
+            }
+        } catch (const std::exception &e) {
+            ADD_FAILURE() << "seed " << seed << " on " << target_name << ": " << e.what() << "\n"
+                          << schedules.str();
+            ++failures;
+        }
+    }
+    EXPECT_EQ(failures, 0) << failures << " of " << n << " chains failed";
+}
+
+} // namespace
