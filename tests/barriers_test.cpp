@@ -10,86 +10,16 @@
 #include <tuple>
 
 #include "../codegen/src/passes.h"
-#include "algorithms/layers.h"
-#include "algorithms/reference.h"
-#include "codegen/lower.h"
-#include "vpu_target/simulator.h"
+#include "lowering_fixtures.h"
 
 using namespace vpuc;
+using namespace vpuc::test;
 using codegen::BarrierIR;
 using codegen::LoweringState;
 using codegen::Program;
 using codegen::TaskIR;
 
 namespace {
-
-// ---- Layers, as in lower_test.cpp ----------------------------------------------------------
-
-dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h) {
-    dsl::TensorDesc t;
-    t.name = name;
-    t.shape = dsl::Shape({1, c, h, w});
-    t.type = dsl::ElemType::U8;
-    t.quant = dsl::Quant::per_tensor(0.05f, 120);
-    t.order = dsl::DimsOrder::NHWC();
-    return t;
-}
-
-algorithms::QuantWeights weights(int ic, int k, int oc, uint32_t seed) {
-    std::mt19937 rng(seed);
-    auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-    algorithms::QuantWeights qw;
-    qw.weights = Halide::Buffer<int8_t>(ic, k, k, oc);
-    qw.weights.for_each_value([&](int8_t &v) { v = int8_t(uni(-100, 100)); });
-    qw.zero_point = 0;
-    for (int c = 0; c < oc; ++c) {
-        qw.bias.push_back(uni(-2000, 2000));
-        qw.requant.push_back(algorithms::fixed_point(0.004 + 0.0003 * c));
-    }
-    qw.output_type = dsl::ElemType::U8;
-    qw.output_quant = dsl::Quant::per_tensor(0.05f, 10);
-    return qw;
-}
-
-dsl::Layer conv3x3(const std::string &name, const dsl::Layer &in, int oc, uint32_t seed) {
-    algorithms::Conv2dParams p;
-    p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
-    p.activation = algorithms::Activation::relu();
-    int ic = int(in.output().shape[dsl::dims::C]);
-    return algorithms::conv2d(name, in, weights(ic, 3, oc, seed), p);
-}
-
-Halide::Buffer<> random_input(const dsl::TensorDesc &t, uint32_t seed) {
-    Halide::Buffer<> b = algorithms::make_buffer(t);
-    std::mt19937 rng(seed);
-    Halide::Buffer<uint8_t> typed(b);
-    typed.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
-    return b;
-}
-
-std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
-    const uint8_t *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
-    return std::vector<uint8_t>(p, p + b.size_in_bytes());
-}
-
-// Compiles `graph` (lower() verifies the blob), runs it and compares every output with the
-// reference.
-void compile_and_check(const dsl::Graph &graph, const target::Target &target) {
-    std::vector<uint8_t> blob = codegen::lower(graph, target);
-    std::vector<Halide::Buffer<>> inputs;
-    std::vector<std::vector<uint8_t>> input_bytes;
-    uint32_t seed = 7;
-    for (const auto &in : graph.inputs()) {
-        inputs.push_back(random_input(in.output(), seed++));
-        input_bytes.push_back(bytes_of(inputs.back()));
-    }
-    auto expected = algorithms::run_reference(graph, inputs);
-    sim::Simulator simulator(target, blob);
-    auto result = simulator.run(input_bytes);
-    ASSERT_EQ(result.outputs.size(), expected.size());
-    for (size_t i = 0; i < expected.size(); ++i)
-        EXPECT_EQ(result.outputs[i], bytes_of(expected[i])) << "output " << i;
-}
 
 target::Target with_barriers(const std::string &name, int barriers) {
     target::Target t = target::load_target(name);

@@ -12,14 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/layers.h"
-#include "algorithms/reference.h"
 #include "codegen/loop_nest.h"
-#include "codegen/lower.h"
+#include "lowering_fixtures.h"
 #include "schedules/random_schedule.h"
-#include "vpu_target/simulator.h"
 
 using namespace vpuc;
+using vpuc::test::bytes_of;
 
 namespace {
 
@@ -75,11 +73,6 @@ void random_own_splits(dsl::Schedule &s, std::mt19937 &rng) {
     if (rng() % 2) s.split("y", "py", "pyi", draw(rng, 1, 5));
     if (rng() % 3 == 0) s.split("x", "px", "pxi", draw(rng, 2, 9));
     if (rng() % 4 == 0) s.split("c", "pc", "pci", 16);
-}
-
-std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
-    const auto *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
-    return std::vector<uint8_t>(p, p + b.size_in_bytes());
 }
 
 TEST(ComputeAtProperty, RandomFusedChainsGiveTheReferenceResult) {

@@ -318,8 +318,7 @@ TEST_F(LoopNestTest, PlacementEngineAndDataMovement) {
         .store_in(dsl::MemoryLevel::CMX)
         .on_dpu("CUBOID_8x16")
         .workloads("c", 2)
-        .prefetch(0)
-        .spill();
+        .prefetch(0);
     LoopNest nest = resolve();
     EXPECT_FALSE(nest.compute_root);
     EXPECT_EQ(nest.compute_at_layer, "relu2");
@@ -330,6 +329,10 @@ TEST_F(LoopNestTest, PlacementEngineAndDataMovement) {
     EXPECT_EQ(nest.workload_loop, "c");
     EXPECT_EQ(nest.workloads, 2);
     EXPECT_EQ(nest.prefetch, 0);
+    relu1.schedule() = dsl::Schedule().store_in(dsl::MemoryLevel::DDR).spill();
+    nest = resolve();
+    EXPECT_TRUE(nest.compute_root);
+    EXPECT_EQ(nest.store, dsl::MemoryLevel::DDR);
     EXPECT_TRUE(nest.spill);
 }
 
@@ -530,6 +533,24 @@ TEST_F(LoopNestTest, ComputeAtWithPrefetch) {
     EXPECT_EQ(error(), "layer 'relu1': prefetch(1): a layer computed at 'relu2' is computed when "
                        "its consumer loads its inputs, so the consumer's prefetch covers it "
                        "(legal: prefetch(0), or compute_root())");
+}
+
+TEST_F(LoopNestTest, StoreInCmxAtRoot) {
+    s1.store_in(dsl::MemoryLevel::CMX);
+    EXPECT_EQ(error(), "layer 'relu1': store_in(CMX): a layer computed at root stores its output "
+                       "to DDR, where its consumers load it (legal: store_in(DDR), or "
+                       "compute_at(consumer, loop) to keep it in the consumer's CMX)");
+}
+
+TEST_F(LoopNestTest, StoreInDdrOrSpillOfAComputedAtLayer) {
+    relu2.schedule().split("y", "yo", "yi", 4);
+    s1.compute_at("relu2", "yo").store_in(dsl::MemoryLevel::DDR);
+    EXPECT_EQ(error(), "layer 'relu1': store_in(DDR): a layer computed at 'relu2' lives in that "
+                       "layer's CMX (legal: store_in(CMX), or compute_root())");
+    relu1.schedule() = dsl::Schedule().compute_at("relu2", "yo").spill();
+    EXPECT_EQ(error(), "layer 'relu1': spill(): a layer computed at 'relu2' lives in that layer's "
+                       "CMX; going through DDR is what compute_root() does (legal: "
+                       "compute_root())");
 }
 
 TEST_F(LoopNestTest, ComputeAtOfALayerWithTwoConsumers) {

@@ -5,83 +5,13 @@
 #include <random>
 #include <sstream>
 
-#include "algorithms/layers.h"
-#include "algorithms/reference.h"
 #include "codegen/dpu_match.h"
-#include "codegen/lower.h"
-#include "vpu_target/simulator.h"
+#include "lowering_fixtures.h"
 
 using namespace vpuc;
+using namespace vpuc::test;
 
 namespace {
-
-dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h) {
-    dsl::TensorDesc t;
-    t.name = name;
-    t.shape = dsl::Shape({1, c, h, w});
-    t.type = dsl::ElemType::U8;
-    t.quant = dsl::Quant::per_tensor(0.05f, 120);
-    t.order = dsl::DimsOrder::NHWC();
-    return t;
-}
-
-algorithms::QuantWeights weights(int ic, int k, int oc, uint32_t seed) {
-    std::mt19937 rng(seed);
-    auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-    algorithms::QuantWeights qw;
-    qw.weights = Halide::Buffer<int8_t>(ic, k, k, oc);
-    qw.weights.for_each_value([&](int8_t &v) { v = int8_t(uni(-100, 100)); });
-    qw.zero_point = 0;
-    for (int c = 0; c < oc; ++c) {
-        qw.bias.push_back(uni(-2000, 2000));
-        qw.requant.push_back(algorithms::fixed_point(0.004 + 0.0003 * c));
-    }
-    qw.output_type = dsl::ElemType::U8;
-    qw.output_quant = dsl::Quant::per_tensor(0.05f, 10);
-    return qw;
-}
-
-dsl::Layer conv3x3(const std::string &name, const dsl::Layer &in, int oc, uint32_t seed,
-                   bool fused_relu = true) {
-    algorithms::Conv2dParams p;
-    p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
-    if (fused_relu) p.activation = algorithms::Activation::relu();
-    int ic = int(in.output().shape[dsl::dims::C]);
-    return algorithms::conv2d(name, in, weights(ic, 3, oc, seed), p);
-}
-
-Halide::Buffer<> random_input(const dsl::TensorDesc &t, uint32_t seed) {
-    Halide::Buffer<> b = algorithms::make_buffer(t);
-    std::mt19937 rng(seed);
-    Halide::Buffer<uint8_t> typed(b);
-    typed.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
-    return b;
-}
-
-std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
-    const uint8_t *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
-    return std::vector<uint8_t>(p, p + b.size_in_bytes());
-}
-
-// Compiles `graph`, runs it and compares every output with the reference.
-sim::RunResult compile_and_check(const dsl::Graph &graph, const std::string &target_name) {
-    target::Target target = target::load_target(target_name);
-    std::vector<uint8_t> blob = codegen::lower(graph, target);
-    std::vector<Halide::Buffer<>> inputs;
-    std::vector<std::vector<uint8_t>> input_bytes;
-    uint32_t seed = 7;
-    for (const auto &in : graph.inputs()) {
-        inputs.push_back(random_input(in.output(), seed++));
-        input_bytes.push_back(bytes_of(inputs.back()));
-    }
-    auto expected = algorithms::run_reference(graph, inputs);
-    sim::Simulator simulator(target, blob);
-    auto result = simulator.run(input_bytes);
-    EXPECT_EQ(result.outputs.size(), expected.size());
-    for (size_t i = 0; i < expected.size(); ++i)
-        EXPECT_EQ(result.outputs[i], bytes_of(expected[i])) << "output " << i;
-    return result;
-}
 
 struct ScheduleCase {
     std::string name;
@@ -147,7 +77,7 @@ TEST(Lower, DistributedTasksRunOnEveryTile) {
     dsl::Layer in = dsl::Layer::input(activation("in", 64, 28, 28));
     dsl::Layer conv = conv3x3("conv", in, 64, 4);
     conv.schedule().distribute("y", 2, dsl::Strategy::SplitOverHeight).prefetch(1).on_dpu();
-    auto result = compile_and_check(dsl::Graph("two", {conv}), "vpu27");
+    auto result = compile_and_check(dsl::Graph("two", {conv}), "vpu27").result;
     double busy[2] = {0, 0};
     for (const auto &e : result.engines)
         for (int tile = 0; tile < 2; ++tile)
@@ -314,6 +244,30 @@ TEST(Lower, DilatedAndGroupedConvolutionsOnTheDpu) {
         g.schedule().split("c", "co", "ci", 16).distribute("y", 2, dsl::Strategy::SplitOverHeight);
         compile_and_check(dsl::Graph("grouped", {g}), target_name);
     }
+}
+
+} // namespace
+
+namespace {
+
+// DDR scratch is reused once a tensor's readers are done. In a chain of four convolutions,
+// each loads both halves of its input (prefetch 1) before storing the first half of its
+// output, so every intermediate tensor can take the previous one's place: one tensor's worth
+// of scratch instead of three, the stores waiting for the loads.
+TEST(Lower, ScratchTensorsShareDdr) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 12, 12));
+    dsl::Layer c1 = conv3x3("c1", in, 16, 21);
+    dsl::Layer c2 = conv3x3("c2", c1, 16, 22);
+    dsl::Layer c3 = conv3x3("c3", c2, 16, 23);
+    dsl::Layer c4 = conv3x3("c4", c3, 16, 24);
+    for (dsl::Layer *l : {&c1, &c2, &c3, &c4})
+        l->schedule().split("y", "yo", "yi", 6).prefetch(1).on_dpu();
+    const dsl::Graph graph("four", {c4});
+    compile_and_check(graph, "vpu27");
+    const target::Target target = target::load_target("vpu27");
+    sim::Simulator simulator(target, codegen::lower(graph, target));
+    const uint64_t one_tensor = 16 * 12 * 12;
+    EXPECT_EQ(simulator.blob().header()->ddr_scratch_bytes(), one_tensor);
 }
 
 } // namespace

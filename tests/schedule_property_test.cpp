@@ -1,7 +1,8 @@
-// The scheduling property: a schedule changes speed, never results. For every DPU layer kind
-// the lowering supports, random legal schedules (schedules/random_schedule.h) compile, run on
-// the simulator and give the default schedule's output byte for byte, which is also the CPU
-// reference's (algorithms::run_reference).
+// The scheduling property: a schedule changes speed, never results. For every layer kind the
+// lowering supports, on the DPU (convolutions, dilated and grouped included, pools, eltwise,
+// matmul) or as SHAVE kernels (sigmoid, softmax), random legal schedules
+// (schedules/random_schedule.h) compile, run on the simulator and give the default schedule's
+// output byte for byte, which is also the CPU reference's (algorithms::run_reference).
 //
 // Each kind gets VPUC_PROPERTY_SCHEDULES random schedules (50 when unset), cycling through
 // kTargets, on small layers (16..48 channels, 7..20 pixels, odd sizes included) that change
@@ -113,6 +114,7 @@ struct Case {
 struct Kind {
     std::string name;
     std::function<Case(Draw &, int shape_index)> make;
+    dsl::Engine engine = dsl::Engine::DPU; // what random_schedule schedules it for
 };
 
 std::string dims(int64_t c, int64_t w, int64_t h) {
@@ -150,6 +152,23 @@ const std::vector<Kind> &kinds() {
              auto in = dsl::Layer::input(activation("in", ic, w, h, ElemType::F16, {}));
              return Case{algorithms::conv2d("conv", in, fw, p),
                          dims(ic, w, h) + " -> oc" + std::to_string(oc)};
+         }},
+        {"conv3x3_dilated_grouped",
+         [](Draw &draw, int) {
+             // Dilation 2 (a 5x5 span with zero taps on the DPU) and 2 or 4 groups (one DPU
+             // task per group, whatever the tasks' channel ranges).
+             int groups = draw(0, 1) ? 2 : 4;
+             int ic = 8 * draw(2, 4), oc = groups * draw(4, 12), w = draw(7, 20), h = draw(7, 20);
+             algorithms::Conv2dParams p;
+             p.dilation_w = p.dilation_h = 2;
+             p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 2;
+             p.groups = groups;
+             auto in = u8_input("in", ic, w, h);
+             return Case{
+                 algorithms::conv2d("conv", in,
+                                    weights({ic / groups, 3, 3, oc}, oc, ElemType::U8, draw), p),
+                 dims(ic, w, h) + " -> oc" + std::to_string(oc) + " groups " +
+                     std::to_string(groups)};
          }},
         {"conv1x1_stride2",
          [](Draw &draw, int) {
@@ -215,6 +234,22 @@ const std::vector<Kind> &kinds() {
                          "k" + std::to_string(k) + " m" + std::to_string(m) + " -> n" +
                              std::to_string(n)};
          }},
+        {"sigmoid",
+         [](Draw &draw, int) {
+             int c = draw(16, 48), w = draw(7, 20), h = draw(7, 20);
+             return Case{algorithms::sigmoid("sig", u8_input("in", c, w, h),
+                                             dsl::Quant::per_tensor(1.0f / 256, 0)),
+                         dims(c, w, h)};
+         },
+         dsl::Engine::SHAVE},
+        {"softmax",
+         [](Draw &draw, int) {
+             int c = draw(16, 48), w = draw(3, 12), h = draw(3, 12);
+             return Case{algorithms::softmax("soft", u8_input("in", c, w, h), dsl::dims::C,
+                                             dsl::Quant::per_tensor(1.0f / 256, 0)),
+                         dims(c, w, h)};
+         },
+         dsl::Engine::SHAVE},
     };
     return all;
 }
@@ -328,7 +363,7 @@ TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
             const target::Target &target = target_named(target_name);
             const uint32_t seed = seed_of(kind.name, "schedule", i);
             std::mt19937 rng(seed);
-            c.layer.schedule() = schedules::random_schedule(c.layer, target, rng);
+            c.layer.schedule() = schedules::random_schedule(c.layer, target, rng, kind.engine);
             const dsl::Schedule &s = c.layer.schedule();
             auto describe = [&] {
                 return where + " on " + target_name + ", schedule " + std::to_string(i) +
@@ -374,8 +409,9 @@ TEST(RandomSchedule, IsLegalBoundedReproducibleAndVaried) {
             const target::Target &target = target_named(name);
             for (uint32_t seed = 0; seed < 400; ++seed) {
                 std::mt19937 rng(seed), again(seed);
-                dsl::Schedule s = schedules::random_schedule(c.layer, target, rng);
-                ASSERT_EQ(s, schedules::random_schedule(c.layer, target, again));
+                const dsl::Engine engine = kinds()[k].engine;
+                dsl::Schedule s = schedules::random_schedule(c.layer, target, rng, engine);
+                ASSERT_EQ(s, schedules::random_schedule(c.layer, target, again, engine));
                 ASSERT_EQ(dsl::Schedule::from_json(s.to_json()), s);
                 c.layer.schedule() = s;
                 codegen::LoopNest nest;
@@ -396,7 +432,7 @@ TEST(RandomSchedule, IsLegalBoundedReproducibleAndVaried) {
         }
     }
     for (const char *d : {"split", "tile", "reorder", "distribute", "workloads", "prefetch",
-                          "on_dpu", "SOH", "SOK"})
+                          "on_dpu", "on_shave", "vectorize", "unroll", "SOH", "SOK"})
         EXPECT_TRUE(used.count(d)) << d;
     // The compiler's choice and every int8 mode of both targets.
     for (const char *m : {"", "CUBOID_16x16", "CUBOID_8x16", "CUBOID_4x16", "VECTOR", "MATRIX"})

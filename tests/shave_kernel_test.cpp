@@ -13,6 +13,7 @@
 #include "algorithms/reference.h"
 #include "codegen/lower.h"
 #include "codegen/shave_kernel.h"
+#include "lowering_fixtures.h"
 #include "vpu_target/shave_linker.h"
 #include "vpu_target/simulator.h"
 
@@ -23,6 +24,7 @@ using Halide::Expr;
 using Halide::Func;
 using Halide::ImageParam;
 using Halide::Var;
+using vpuc::test::activation;
 
 namespace {
 
@@ -490,55 +492,10 @@ TEST(ShaveKernel, ShaveShareIsTheSimulatorsLargestSlice) {
 
 // ---- SHAVE layers through the lowering -----------------------------------------------------
 
-dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h,
-                           dsl::ElemType type = dsl::ElemType::U8) {
-    dsl::TensorDesc t;
-    t.name = name;
-    t.shape = dsl::Shape({1, c, h, w});
-    t.type = type;
-    if (type == dsl::ElemType::U8) t.quant = dsl::Quant::per_tensor(0.05f, 120);
-    t.order = dsl::DimsOrder::NHWC();
-    return t;
-}
-
-std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
-    const auto *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
-    return std::vector<uint8_t>(p, p + b.size_in_bytes());
-}
-
-// Random bytes for u8 inputs; values in [-4, 4) for f16 ones.
-Halide::Buffer<> random_input(const dsl::TensorDesc &t, uint32_t seed) {
-    Halide::Buffer<> b = algorithms::make_buffer(t);
-    std::mt19937 rng(seed);
-    if (t.type == dsl::ElemType::F16) {
-        Halide::Buffer<Halide::float16_t> halves(b);
-        halves.for_each_value(
-            [&](Halide::float16_t &v) { v = Halide::float16_t(float(rng() % 256) / 32 - 4); });
-    } else {
-        Halide::Buffer<uint8_t> bytes(b);
-        bytes.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
-    }
-    return b;
-}
-
 // Compiles `graph` for vpu27, runs it and compares its output with the CPU reference
 // bit-exactly. Returns the blob.
 std::vector<uint8_t> compile_and_check(const dsl::Graph &graph) {
-    const target::Target target = target::load_target("vpu27");
-    std::vector<uint8_t> blob = codegen::lower(graph, target);
-    std::vector<Halide::Buffer<>> inputs;
-    std::vector<std::vector<uint8_t>> input_bytes;
-    uint32_t seed = 11;
-    for (const auto &in : graph.inputs()) {
-        inputs.push_back(random_input(in.output(), seed++));
-        input_bytes.push_back(bytes_of(inputs.back()));
-    }
-    const auto expected = algorithms::run_reference(graph, inputs);
-    const auto result = sim::Simulator(target, blob).run(input_bytes);
-    EXPECT_EQ(result.outputs.size(), expected.size());
-    for (size_t i = 0; i < expected.size() && i < result.outputs.size(); ++i)
-        EXPECT_EQ(result.outputs[i], bytes_of(expected[i])) << graph.name() << " output " << i;
-    return blob;
+    return test::compile_and_check(graph, "vpu27").blob;
 }
 
 float kernel_ops(const std::vector<uint8_t> &blob, const std::string &layer) {

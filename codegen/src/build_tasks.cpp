@@ -113,7 +113,6 @@ class LayerBuilder {
           next_dpu_(size_t(s.target.tiles), 0) {}
 
     void build() {
-        reject_unsupported();
         output_ = s_.tensor_buffer.at(plan_.layer.name());
         // Interleave the tiles' tasks so every tile starts at once; per tile, the inputs
         // of `prefetch` tasks ahead are loaded before a task computes.
@@ -159,7 +158,6 @@ class LayerBuilder {
     // element is the region's first, as the layer's own tasks clipped to the region. Returns
     // the tasks that write `dest`.
     std::vector<int> compute_region(const Region &region, int tile, const View &dest) {
-        reject_unsupported();
         std::vector<Task> tasks;
         for (Task t : plan_.nest.tasks()) {
             bool empty = false;
@@ -198,10 +196,6 @@ class LayerBuilder {
 
     [[noreturn]] void fail(const std::string &what) const {
         throw LoweringError("layer '" + name() + "': " + what);
-    }
-
-    void reject_unsupported() const {
-        if (plan_.on_shave) return;
     }
 
     int dma_engine_in(int tile) const { return tile % s_.target.dma_engines; }

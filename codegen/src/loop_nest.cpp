@@ -122,7 +122,7 @@ class Resolver {
             current_ = &d;
             apply(d);
         }
-        check_computed_at_consumer();
+        check_placement();
         std::stable_partition(nest_.loops.begin(), nest_.loops.end(),
                               [](const Loop &l) { return !l.task_loop; });
         return nest_;
@@ -392,13 +392,28 @@ class Resolver {
         nest_.compute_at_loop = loop;
     }
 
-    // A layer computed at a consumer's loop runs on that consumer's tile, once per iteration
-    // of the loop, with its inputs loaded just before: distribution and prefetch belong to the
-    // consumer's schedule.
-    void check_computed_at_consumer() {
-        if (nest_.compute_root) return;
+    // Where the output lives follows from the placement: a layer computed at root stores it
+    // to DDR, where its consumers load it (that is spill()); one computed at a consumer's loop
+    // keeps it in that consumer's CMX. A layer computed at a consumer's loop also runs on that
+    // consumer's tile, once per iteration of the loop, with its inputs loaded just before:
+    // distribution and prefetch belong to the consumer's schedule.
+    void check_placement() {
         for (const Directive &d : layer_.schedule().directives()) {
             current_ = &d;
+            if (nest_.compute_root) {
+                if (d.kind == Directive::Kind::StoreIn && d.memory == dsl::MemoryLevel::CMX)
+                    fail("a layer computed at root stores its output to DDR, where its consumers "
+                         "load it (legal: store_in(DDR), or compute_at(consumer, loop) to keep "
+                         "it in the consumer's CMX)");
+                continue;
+            }
+            if (d.kind == Directive::Kind::StoreIn && d.memory == dsl::MemoryLevel::DDR)
+                fail("a layer computed at '" + nest_.compute_at_layer +
+                     "' lives in that layer's CMX (legal: store_in(CMX), or compute_root())");
+            if (d.kind == Directive::Kind::Spill)
+                fail("a layer computed at '" + nest_.compute_at_layer +
+                     "' lives in that layer's CMX; going through DDR is what compute_root() "
+                     "does (legal: compute_root())");
             if (d.kind == Directive::Kind::Distribute)
                 fail("a layer computed at '" + nest_.compute_at_layer +
                      "' runs on that layer's tiles (legal: distribute the consumer, or "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,7 +14,7 @@ namespace {
 constexpr const char *kDimNames[3] = {"c", "x", "y"};
 constexpr int kDimC = 0, kDimX = 1, kDimY = 2;
 constexpr int64_t kMaxTasks = 32, kMaxTinyTasks = 256;
-constexpr int64_t kMaxPrefetch = 3; // resolve_loop_nest's limit
+constexpr int64_t kMaxPrefetch = 3; // deep enough to cover the lowering; the resolver allows 8
 
 // The generator's model of the loop nest, enough to stay legal: the rules of
 // codegen/loop_nest.h it must respect are about names, extents, task-ness and the dimension a
@@ -28,8 +29,9 @@ struct GenLoop {
 
 class Generator {
   public:
-    Generator(const dsl::Layer &layer, const target::Target &target, std::mt19937 &rng)
-        : layer_(layer), target_(target), rng_(rng) {}
+    Generator(const dsl::Layer &layer, const target::Target &target, std::mt19937 &rng,
+              dsl::Engine engine)
+        : layer_(layer), target_(target), rng_(rng), engine_(engine) {}
 
     dsl::Schedule run() {
         const dsl::Shape &shape = layer_.output().shape;
@@ -60,14 +62,22 @@ class Generator {
                 break;
             }
         }
-        // Last, so no later split renames the loop it names.
-        const bool workloads = chance(50) && add_workloads();
         // The engine and prefetch depth do not name loops: any position is legal, and the
-        // resolution must read them wherever they stand. Without on_dpu the compiler chooses
-        // the engine (the DPU for these layers); workloads need on_dpu.
-        if (workloads || directives_.empty() || chance(90)) {
-            std::string mode = mpe_mode();
-            insert_anywhere([&](dsl::Schedule &s) { s.on_dpu(mode); });
+        // resolution must read them wherever they stand.
+        if (engine_ == dsl::Engine::SHAVE) {
+            // Last, so no later split renames or reshapes the loops they name.
+            if (chance(60)) add_kernel_loop_directive(true);
+            if (chance(40)) add_kernel_loop_directive(false);
+            insert_anywhere([&](dsl::Schedule &s) { s.on_shave(); });
+        } else {
+            // Last, so no later split renames the loop it names.
+            const bool workloads = chance(50) && add_workloads();
+            // Without on_dpu the compiler chooses the engine (the DPU for these layers);
+            // workloads need on_dpu.
+            if (workloads || directives_.empty() || chance(90)) {
+                std::string mode = mpe_mode();
+                insert_anywhere([&](dsl::Schedule &s) { s.on_dpu(mode); });
+            }
         }
         if (chance(70)) {
             int64_t depth = uniform(0, kMaxPrefetch);
@@ -284,6 +294,24 @@ class Generator {
         return true;
     }
 
+    // vectorize (by 2, 4, 8 or 16) or unroll a loop that runs inside a task: the SHAVE
+    // kernel's loops.
+    void add_kernel_loop_directive(bool vectorize) {
+        std::vector<std::string> candidates;
+        for (const GenLoop &l : loops_)
+            if (!l.task && l.dim >= 0 && !kernel_loop_used_.count(l.name))
+                candidates.push_back(l.name);
+        if (candidates.empty()) return;
+        const std::string name = pick(candidates);
+        kernel_loop_used_.insert(name);
+        if (vectorize) {
+            const int64_t width = int64_t(1) << uniform(1, 4);
+            emit([&](dsl::Schedule &s) { s.vectorize(name, width); });
+        } else {
+            emit([&](dsl::Schedule &s) { s.unroll(name); });
+        }
+    }
+
     // "" (the compiler chooses) or a mode that takes the layer's input type.
     std::string mpe_mode() {
         std::vector<std::string> modes = {""};
@@ -299,7 +327,9 @@ class Generator {
     const dsl::Layer &layer_;
     const target::Target &target_;
     std::mt19937 &rng_;
-    std::vector<GenLoop> loops_; // innermost first
+    const dsl::Engine engine_;
+    std::vector<GenLoop> loops_;             // innermost first
+    std::set<std::string> kernel_loop_used_; // vectorized or unrolled
     std::vector<dsl::Directive> directives_;
     bool tiny_ = false, distributed_ = false;
     int64_t budget_ = kMaxTasks;
@@ -309,8 +339,8 @@ class Generator {
 } // namespace
 
 dsl::Schedule random_schedule(const dsl::Layer &layer, const target::Target &target,
-                              std::mt19937 &rng) {
-    return Generator(layer, target, rng).run();
+                              std::mt19937 &rng, dsl::Engine engine) {
+    return Generator(layer, target, rng, engine).run();
 }
 
 } // namespace vpuc::schedules

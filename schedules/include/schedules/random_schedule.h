@@ -10,18 +10,22 @@
 
 namespace vpuc::schedules {
 
-// A random schedule for `layer` (a DPU layer: the engine it asks for is the DPU or the
-// compiler's choice) on `target` that codegen::resolve_loop_nest accepts (anything else is a
-// bug here), made of the directives the lowering supports today:
+// A random schedule for `layer` on `target` that codegen::resolve_loop_nest accepts (anything
+// else is a bug here), made of the directives the lowering supports today:
 //   distribute(y | c or a loop split from it, 2..tiles, SOH | SOK)   at most once
 //   split / tile of loops from c, x and y with random factors: dividing or not, 1, or larger
 //                than the extent; new names are fresh or reuse the split loop's (Halide's
 //                split(x, x, xi, f))
 //   reorder      of a random subset of the task loops (sometimes of any loops)
-//   workloads(v, n)   on a loop that runs inside a task
 //   prefetch(0..3)
+// and for `engine` DPU (a layer the DPU runs; the engine asked for is the DPU or the
+// compiler's choice):
+//   workloads(v, n)   on a loop that runs inside a task
 //   on_dpu("" or an MPE mode of `target` that takes the layer's input type)
-// on_dpu and prefetch stand anywhere in the list, as the resolution allows.
+// or for SHAVE (a layer the DPU cannot run):
+//   vectorize(v, 2..16) and unroll(w)   on loops that run inside a task
+//   on_shave()
+// The engine directive and prefetch stand anywhere in the list, as the resolution allows.
 //
 // A layer gets at most 32 tasks, and about one schedule in ten is "tiny": up to 256 tasks of
 // small factors (one row, one channel), the corner cases without the cost of thousands of
@@ -29,6 +33,6 @@ namespace vpuc::schedules {
 // state; draws use rng() directly (not std::uniform_int_distribution, whose algorithm the
 // standard leaves to the library), so a seed gives the same schedule everywhere.
 dsl::Schedule random_schedule(const dsl::Layer &layer, const target::Target &target,
-                              std::mt19937 &rng);
+                              std::mt19937 &rng, dsl::Engine engine = dsl::Engine::DPU);
 
 } // namespace vpuc::schedules

@@ -1,0 +1,109 @@
+// What the lowering's tests share: small layers with deterministic constants, random inputs,
+// and "compile, run on the simulator, compare with the CPU reference byte for byte".
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "algorithms/layers.h"
+#include "algorithms/reference.h"
+#include "codegen/lower.h"
+#include "vpu_target/simulator.h"
+
+namespace vpuc::test {
+
+// A 1xCxHxW NHWC activation: u8 quantized (0.05, 120), or `type` unquantized.
+inline dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h,
+                                  dsl::ElemType type = dsl::ElemType::U8) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape({1, c, h, w});
+    t.type = type;
+    if (type == dsl::ElemType::U8) t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    t.order = dsl::DimsOrder::NHWC();
+    return t;
+}
+
+// int8 weights (ic, k, k, oc) in [-100, 100] with per-channel bias and requantization, u8
+// output: spread over the output range, so a wrong region or halo shows in many bytes.
+inline algorithms::QuantWeights weights(int ic, int k, int oc, uint32_t seed) {
+    std::mt19937 rng(seed);
+    auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+    algorithms::QuantWeights qw;
+    qw.weights = Halide::Buffer<int8_t>(ic, k, k, oc);
+    qw.weights.for_each_value([&](int8_t &v) { v = int8_t(uni(-100, 100)); });
+    qw.zero_point = 0;
+    for (int c = 0; c < oc; ++c) {
+        qw.bias.push_back(uni(-2000, 2000));
+        qw.requant.push_back(algorithms::fixed_point(0.004 + 0.0003 * c));
+    }
+    qw.output_type = dsl::ElemType::U8;
+    qw.output_quant = dsl::Quant::per_tensor(0.05f, 10);
+    return qw;
+}
+
+// A 3x3 conv, padding 1, with ReLU fused unless `fused_relu` is false.
+inline dsl::Layer conv3x3(const std::string &name, const dsl::Layer &in, int oc, uint32_t seed,
+                          bool fused_relu = true) {
+    algorithms::Conv2dParams p;
+    p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
+    if (fused_relu) p.activation = algorithms::Activation::relu();
+    const int ic = int(in.output().shape[dsl::dims::C]);
+    return algorithms::conv2d(name, in, weights(ic, 3, oc, seed), p);
+}
+
+inline std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
+    const auto *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
+    return std::vector<uint8_t>(p, p + b.size_in_bytes());
+}
+
+// Random bytes for integer inputs; values in [-4, 4) for f16 ones.
+inline Halide::Buffer<> random_input(const dsl::TensorDesc &t, uint32_t seed) {
+    Halide::Buffer<> b = algorithms::make_buffer(t);
+    std::mt19937 rng(seed);
+    if (t.type == dsl::ElemType::F16) {
+        Halide::Buffer<Halide::float16_t> halves(b);
+        halves.for_each_value(
+            [&](Halide::float16_t &v) { v = Halide::float16_t(float(rng() % 256) / 32 - 4); });
+    } else {
+        auto *bytes = static_cast<uint8_t *>(b.raw_buffer()->host);
+        for (size_t i = 0; i < b.size_in_bytes(); ++i) bytes[i] = uint8_t(rng());
+    }
+    return b;
+}
+
+struct Checked {
+    std::vector<uint8_t> blob;
+    sim::RunResult result;
+};
+
+// Compiles `graph` (lower() verifies the blob), runs it on random inputs and compares every
+// output with the CPU reference, byte for byte.
+inline Checked compile_and_check(const dsl::Graph &graph, const target::Target &target) {
+    Checked checked;
+    checked.blob = codegen::lower(graph, target);
+    std::vector<Halide::Buffer<>> inputs;
+    std::vector<std::vector<uint8_t>> input_bytes;
+    uint32_t seed = 7;
+    for (const auto &in : graph.inputs()) {
+        inputs.push_back(random_input(in.output(), seed++));
+        input_bytes.push_back(bytes_of(inputs.back()));
+    }
+    const auto expected = algorithms::run_reference(graph, inputs);
+    checked.result = sim::Simulator(target, checked.blob).run(input_bytes);
+    EXPECT_EQ(checked.result.outputs.size(), expected.size());
+    for (size_t i = 0; i < expected.size() && i < checked.result.outputs.size(); ++i)
+        EXPECT_EQ(checked.result.outputs[i], bytes_of(expected[i]))
+            << graph.name() << " output " << i;
+    return checked;
+}
+
+inline Checked compile_and_check(const dsl::Graph &graph, const std::string &target_name) {
+    return compile_and_check(graph, target::load_target(target_name));
+}
+
+} // namespace vpuc::test
