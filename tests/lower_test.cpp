@@ -98,6 +98,7 @@ TEST(Lower, ErrorsNameTheLayer) {
         EXPECT_NE(std::string(e.what()).find("layer 'pool'"), std::string::npos) << e.what();
     }
     dsl::Layer big = conv3x3("big", dsl::Layer::input(activation("in", 512, 64, 64)), 512, 5);
+    big.schedule().on_dpu(); // one task: 2 MB in, 2 MB out, 2.4 MB of weights
     try {
         codegen::lower(dsl::Graph("g", {big}), t);
         FAIL();
@@ -268,6 +269,32 @@ TEST(Lower, ScratchTensorsShareDdr) {
     sim::Simulator simulator(target, codegen::lower(graph, target));
     const uint64_t one_tensor = 16 * 12 * 12;
     EXPECT_EQ(simulator.blob().header()->ddr_scratch_bytes(), one_tensor);
+}
+
+} // namespace
+
+namespace {
+
+// Weights larger than CMX: the default schedule computes the output channels in groups whose
+// weights fit, one group at a time.
+TEST(Lower, DefaultSchedulesSplitWeightsThatDoNotFit) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 512, 7, 6));
+    dsl::Layer big = conv3x3("big", in, 512, 25); // 2.4 MB of weights
+    EXPECT_GT(codegen::dpu_weight_bytes(big), 2300000);
+    compile_and_check(dsl::Graph("big", {big}), "vpu27");
+    EXPECT_NE(big.schedule().to_string().find("split(c, co, ci, "), std::string::npos)
+        << big.schedule().to_string();
+
+    dsl::Layer half = dsl::Layer::input(activation("half", 256, 8, 9, dsl::ElemType::F16));
+    algorithms::FloatWeights fw;
+    fw.weights = Halide::Buffer<Halide::float16_t>(256, 3, 3, 256); // 1.2 MB
+    std::mt19937 rng(26);
+    fw.weights.for_each_value(
+        [&](Halide::float16_t &v) { v = Halide::float16_t(float(int(rng() % 17) - 8) / 64); });
+    algorithms::Conv2dParams same;
+    same.pad_left = same.pad_right = same.pad_top = same.pad_bottom = 1;
+    dsl::Layer wide = algorithms::conv2d("wide", half, fw, same);
+    compile_and_check(dsl::Graph("wide", {wide}), "vpu20");
 }
 
 } // namespace

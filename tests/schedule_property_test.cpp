@@ -27,6 +27,7 @@
 
 #include "algorithms/layers.h"
 #include "algorithms/reference.h"
+#include "codegen/dpu_match.h"
 #include "codegen/loop_nest.h"
 #include "codegen/lower.h"
 #include "schedules/default_schedule.h"
@@ -349,7 +350,8 @@ TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
         std::map<std::string, std::vector<uint8_t>> baseline;
         for (const char *name : kTargets) {
             const target::Target &target = target_named(name);
-            c.layer.schedule() = schedules::default_schedule(c.layer, target);
+            c.layer.schedule() =
+                schedules::default_schedule(c.layer, target, 0, codegen::dpu_weight_bytes(c.layer));
             std::string error = compile_and_run(graph, target, input_bytes, baseline[name]);
             ASSERT_EQ(error, "") << where << " on " << name << ", default schedule "
                                  << c.layer.schedule().to_string();

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "algorithms/layers.h"
+#include "codegen/dpu_match.h"
 #include "codegen/lower.h"
 #include "schedules/default_schedule.h"
 #include "vpu_target/simulator.h"
@@ -189,7 +190,9 @@ Measurement measure(const LayerSpec &spec, Precision precision, const target::Ta
     dsl::Layer layer = graph->outputs().front();
     std::vector<uint8_t> blob;
     try {
-        if (tiles > 0) layer.schedule() = schedules::default_schedule(layer, target, tiles);
+        if (tiles > 0)
+            layer.schedule() =
+                schedules::default_schedule(layer, target, tiles, codegen::dpu_weight_bytes(layer));
         const auto start = std::chrono::steady_clock::now();
         blob = codegen::lower(*graph, target);
         m.compile_ms =

@@ -102,7 +102,12 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
 }
 
 void default_schedules(LoweringState &s) {
-    schedules::apply_default_schedules(s.graph, s.target);
+    for (const auto &layer : s.graph.layers()) {
+        dsl::Layer handle = layer;
+        if (handle.schedule().empty())
+            handle.schedule() =
+                schedules::default_schedule(layer, s.target, 0, dpu_weight_bytes(layer));
+    }
 }
 
 void resolve_schedules(LoweringState &s) {

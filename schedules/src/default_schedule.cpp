@@ -52,8 +52,8 @@ int64_t block_rows(const dsl::Layer &layer, const target::Target &target) {
 
 } // namespace
 
-dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target,
-                               int max_tiles) {
+dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target, int max_tiles,
+                               int64_t weight_bytes) {
     const dsl::TensorDesc &out = layer.output();
     const int64_t rows = out.shape[dsl::dims::H];
     const int64_t tiles =
@@ -93,20 +93,27 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
     if (ceil_div(task_rows, block) * block <= fit_rows)
         task_rows = std::min(ceil_div(task_rows, block) * block, rows_per_tile);
 
+    // Output channels in groups whose weights fit a fifth of CMX (16 at least: the DPU's
+    // channel block), one group at a time: the group's loop outside the rows'.
+    const int64_t channels = out.shape[dsl::dims::C];
+    const int64_t weight_budget = int64_t(target.cmx_usable_bytes) / 5;
+    int64_t group = channels;
+    if (weight_bytes > weight_budget) {
+        const int64_t per_channel = ceil_div(weight_bytes, channels);
+        group = std::max<int64_t>(16, weight_budget / per_channel / 16 * 16);
+    }
+
     dsl::Schedule s;
     if (tiles > 1) s.distribute("y", tiles, dsl::Strategy::SplitOverHeight);
     if (task_rows < rows_per_tile) s.split("y", "yo", "yi", task_rows);
+    if (group < channels) {
+        s.split("c", "co", "ci", group);
+        if (task_rows < rows_per_tile) s.reorder({"yo", "co"});
+    }
     // Loads run ahead of the computation by one task per DPU: a tile's DPUs then all compute
     // while the next inputs arrive (one would be plain double buffering on a one-DPU tile).
     s.prefetch(parallel);
     return s;
-}
-
-void apply_default_schedules(const dsl::Graph &graph, const target::Target &target) {
-    for (const auto &layer : graph.layers()) {
-        dsl::Layer handle = layer;
-        if (handle.schedule().empty()) handle.schedule() = default_schedule(layer, target);
-    }
 }
 
 } // namespace vpuc::schedules
