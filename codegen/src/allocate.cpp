@@ -143,6 +143,21 @@ class Allocator {
         }
     }
 
+    // The largest live buffers, for errors: "conv.weights 2359296 B, conv.in0 16384 B, ...".
+    std::string largest_live() const {
+        std::vector<std::pair<uint64_t, int>> live;
+        for (const auto &[begin, seg] : segments_)
+            if (seg.live >= 0) live.emplace_back(seg.end - begin, seg.live);
+        std::sort(live.rbegin(), live.rend());
+        std::string out;
+        constexpr size_t kShown = 4;
+        for (size_t i = 0; i < live.size() && i < kShown; ++i)
+            out += (i ? ", " : "") + s_.program.buffers[size_t(live[i].second)].name + " " +
+                   std::to_string(live[i].first) + " B";
+        if (live.size() > kShown) out += ", and " + std::to_string(live.size() - kShown) + " more";
+        return out.empty() ? "none" : out;
+    }
+
     void place(int b) {
         auto &buffer = s_.program.buffers[size_t(b)];
         const int now = life_[size_t(b)].first;
@@ -153,8 +168,9 @@ class Allocator {
             throw LoweringError("buffer '" + buffer.name + "' (" + std::to_string(buffer.bytes) +
                                 " bytes) does not fit in CMX of tile " + std::to_string(index_) +
                                 ": " + std::to_string(live_bytes_) + " of " +
-                                std::to_string(capacity_) +
-                                " usable bytes are live; split the layer's task loops further");
+                                std::to_string(capacity_) + " usable bytes are live (" +
+                                largest_live() +
+                                "); split the layer's task loops further, or prefetch less");
         buffer.offset = *at;
         split_at(*at);
         split_at(*at + size);

@@ -1,6 +1,7 @@
 #include "schedules/default_schedule.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace vpuc::schedules {
 
@@ -50,6 +51,31 @@ int64_t block_rows(const dsl::Layer &layer, const target::Target &target) {
     return best ? best->block_h : 1;
 }
 
+// DPUs of a tile worth a task each: all of them where the layer is bound by compute, one where
+// it is bound by DDR, since there more tasks only add DMA latencies (vpu20's depthwise conv is
+// slower as 20 tasks than as 4 on its one DMA engine). A weight is a MAC per output element; a
+// layer without weights (pools, eltwise) counts as bound by DDR.
+int64_t busy_dpus(const dsl::Layer &layer, const target::Target &target, int64_t tiles,
+                  int64_t weight_bytes) {
+    if (weight_bytes <= 0 || layer.inputs().empty() || target.dpus_per_tile <= 1) return 1;
+    const dsl::TensorDesc &out = layer.output();
+    const dsl::ElemType type = layer.inputs()[0].output().type;
+    const int64_t channels = out.shape[dsl::dims::C];
+    const double macs_per_output =
+        double(weight_bytes / channels - target.weight_table_entry_bytes) / dsl::bytes_of(type);
+    const int macs_per_cycle =
+        target.macs_per_cycle(type == dsl::ElemType::F16 ? target::DType::F16 : target::DType::I8);
+    const double compute_ns = double(out.shape.elements()) * macs_per_output /
+                              (double(macs_per_cycle) * double(tiles)) /
+                              (target.dpu_clock_mhz / 1000);
+    double bytes = double(out.bytes() + weight_bytes);
+    for (const auto &in : layer.inputs()) bytes += double(in.output().bytes());
+    const double ddr_ns = bytes / target.ddr_bandwidth_gbps;
+    // The peak MAC rate flatters some layers (channel-major convolutions run far below it), so
+    // a layer near the balance gets all the DPUs too.
+    return compute_ns >= ddr_ns / 2 ? target.dpus_per_tile : 1;
+}
+
 } // namespace
 
 dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target, int max_tiles,
@@ -69,10 +95,10 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
         cmx_per_row += 2 * ratio * row_bytes(in.output());
         ddr_per_row += ratio * row_bytes(in.output());
     }
-    // A tile runs one task per DPU at once (vpu20: five), each with double-buffered inputs and
-    // outputs, and needs room for the weights: a quarter of CMX per task with one DPU, a tenth
-    // with five.
-    const int64_t parallel = std::max(1, target.dpus_per_tile);
+    // A tile runs one task per busy DPU at once (vpu20: up to five), each with double-buffered
+    // inputs and outputs, and needs room for the weights: a quarter of CMX per task with one
+    // DPU, a tenth with five.
+    const int64_t parallel = busy_dpus(layer, target, tiles, weight_bytes);
     const int64_t budget = int64_t(target.cmx_usable_bytes) / (2 * std::max<int64_t>(2, parallel));
     const int64_t fit_rows = std::max<int64_t>(1, budget / std::max<int64_t>(cmx_per_row, 1));
     const int64_t rows_per_tile = ceil_div(rows, tiles);
@@ -82,7 +108,7 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
     const double min_task_bytes = kMinTaskLatencies * tiles_per_engine *
                                   target.dma_timing.ddr_to_cmx_latency_ns *
                                   target.ddr_bandwidth_gbps; // ns * bytes/ns
-    // At least one task per DPU, or the tile's other DPUs idle.
+    // At least one task per busy DPU, or it idles.
     const int64_t tasks =
         std::max({std::clamp<int64_t>(int64_t(double(rows_per_tile * ddr_per_row) / min_task_bytes),
                                       1, kTasksPerTile),
