@@ -109,14 +109,14 @@ using Builders = std::map<std::string, std::unique_ptr<LayerBuilder>>;
 class LayerBuilder {
   public:
     LayerBuilder(LoweringState &s, const LayerPlan &plan, const Builders &builders)
-        : s_(s), plan_(plan), d_(plan.dpu), builders_(builders),
+        : s_(s), plan_(plan), d_(plan.dpu), builders_(builders), nest_tasks_(plan.nest.tasks()),
           next_dpu_(size_t(s.target.tiles), 0) {}
 
     void build() {
         output_ = s_.tensor_buffer.at(plan_.layer.name());
         // Interleave the tiles' tasks so every tile starts at once; per tile, the inputs
         // of `prefetch` tasks ahead are loaded before a task computes.
-        const std::vector<Task> tasks = split_by_group(plan_.nest.tasks());
+        const std::vector<Task> tasks = split_by_group(nest_tasks_);
         start_context(tasks);
         std::vector<std::vector<Task>> per_tile(size_t(s_.target.tiles));
         for (const Task &t : tasks) per_tile[size_t(t.tile)].push_back(t);
@@ -159,7 +159,7 @@ class LayerBuilder {
     // the tasks that write `dest`.
     std::vector<int> compute_region(const Region &region, int tile, const View &dest) {
         std::vector<Task> tasks;
-        for (Task t : plan_.nest.tasks()) {
+        for (Task t : nest_tasks_) {
             bool empty = false;
             for (size_t d = 0; d < 3; ++d) {
                 Interval &i = t.region.dims[d];
@@ -297,21 +297,20 @@ class LayerBuilder {
                                         t.loop_index.begin() +
                                             long(std::min(depth, t.loop_index.size())));
         };
-        const auto key = std::make_tuple(input, task.tile, iteration(task));
+        const FusedKey key{input, task.tile, iteration(task)};
         if (auto it = fused_.find(key); it != fused_.end()) return it->second;
-        Fused fused;
-        bool first = true;
-        for (const Task &t : *context_) {
-            if (t.tile != task.tile || iteration(t) != iteration(task)) continue;
-            const Region r = input_regions(plan_.layer, t.region)[size_t(input)];
-            for (size_t d = 0; d < 3; ++d) {
-                Interval &u = fused.region.dims[d];
-                u = first ? r.dims[d]
-                          : Interval{std::min(u.begin, r.dims[d].begin),
-                                     std::max(u.end, r.dims[d].end)};
+        if (!group_regions_.count(key)) // the first iteration: every iteration's region at once
+            for (const Task &t : *context_) {
+                const Region r = input_regions(plan_.layer, t.region)[size_t(input)];
+                const auto [it, fresh] =
+                    group_regions_.try_emplace(FusedKey{input, t.tile, iteration(t)}, r);
+                if (!fresh)
+                    for (size_t d = 0; d < 3; ++d)
+                        it->second.dims[d] = {std::min(it->second.dims[d].begin, r.dims[d].begin),
+                                              std::max(it->second.dims[d].end, r.dims[d].end)};
             }
-            first = false;
-        }
+        Fused fused;
+        fused.region = group_regions_.at(key);
         const dsl::TensorDesc &desc = producer.output();
         const blob::DType dtype = blob_dtype(desc.type);
         const int32_t zero_point =
@@ -328,6 +327,7 @@ class LayerBuilder {
     void start_context(const std::vector<Task> &tasks) {
         context_ = &tasks;
         fused_.clear();
+        group_regions_.clear();
     }
 
     bool has_weights() const {
@@ -680,13 +680,17 @@ class LayerBuilder {
     };
     // Per range of output channels and tile.
     std::map<std::pair<std::pair<int64_t, int64_t>, int>, LoadedWeights> loaded_weights_;
-    std::map<std::tuple<int, int, std::vector<int64_t>>, Fused> fused_;
+    // Per fused input, tile and iteration of the loop the producer is computed at.
+    using FusedKey = std::tuple<int, int, std::vector<int64_t>>;
+    std::map<FusedKey, Fused> fused_;
+    std::map<FusedKey, Region> group_regions_;
     const std::vector<Task> *context_ = nullptr;
 
     LoweringState &s_;
     const LayerPlan &plan_;
     const DpuOpDesc &d_;
     const Builders &builders_;
+    const std::vector<Task> nest_tasks_; // the layer's tasks, from its loop nest
     int output_ = -1;
     std::vector<int> next_dpu_; // per tile: the DPU the next task goes to
 };
