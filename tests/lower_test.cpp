@@ -285,6 +285,12 @@ TEST(Lower, DefaultSchedulesSplitWeightsThatDoNotFit) {
     EXPECT_NE(big.schedule().to_string().find("split(c, co, ci, "), std::string::npos)
         << big.schedule().to_string();
 
+    // A schedule that needs every group's weights for each row: groups are loaded afresh
+    // whenever a tile's tasks move to them.
+    dsl::Layer rows = conv3x3("rows", in, 512, 25);
+    rows.schedule().split("c", "co", "ci", 64).split("y", "yo", "yi", 2).on_dpu();
+    compile_and_check(dsl::Graph("rows", {rows}), "vpu27");
+
     dsl::Layer half = dsl::Layer::input(activation("half", 256, 8, 9, dsl::ElemType::F16));
     algorithms::FloatWeights fw;
     fw.weights = Halide::Buffer<Halide::float16_t>(256, 3, 3, 256); // 1.2 MB

@@ -132,13 +132,21 @@ class LayerBuilder {
                 if (std::find(tiles.begin(), tiles.end(), t.tile) == tiles.end())
                     tiles.push_back(t.tile);
             }
+        const bool keep_weights = weights_fit(weight_users);
         for (size_t r = 0; r < rounds + ahead; ++r) {
             // Weights go first: every task of the round needs them, and one broadcast serves
-            // all the tiles computing the same output channels.
+            // all the tiles computing the same output channels. When all of the layer's
+            // weights do not fit in CMX at once, each tile loads a range of channels afresh
+            // whenever its tasks move to it, and the previous range's memory is free again.
             for (size_t tile = 0; tile < per_tile.size(); ++tile)
                 if (r < per_tile[tile].size() && !weight_users.empty()) {
                     const auto channels = channels_of(per_tile[tile][r]);
-                    load_weights(channels, weight_users.at(channels));
+                    if (keep_weights) {
+                        load_weights(channels, weight_users.at(channels));
+                    } else if (r == 0 || channels_of(per_tile[tile][r - 1]) != channels) {
+                        loaded_weights_.erase({channels, int(tile)});
+                        load_weights(channels, {int(tile)});
+                    }
                 }
             // Prefetch bounds how far loads run ahead: the inputs of task r load once task
             // r - prefetch - 1 has computed, so at most `prefetch` tasks' inputs wait in CMX.
@@ -333,6 +341,18 @@ class LayerBuilder {
     bool has_weights() const {
         return d_.op == target::DpuOpKind::Conv || d_.op == target::DpuOpKind::DepthwiseConv ||
                d_.op == target::DpuOpKind::MatMul;
+    }
+
+    // Whether each tile's ranges of output channels, all of them, have their weights fit in
+    // half of its CMX at once.
+    bool weights_fit(const std::map<std::pair<int64_t, int64_t>, std::vector<int>> &ranges) const {
+        const int64_t per_channel = dpu_weight_bytes(plan_.layer) /
+                                    std::max<int64_t>(1, plan_.layer.output().shape[dsl::dims::C]);
+        std::vector<int64_t> channels(size_t(s_.target.tiles), 0);
+        for (const auto &[range, tiles] : ranges)
+            for (int tile : tiles) channels[size_t(tile)] += range.second - range.first;
+        const int64_t most = *std::max_element(channels.begin(), channels.end());
+        return uint64_t(per_channel * most) <= s_.target.cmx_usable_bytes / 2;
     }
 
     static std::pair<int64_t, int64_t> channels_of(const Task &t) {
