@@ -136,8 +136,8 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
         s.split("c", "co", "ci", group);
         if (task_rows < rows_per_tile) s.reorder({"yo", "co"});
     }
-    // Loads run ahead of the computation by one task per DPU: a tile's DPUs then all compute
-    // while the next inputs arrive (one would be plain double buffering on a one-DPU tile).
+    // Loads run ahead of the computation by one task per busy DPU: those DPUs then all compute
+    // while the next inputs arrive (one is plain double buffering).
     s.prefetch(parallel);
     return s;
 }
