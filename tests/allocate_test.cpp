@@ -1,0 +1,82 @@
+// CMX allocation: consecutive tasks rotate through CMX, so reusing memory never makes a task
+// wait for its predecessor's store, and what does get reused waits for its previous users.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "../codegen/src/passes.h"
+#include "lowering_fixtures.h"
+
+using namespace vpuc;
+using namespace vpuc::test;
+
+namespace {
+
+// The passes of lower() up to and including allocate_cmx.
+codegen::LoweringState allocated(const dsl::Graph &graph, const target::Target &target) {
+    codegen::LoweringState s{graph, target, {}, {}, {}, {}, {}};
+    codegen::default_schedules(s);
+    codegen::resolve_schedules(s);
+    codegen::select_engines(s);
+    codegen::compile_shave_kernels(s);
+    codegen::build_tasks(s);
+    codegen::allocate_cmx(s);
+    return s;
+}
+
+int task_named(const codegen::Program &p, const std::string &prefix) {
+    for (size_t t = 0; t < p.tasks.size(); ++t)
+        if (p.tasks[t].name.rfind(prefix, 0) == 0) return int(t);
+    ADD_FAILURE() << "no task " << prefix;
+    return -1;
+}
+
+TEST(Allocate, ADpuTaskNeverWaitsForThePreviousStore) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 28, 32));
+    dsl::Layer conv = conv3x3("conv", in, 64, 31);
+    conv.schedule().split("y", "yo", "yi", 8).prefetch(1).on_dpu();
+    const dsl::Graph graph("rows", {conv});
+    const codegen::LoweringState s = allocated(graph, target::load_target("vpu27"));
+    const codegen::Program &p = s.program;
+    for (int row = 8; row < 32; row += 8) {
+        const std::string at = "c[0,64) x[0,28) y[" + std::to_string(row) + ",";
+        const std::string before = "c[0,64) x[0,28) y[" + std::to_string(row - 8) + ",";
+        const int dpu = task_named(p, "conv.dpu.0." + at);
+        const int previous_store = task_named(p, "conv.store.0." + before);
+        const auto &deps = p.tasks[size_t(dpu)].deps;
+        EXPECT_EQ(std::count(deps.begin(), deps.end(), previous_store), 0)
+            << p.tasks[size_t(dpu)].name << " waits for " << p.tasks[size_t(previous_store)].name;
+    }
+    compile_and_check(graph, "vpu27");
+}
+
+// With room for only a few tasks' buffers, memory is reused; the write-after-read
+// dependencies keep every new writer after the old readers, so the results stay exact (the
+// simulator computes a task when it starts: a writer started early would change them).
+TEST(Allocate, ReusedMemoryKeepsResultsExact) {
+    target::Target small = target::load_target("vpu27");
+    small.cmx_usable_bytes = 24 * 1024;
+    dsl::Layer in = dsl::Layer::input(activation("in", 32, 16, 32));
+    dsl::Layer conv = conv3x3("conv", in, 32, 32);
+    conv.schedule().split("y", "yo", "yi", 4).prefetch(1).on_dpu();
+    const dsl::Graph graph("small", {conv});
+    const codegen::LoweringState s = allocated(graph, small);
+    const codegen::Program &p = s.program;
+    int reused = 0;
+    for (size_t a = 0; a < p.buffers.size(); ++a)
+        for (size_t b = a + 1; b < p.buffers.size(); ++b) {
+            const codegen::BufferDecl &x = p.buffers[a], &y = p.buffers[b];
+            if (x.space != blob::MemSpace::Cmx || y.space != blob::MemSpace::Cmx) continue;
+            if (x.offset == codegen::kUnallocated || y.offset == codegen::kUnallocated) continue;
+            if (x.offset + x.bytes <= y.offset || y.offset + y.bytes <= x.offset) continue;
+            ++reused;
+        }
+    EXPECT_GT(reused, 0);
+    sim::Simulator simulator(small, codegen::lower(graph, small));
+    std::vector<std::vector<uint8_t>> inputs = {bytes_of(random_input(in.output(), 3))};
+    const auto expected = algorithms::run_reference(graph, {random_input(in.output(), 3)});
+    EXPECT_EQ(simulator.run(inputs).outputs.at(0), bytes_of(expected.at(0)));
+}
+
+} // namespace
