@@ -346,8 +346,8 @@ class LayerBuilder {
     // Whether each tile's ranges of output channels, all of them, have their weights fit in
     // half of its CMX at once.
     bool weights_fit(const std::map<std::pair<int64_t, int64_t>, std::vector<int>> &ranges) const {
-        const int64_t per_channel = dpu_weight_bytes(plan_.layer) /
-                                    std::max<int64_t>(1, plan_.layer.output().shape[dsl::dims::C]);
+        const int64_t per_channel =
+            dpu_weight_bytes(d_) / std::max<int64_t>(1, plan_.layer.output().shape[dsl::dims::C]);
         std::vector<int64_t> channels(size_t(s_.target.tiles), 0);
         for (const auto &[range, tiles] : ranges)
             for (int tile : tiles) channels[size_t(tile)] += range.second - range.first;

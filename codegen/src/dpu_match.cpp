@@ -1357,12 +1357,16 @@ std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, std::string *why
 
 int64_t dpu_weight_bytes(const dsl::Layer &layer) {
     const std::optional<DpuOpDesc> d = try_match_dpu(layer);
-    if (!d || !d->weights.defined()) return 0;
-    const Halide::Buffer<> &w = d->weights;
+    return d ? dpu_weight_bytes(*d) : 0;
+}
+
+int64_t dpu_weight_bytes(const DpuOpDesc &op) {
+    if (!op.weights.defined()) return 0;
+    const Halide::Buffer<> &w = op.weights;
     const int64_t out_channels = w.dim(w.dimensions() - 1).extent();
     // Per output channel: (IC, KW, KH) with a dilated kernel's span, then a table entry.
-    const int64_t taps = w.dimensions() > 2 ? int64_t((d->kernel_w - 1) * d->dilation_w + 1) *
-                                                  ((d->kernel_h - 1) * d->dilation_h + 1)
+    const int64_t taps = w.dimensions() > 2 ? int64_t((op.kernel_w - 1) * op.dilation_w + 1) *
+                                                  ((op.kernel_h - 1) * op.dilation_h + 1)
                                             : 1;
     constexpr int64_t kTableEntryBytes = 16;
     return out_channels * (w.dim(0).extent() * taps * w.type().bytes() + kTableEntryBytes);

@@ -72,8 +72,9 @@ DpuOpDesc match_dpu(const dsl::Layer &layer);
 // The same, without throwing: nullopt and the reason in `why`.
 std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, std::string *why = nullptr);
 
-// The bytes of the layer's constant weights and weight table as the DPU reads them; 0 for a
-// layer without weights or that the DPU cannot run.
+// The bytes of the constant weights and weight table as the DPU reads them; 0 for an
+// operation without weights, or a layer the DPU cannot run.
+int64_t dpu_weight_bytes(const DpuOpDesc &op);
 int64_t dpu_weight_bytes(const dsl::Layer &layer);
 
 } // namespace vpuc::codegen
