@@ -79,4 +79,64 @@ TEST(Allocate, ReusedMemoryKeepsResultsExact) {
     EXPECT_EQ(simulator.run(inputs).outputs.at(0), bytes_of(expected.at(0)));
 }
 
+int tasks_named(const codegen::Program &p, const std::string &part) {
+    int n = 0;
+    for (const auto &t : p.tasks) n += t.name.find(part) != std::string::npos;
+    return n;
+}
+
+// e = a + b of two 1x1 convolutions from 64 channels to 16, both computed per half of e:
+// while b computes its half from four times as many bytes, a's half waits in CMX for e.
+dsl::Graph two_branches() {
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 32, 32));
+    algorithms::Conv2dParams one_by_one;
+    dsl::Layer a = algorithms::conv2d("a", in, weights(64, 1, 16, 41), one_by_one);
+    dsl::Layer b = algorithms::conv2d("b", in, weights(64, 1, 16, 42), one_by_one);
+    const auto q =
+        algorithms::quant_eltwise(algorithms::EltwiseOp::Add, a.output().quant, b.output().quant,
+                                  dsl::ElemType::U8, dsl::Quant::per_tensor(0.1f, 5));
+    dsl::Layer e = algorithms::eltwise("e", algorithms::EltwiseOp::Add, a, b, {}, q);
+    e.schedule().split("y", "yo", "yi", 16).on_dpu();
+    a.schedule().compute_at("e", "yo").on_dpu();
+    b.schedule().compute_at("e", "yo").on_dpu();
+    return dsl::Graph("two_branches", {e});
+}
+
+// When CMX runs out, live buffers the task at hand does not use leave CMX: computed data is
+// stored to DDR and loaded back, weights are copied from the constants again.
+TEST(Allocate, SpillsWhenCmxRunsOutAndResultsStayExact) {
+    target::Target small = target::load_target("vpu27");
+    small.cmx_usable_bytes = 44 * 1024; // b's half needs 50 KB with a's
+    const dsl::Graph graph = two_branches();
+    const codegen::Program p = allocated(graph, small).program;
+    EXPECT_GT(tasks_named(p, ".spill."), 0);
+    EXPECT_GT(tasks_named(p, ".reload."), 0);
+    EXPECT_EQ(tasks_named(p, ".spill."), tasks_named(p, ".reload."));
+    EXPECT_GT(tasks_named(p, ".refetch."), 0);
+    compile_and_check(graph, small);
+    // With room for everything, nothing moves.
+    const codegen::Program roomy = allocated(graph, target::load_target("vpu27")).program;
+    EXPECT_EQ(tasks_named(roomy, ".spill.") + tasks_named(roomy, ".refetch."), 0);
+}
+
+// What a task uses at once must fit: nothing can be evicted, and the error says which task
+// holds which buffers.
+TEST(Allocate, ErrorNamesTheTaskAndItsBuffersWhenNothingCanMove) {
+    target::Target small = target::load_target("vpu27");
+    small.cmx_usable_bytes = 60 * 1024;
+    dsl::Layer in = dsl::Layer::input(activation("in", 32, 32, 32));
+    dsl::Layer conv = conv3x3("conv", in, 32, 8);
+    conv.schedule().on_dpu();
+    try {
+        allocated(dsl::Graph("one_task", {conv}), small);
+        FAIL() << "allocated";
+    } catch (const codegen::LoweringError &e) {
+        EXPECT_STREQ(e.what(), "buffer 'conv.out' (32768 bytes) does not fit in CMX of tile 0: "
+                               "42496 of 61440 usable bytes are live, all used by task "
+                               "'conv.dpu.0.c[0,32) x[0,32) y[0,32)' (conv.in0 32768 B, "
+                               "conv.weights 9728 B); split the layer's task loops further, or "
+                               "prefetch less");
+    }
+}
+
 } // namespace

@@ -1,6 +1,7 @@
 // compute_at changes speed, never results: chains of two or three layers whose producers are
 // computed at a random task loop of their consumer (with random splits of their own), under
-// random consumer schedules, give the CPU reference's bytes on both targets.
+// random consumer schedules, give the CPU reference's bytes on both targets. The same chains
+// with CMX cut to a few kilobytes spill, and still give them.
 //
 // VPUC_PROPERTY_SCHEDULES sets the number of chains (30 when unset); seeds are fixed. A
 // failure prints the seed and every layer's schedule.
@@ -75,6 +76,64 @@ void random_own_splits(dsl::Schedule &s, std::mt19937 &rng) {
     if (rng() % 4 == 0) s.split("c", "pc", "pci", 16);
 }
 
+// A random chain of two or three layers: the last computed at root with a random schedule
+// that has a task loop, each earlier one at a random task loop of the next.
+struct Chain {
+    dsl::TensorDesc input;
+    std::vector<dsl::Layer> layers;
+    std::string schedules; // for failure messages
+};
+
+Chain random_chain(std::mt19937 &rng, const target::Target &target) {
+    Chain c;
+    c.input.name = "in";
+    c.input.shape = dsl::Shape{1, 16 * draw(rng, 1, 2), draw(rng, 5, 14), draw(rng, 5, 14)};
+    c.input.type = dsl::ElemType::U8;
+    c.input.quant = dsl::Quant::per_tensor(0.05f, 120);
+    c.input.order = dsl::DimsOrder::NHWC();
+    dsl::Layer in = dsl::Layer::input(c.input);
+    std::vector<dsl::Layer> &chain = c.layers;
+    chain = {random_layer("l0", in, rng)};
+    const int length = draw(rng, 2, 3);
+    while (int(chain.size()) < length)
+        chain.push_back(random_layer("l" + std::to_string(chain.size()), chain.back(), rng));
+    const dsl::Graph graph("chain", {chain.back()});
+
+    chain.back().schedule() = schedules::random_schedule(chain.back(), target, rng);
+    if (codegen::resolve_loop_nest(graph, chain.back(), target).task_loop_names().empty())
+        chain.back().schedule().split("y", "ry", "ryi", draw(rng, 1, 4));
+    for (int l = int(chain.size()) - 2; l >= 0; --l) {
+        const auto loops =
+            codegen::resolve_loop_nest(graph, chain[size_t(l) + 1], target).task_loop_names();
+        if (loops.empty()) break; // the earlier layers stay at root
+        dsl::Schedule &s = chain[size_t(l)].schedule();
+        random_own_splits(s, rng);
+        s.compute_at(chain[size_t(l) + 1].name(), loops[rng() % loops.size()]);
+    }
+    for (const dsl::Layer &l : chain)
+        c.schedules += "  " + l.name() + ": " + l.schedule().to_string() + "\n";
+    return c;
+}
+
+// Compiles and runs the chain on random input; the IR after allocate_cmx goes to `ir`.
+bool matches_reference(const Chain &c, const target::Target &target, std::mt19937 &rng,
+                       std::string *ir = nullptr) {
+    const dsl::Graph graph("chain", {c.layers.back()});
+    Halide::Buffer<> input = algorithms::make_buffer(c.input);
+    Halide::Buffer<uint8_t> typed(input);
+    typed.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
+    const auto expected = algorithms::run_reference(graph, {input});
+    codegen::LowerOptions options;
+    std::ostringstream log;
+    if (ir) {
+        options.log = &log;
+        options.dump_after = "allocate_cmx";
+    }
+    sim::Simulator simulator(target, codegen::lower(graph, target, options));
+    if (ir) *ir = log.str();
+    return simulator.run({bytes_of(input)}).outputs.at(0) == bytes_of(expected.at(0));
+}
+
 TEST(ComputeAtProperty, RandomFusedChainsGiveTheReferenceResult) {
     const int n = chains();
     int failures = 0;
@@ -83,57 +142,53 @@ TEST(ComputeAtProperty, RandomFusedChainsGiveTheReferenceResult) {
         std::mt19937 rng(seed);
         const std::string target_name = i % 2 ? "vpu20" : "vpu27";
         const target::Target target = target::load_target(target_name);
-
-        dsl::TensorDesc desc;
-        desc.name = "in";
-        desc.shape = dsl::Shape{1, 16 * draw(rng, 1, 2), draw(rng, 5, 14), draw(rng, 5, 14)};
-        desc.type = dsl::ElemType::U8;
-        desc.quant = dsl::Quant::per_tensor(0.05f, 120);
-        desc.order = dsl::DimsOrder::NHWC();
-        dsl::Layer in = dsl::Layer::input(desc);
-        std::vector<dsl::Layer> chain = {random_layer("l0", in, rng)};
-        const int length = draw(rng, 2, 3);
-        while (int(chain.size()) < length)
-            chain.push_back(random_layer("l" + std::to_string(chain.size()), chain.back(), rng));
-        dsl::Graph graph("chain", {chain.back()});
-
-        // The last layer is computed at root with a random schedule that has a task loop;
-        // each earlier one is computed at a random task loop of the next.
-        chain.back().schedule() = schedules::random_schedule(chain.back(), target, rng);
-        if (codegen::resolve_loop_nest(graph, chain.back(), target).task_loop_names().empty())
-            chain.back().schedule().split("y", "ry", "ryi", draw(rng, 1, 4));
-        for (int l = int(chain.size()) - 2; l >= 0; --l) {
-            const auto loops =
-                codegen::resolve_loop_nest(graph, chain[size_t(l) + 1], target).task_loop_names();
-            if (loops.empty()) break; // the earlier layers stay at root
-            dsl::Schedule &s = chain[size_t(l)].schedule();
-            random_own_splits(s, rng);
-            s.compute_at(chain[size_t(l) + 1].name(), loops[rng() % loops.size()]);
-        }
-
-        std::ostringstream schedules;
-        for (const dsl::Layer &l : chain)
-            schedules << "  " << l.name() << ": " << l.schedule().to_string() << "\n";
+        const Chain chain = random_chain(rng, target);
         try {
-            Halide::Buffer<> input = algorithms::make_buffer(desc);
-            Halide::Buffer<uint8_t> typed(input);
-            typed.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
-            const auto expected = algorithms::run_reference(graph, {input});
-            sim::Simulator simulator(target, codegen::lower(graph, target));
-            const auto result = simulator.run({bytes_of(input)});
-            if (result.outputs.at(0) != bytes_of(expected.at(0))) {
+            if (!matches_reference(chain, target, rng)) {
                 ADD_FAILURE() << "seed " << seed << " on " << target_name
                               << ": result differs from the reference\n"
-                              << schedules.str();
+                              << chain.schedules;
                 ++failures;
             }
         } catch (const std::exception &e) {
             ADD_FAILURE() << "seed " << seed << " on " << target_name << ": " << e.what() << "\n"
-                          << schedules.str();
+                          << chain.schedules;
             ++failures;
         }
     }
     EXPECT_EQ(failures, 0) << failures << " of " << n << " chains failed";
+}
+
+// With CMX cut to a few kilobytes, chains spill: the results stay the reference's, or the
+// lowering says which buffer does not fit; never a wrong result.
+TEST(ComputeAtProperty, ChainsThatSpillGiveTheReferenceResult) {
+    const int n = chains();
+    int failures = 0, spilled = 0;
+    for (int i = 0; i < n; ++i) {
+        const uint32_t seed = 9500 + uint32_t(i);
+        std::mt19937 rng(seed);
+        target::Target target = target::load_target(i % 2 ? "vpu20" : "vpu27");
+        target.cmx_usable_bytes = uint64_t(draw(rng, 3, 10)) * 1024;
+        const Chain chain = random_chain(rng, target);
+        std::string ir;
+        try {
+            if (!matches_reference(chain, target, rng, &ir)) {
+                ADD_FAILURE() << "seed " << seed << " on " << target.name << " with "
+                              << target.cmx_usable_bytes << " B of CMX: result differs\n"
+                              << chain.schedules;
+                ++failures;
+            }
+            spilled += ir.find(".spill.") != std::string::npos ||
+                       ir.find(".refetch.") != std::string::npos;
+        } catch (const codegen::LoweringError &e) {
+            if (std::string(e.what()).find("does not fit in CMX") == std::string::npos) {
+                ADD_FAILURE() << "seed " << seed << ": " << e.what() << "\n" << chain.schedules;
+                ++failures;
+            }
+        }
+    }
+    EXPECT_EQ(failures, 0) << failures << " of " << n << " chains failed";
+    EXPECT_GT(spilled, 0);
 }
 
 } // namespace

@@ -19,31 +19,15 @@ struct Lifetime {
     std::vector<int> users;
 };
 
-std::vector<int> buffers_of(const TaskIR &t) {
-    std::vector<int> out;
-    if (const auto *dma = std::get_if<DmaWork>(&t.work)) {
-        out.push_back(dma->src.buffer);
-        for (const auto &d : dma->dsts) out.push_back(d.buffer);
-    } else if (const auto *shave = std::get_if<ShaveWork>(&t.work)) {
-        for (const auto &a : shave->args) out.push_back(a.buffer);
-    } else {
-        const auto &dpu = std::get<DpuWork>(t.work);
-        out = {dpu.input.buffer, dpu.output.buffer};
-        if (dpu.has_input2) out.push_back(dpu.input2.buffer);
-        if (dpu.has_weights) out.insert(out.end(), {dpu.weights.buffer, dpu.weight_table.buffer});
-    }
-    return out;
-}
-
 std::vector<Lifetime> lifetimes(const Program &p) {
     std::vector<Lifetime> life(p.buffers.size());
     for (int t = 0; t < int(p.tasks.size()); ++t)
-        for (int b : buffers_of(p.tasks[size_t(t)])) {
-            Lifetime &l = life[size_t(b)];
+        for_each_view(p.tasks[size_t(t)], [&](const View &v, bool) {
+            Lifetime &l = life[size_t(v.buffer)];
             if (l.first < 0) l.first = t;
             l.last = t;
             if (l.users.empty() || l.users.back() != t) l.users.push_back(t);
-        }
+        });
     return life;
 }
 
@@ -57,16 +41,31 @@ std::vector<Lifetime> lifetimes(const Program &p) {
 // previous task's output to be stored); this way consecutive tasks rotate through CMX like a
 // ring.
 //
+// When no place is free, CMX evicts the live buffer, not used by the task at hand, whose next
+// use is furthest away (Belady's choice), until the buffer fits; the evicted buffer is placed
+// again at its next use, as its reload will be. Evictions are only recorded: allocate_cmx
+// spills the evicted buffers and allocates again.
+//
 // DDR (Policy::Compact): the lowest address that is free. A tensor's memory is reused once
 // every task reading it is ordered before the new tensor's first writer, which for tensors of
 // layers already done costs nothing, and keeps the scratch section small.
+//
+// The write-after-read dependencies go to `Allocation::waits`, to be added to the tasks once
+// an allocation needs no eviction.
+struct Allocation {
+    explicit Allocation(size_t tasks) : waits(tasks) {}
+    std::vector<std::vector<int>> waits; // per task: the tasks it must also wait for
+    std::vector<Eviction> evictions;
+};
+
 class Allocator {
   public:
     enum class Policy { Ring, Compact };
 
     Allocator(LoweringState &s, blob::MemSpace space, uint32_t index, uint64_t capacity,
-              Policy policy, const std::vector<Lifetime> &life)
-        : s_(s), space_(space), index_(index), capacity_(capacity), policy_(policy), life_(life) {}
+              Policy policy, const std::vector<Lifetime> &life, Allocation &out)
+        : s_(s), space_(space), index_(index), capacity_(capacity), policy_(policy), life_(life),
+          out_(out) {}
 
     // Places every used buffer of the memory; returns the bytes the memory needs.
     uint64_t run() {
@@ -79,17 +78,36 @@ class Allocator {
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
             return life_[size_t(a)].first < life_[size_t(b)].first;
         });
-        for (int b : order) place(b);
+        for (size_t next = 0; next < order.size() || !reloads_.empty();) {
+            const int b = next < order.size() ? order[next] : -1;
+            // A reload runs just before its next use: before buffers that use begins.
+            if (!reloads_.empty() && (b < 0 || reloads_.top().first <= life_[size_t(b)].first)) {
+                const int stay = reloads_.top().second;
+                reloads_.pop();
+                place(stay);
+            } else {
+                stays_.push_back({b, 0, kUnallocated});
+                place(int(stays_.size()) - 1);
+                ++next;
+            }
+        }
         return high_water_;
     }
 
   private:
-    // The memory as consecutive segments, keyed by their start: each holds one live buffer,
+    // A buffer's stay in memory: its whole life, or, once evicted, from its next use on.
+    struct Stay {
+        int buffer = -1;
+        size_t first_user = 0; // index into its users
+        uint64_t offset = kUnallocated;
+    };
+
+    // The memory as consecutive segments, keyed by their start: each holds one live stay,
     // or is free and remembers the buffers freed there since a buffer last covered it (the
     // ones a new writer must wait for; older ones are implied by them).
     struct Segment {
         uint64_t end = 0;
-        int live = -1;
+        int live = -1; // a stay
         std::vector<int> freed;
         int last_user = -1; // the latest last user among `freed`
     };
@@ -133,13 +151,15 @@ class Allocator {
 
     void release_finished(int now) {
         while (!live_by_last_.empty() && live_by_last_.top().first < now) {
-            const int b = live_by_last_.top().second;
+            const int stay = live_by_last_.top().second;
             live_by_last_.pop();
-            Segment &seg = segments_.at(s_.program.buffers[size_t(b)].offset);
+            if (evicted_.count(stay)) continue;
+            const Stay &st = stays_[size_t(stay)];
+            Segment &seg = segments_.at(st.offset);
             seg.live = -1;
-            seg.freed = {b};
-            seg.last_user = life_[size_t(b)].last;
-            live_bytes_ -= seg.end - s_.program.buffers[size_t(b)].offset;
+            seg.freed = {st.buffer};
+            seg.last_user = life_[size_t(st.buffer)].last;
+            live_bytes_ -= seg.end - st.offset;
         }
     }
 
@@ -147,7 +167,7 @@ class Allocator {
     std::string largest_live() const {
         std::vector<std::pair<uint64_t, int>> live;
         for (const auto &[begin, seg] : segments_)
-            if (seg.live >= 0) live.emplace_back(seg.end - begin, seg.live);
+            if (seg.live >= 0) live.emplace_back(seg.end - begin, stays_[size_t(seg.live)].buffer);
         std::sort(live.rbegin(), live.rend());
         std::string out;
         constexpr size_t kShown = 4;
@@ -158,35 +178,70 @@ class Allocator {
         return out.empty() ? "none" : out;
     }
 
-    void place(int b) {
+    // Evicts the live buffer not used by task `now` whose next use is furthest, to come back
+    // at that use; false when every live buffer is used by `now`.
+    bool evict(int now) {
+        int victim = -1, next_use = -1;
+        size_t victim_next = 0; // index of next_use among the victim's users
+        for (const auto &[begin, seg] : segments_) {
+            if (seg.live < 0) continue;
+            const auto &users = life_[size_t(stays_[size_t(seg.live)].buffer)].users;
+            const auto next = std::lower_bound(users.begin(), users.end(), now);
+            if (next == users.end() || *next == now || *next <= next_use) continue;
+            victim = seg.live;
+            next_use = *next;
+            victim_next = size_t(next - users.begin());
+        }
+        if (victim < 0) return false;
+        const Stay &st = stays_[size_t(victim)];
+        Segment &seg = segments_.at(st.offset);
+        live_bytes_ -= seg.end - st.offset;
+        seg = {seg.end, -1, {}, -1};
+        evicted_.insert(victim);
+        out_.evictions.push_back({st.buffer, now});
+        stays_.push_back({st.buffer, victim_next, kUnallocated});
+        reloads_.push({next_use, int(stays_.size()) - 1});
+        return true;
+    }
+
+    void place(int stay) {
+        const int b = stays_[size_t(stay)].buffer;
         auto &buffer = s_.program.buffers[size_t(b)];
-        const int now = life_[size_t(b)].first;
+        const int now = life_[size_t(b)].users[stays_[size_t(stay)].first_user];
         release_finished(now);
         const uint64_t size = (buffer.bytes + 63) / 64 * 64;
-        const std::optional<uint64_t> at = best_fit(size);
+        const std::string what = "buffer '" + buffer.name + "' (" + std::to_string(buffer.bytes) +
+                                 " bytes) does not fit in CMX of tile " + std::to_string(index_);
+        if (size > capacity_)
+            throw LoweringError(what + ", which has " + std::to_string(capacity_) +
+                                " usable bytes; split the layer's task loops further");
+        std::optional<uint64_t> at = best_fit(size);
+        while (!at && policy_ == Policy::Ring && evict(now)) at = best_fit(size);
         if (!at)
-            throw LoweringError("buffer '" + buffer.name + "' (" + std::to_string(buffer.bytes) +
-                                " bytes) does not fit in CMX of tile " + std::to_string(index_) +
-                                ": " + std::to_string(live_bytes_) + " of " +
-                                std::to_string(capacity_) + " usable bytes are live (" +
-                                largest_live() +
+            throw LoweringError(what + ": " + std::to_string(live_bytes_) + " of " +
+                                std::to_string(capacity_) +
+                                " usable bytes are live, all used by task '" +
+                                s_.program.tasks[size_t(now)].name + "' (" + largest_live() +
                                 "); split the layer's task loops further, or prefetch less");
         buffer.offset = *at;
+        stays_[size_t(stay)].offset = *at;
         split_at(*at);
         split_at(*at + size);
         // Write-after-read: earlier users of the memory finish before this buffer's first use.
-        auto &deps = s_.program.tasks[size_t(now)].deps;
+        const auto &deps = s_.program.tasks[size_t(now)].deps;
+        auto &added = out_.waits[size_t(now)];
         std::set<int> waits(deps.begin(), deps.end());
+        waits.insert(added.begin(), added.end());
         auto first = segments_.find(*at), last = segments_.lower_bound(*at + size);
         for (auto it = first; it != last; ++it)
             for (int old : it->second.freed)
                 for (int user : life_[size_t(old)].users)
-                    if (waits.insert(user).second) deps.push_back(user);
+                    if (waits.insert(user).second) added.push_back(user);
         // The covered memory becomes one segment; whoever reuses it later waits for this
         // buffer's users, which already wait for the old ones.
         segments_.erase(std::next(first), last);
-        first->second = {*at + size, b, {}, -1};
-        live_by_last_.push({life_[size_t(b)].last, b});
+        first->second = {*at + size, stay, {}, -1};
+        live_by_last_.push({life_[size_t(b)].last, stay});
         live_bytes_ += size;
         high_water_ = std::max(high_water_, *at + size);
     }
@@ -197,32 +252,58 @@ class Allocator {
     uint64_t capacity_;
     Policy policy_;
     const std::vector<Lifetime> &life_;
+    Allocation &out_;
+    std::vector<Stay> stays_;
+    std::set<int> evicted_; // stays
     Segments segments_{{0, Segment{capacity_, -1, {}, -1}}};
-    // Live buffers, the one whose last user comes first on top.
-    std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>>
-        live_by_last_;
+    using ByTask =
+        std::priority_queue<std::pair<int, int>, std::vector<std::pair<int, int>>, std::greater<>>;
+    ByTask live_by_last_; // live stays, the one whose last user comes first on top
+    ByTask reloads_;      // evicted buffers' returns, the earliest next use on top
     uint64_t live_bytes_ = 0;
     uint64_t high_water_ = 0;
 };
 
+void add_waits(Program &p, const Allocation &a) {
+    for (size_t t = 0; t < p.tasks.size(); ++t)
+        p.tasks[t].deps.insert(p.tasks[t].deps.end(), a.waits[t].begin(), a.waits[t].end());
+}
+
 } // namespace
 
+// Allocation evicts what does not fit; the evicted buffers are spilled (insert_spills) and
+// the program allocated again, until nothing more is evicted. A spill's reload can itself
+// crowd CMX, so this may take a few rounds.
 void allocate_cmx(LoweringState &s) {
-    const auto life = lifetimes(s.program);
-    for (int tile = 0; tile < s.target.tiles; ++tile)
-        Allocator(s, blob::MemSpace::Cmx, uint32_t(tile), s.target.cmx_usable_bytes,
-                  Allocator::Policy::Ring, life)
-            .run();
+    constexpr int kMaxRounds = 32;
+    for (int round = 0;; ++round) {
+        const auto life = lifetimes(s.program);
+        Allocation allocation(s.program.tasks.size());
+        for (int tile = 0; tile < s.target.tiles; ++tile)
+            Allocator(s, blob::MemSpace::Cmx, uint32_t(tile), s.target.cmx_usable_bytes,
+                      Allocator::Policy::Ring, life, allocation)
+                .run();
+        if (allocation.evictions.empty()) return add_waits(s.program, allocation);
+        if (round == kMaxRounds)
+            throw LoweringError("CMX allocation still evicts buffers after " +
+                                std::to_string(kMaxRounds) + " rounds of spilling (first: '" +
+                                s.program.buffers[size_t(allocation.evictions[0].buffer)].name +
+                                "'); split the layers' task loops further");
+        insert_spills(s, allocation.evictions);
+    }
 }
 
 void allocate_ddr(LoweringState &s) {
     const auto life = lifetimes(s.program);
-    s.program.scratch_bytes =
-        Allocator(s, blob::MemSpace::Scratch, 0, UINT64_MAX, Allocator::Policy::Compact, life)
-            .run();
+    Allocation allocation(s.program.tasks.size());
+    s.program.scratch_bytes = Allocator(s, blob::MemSpace::Scratch, 0, UINT64_MAX,
+                                        Allocator::Policy::Compact, life, allocation)
+                                  .run();
+    add_waits(s.program, allocation);
 }
 
 void verify_allocation(const LoweringState &s) {
+    verify_tasks(s); // allocation adds dependencies, and spilling adds tasks
     for (const auto &b : s.program.buffers) {
         if (b.offset == kUnallocated) continue; // never used
         uint64_t limit = b.space == blob::MemSpace::Cmx       ? s.target.cmx_usable_bytes

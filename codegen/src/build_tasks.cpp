@@ -206,8 +206,8 @@ class LayerBuilder {
         throw LoweringError("layer '" + name() + "': " + what);
     }
 
-    int dma_engine_in(int tile) const { return tile % s_.target.dma_engines; }
-    int dma_engine_out(int tile) const { return (tile + 1) % s_.target.dma_engines; }
+    int dma_engine_in(int tile) const { return codegen::dma_engine_in(s_.target, tile); }
+    int dma_engine_out(int tile) const { return codegen::dma_engine_out(s_.target, tile); }
 
     int add_cmx_buffer(const std::string &buffer_name, int tile, uint64_t bytes) {
         BufferDecl b;

@@ -35,6 +35,27 @@ struct LoweringState {
     }
 };
 
+// The DMA engine that loads into a tile's CMX, and the one that stores out of it: different
+// engines, so a tile's loads and stores run side by side.
+inline int dma_engine_in(const target::Target &t, int tile) {
+    return tile % t.dma_engines;
+}
+inline int dma_engine_out(const target::Target &t, int tile) {
+    return (tile + 1) % t.dma_engines;
+}
+
+// A CMX buffer that allocate_cmx moved out of CMX to make room at task `at`.
+struct Eviction {
+    int buffer = -1;
+    int at = -1;
+};
+
+// Takes each evicted buffer out of CMX after its last use before `at` and brings it back, as
+// a new buffer, before its next use; the tasks using it from then on use the new buffer.
+// Computed data is stored to DDR scratch and loaded back; data copied from constants is
+// copied from them again. (spill.cpp; used by allocate_cmx.)
+void insert_spills(LoweringState &s, const std::vector<Eviction> &evictions);
+
 // Each pass does one job; each verify_* checks the pass's output and throws LoweringError.
 void default_schedules(LoweringState &s);
 void resolve_schedules(LoweringState &s);

@@ -65,6 +65,27 @@ struct TaskIR {
     std::vector<int> deps; // tasks (indices, always earlier) that must finish first
 };
 
+// Calls f(view, writes) for every view task `t` reads (writes = false) or writes. A SHAVE
+// task's last argument is its output. `TaskT` is TaskIR or const TaskIR.
+template <typename TaskT, typename F> void for_each_view(TaskT &t, F &&f) {
+    if (auto *dma = std::get_if<DmaWork>(&t.work)) {
+        f(dma->src, false);
+        for (auto &d : dma->dsts) f(d, true);
+    } else if (auto *shave = std::get_if<ShaveWork>(&t.work)) {
+        for (size_t i = 0; i < shave->args.size(); ++i)
+            f(shave->args[i], i + 1 == shave->args.size());
+    } else {
+        auto &dpu = std::get<DpuWork>(t.work);
+        f(dpu.input, false);
+        if (dpu.has_input2) f(dpu.input2, false);
+        if (dpu.has_weights) {
+            f(dpu.weights, false);
+            f(dpu.weight_table, false);
+        }
+        f(dpu.output, true);
+    }
+}
+
 // Network I/O as the blob header describes it.
 struct IoDecl {
     std::string name;
