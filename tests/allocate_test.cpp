@@ -85,6 +85,35 @@ int tasks_named(const codegen::Program &p, const std::string &part) {
     return n;
 }
 
+// A dependency lost after allocation is a data race, and the blob's verification names it.
+TEST(Allocate, ALostWriteAfterReadDependencyIsARace) {
+    target::Target small = target::load_target("vpu27");
+    small.cmx_usable_bytes = 24 * 1024;
+    dsl::Layer in = dsl::Layer::input(activation("in", 32, 16, 32));
+    dsl::Layer conv = conv3x3("conv", in, 32, 32);
+    conv.schedule().split("y", "yo", "yi", 4).prefetch(1).on_dpu();
+    const dsl::Graph graph("small", {conv});
+    codegen::LoweringState s = allocated(graph, small);
+    for (auto &task : s.program.tasks)
+        if (task.name.find(".load") != std::string::npos) task.deps.clear();
+    codegen::allocate_ddr(s);
+    codegen::reduce_dependencies(s);
+    codegen::assign_barriers(s);
+    codegen::map_physical_barriers(s);
+    codegen::assemble(s);
+    try {
+        codegen::verify_blob(s);
+        FAIL() << "no race found";
+    } catch (const codegen::LoweringError &e) {
+        const std::string what = e.what();
+        EXPECT_EQ(
+            what.rfind("the assembled blob has data races (missing dependencies):\n'conv.load0", 0),
+            0u)
+            << what;
+        EXPECT_NE(what.find("writes CMX of tile 0+"), std::string::npos) << what;
+    }
+}
+
 // e = a + b of two 1x1 convolutions from 64 channels to 16, both computed per half of e:
 // while b computes its half from four times as many bytes, a's half waits in CMX for e.
 dsl::Graph two_branches() {

@@ -9,10 +9,12 @@
 #include <string>
 
 #include "codegen/lower.h"
+#include "vpu_target/blob_writer.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+namespace blob = vpuc::blob;
 
 struct Outcome {
     int status = -1;    // exit status
@@ -60,6 +62,21 @@ class Cli : public ::testing::Test {
     }
     static void TearDownTestSuite() { fs::remove_all(scratch()); }
 };
+
+TEST_F(Cli, VerifyReportsDataRaces) {
+    blob::BlobWriter w("vpu27", "racy");
+    w.add_input("x", {64}, blob::DType::U8, blob::Layout::ND);
+    w.add_dma(0, "a", blob::input_at(0), blob::cmx_at(0, 0), 64);
+    w.add_dma(1, "b", blob::input_at(0), blob::cmx_at(0, 0), 64);
+    const fs::path file = scratch() / "racy.vpub";
+    blob::write_file(file.string(), w.finish());
+    const Outcome run = vpuc_run("verify " + file.string());
+    EXPECT_EQ(run.status, 1);
+    EXPECT_EQ(run.output, file.string() +
+                              ": data races (tasks not ordered by barriers or queues):\n"
+                              "  'b' (DMA queue 1) writes CMX of tile 0+0..64, which 'a' (DMA "
+                              "queue 0) writes, and neither waits for the other\n");
+}
 
 TEST_F(Cli, DemoDumpsTheIrAfterAPass) {
     const Outcome run = demo("--dump-after build_tasks");

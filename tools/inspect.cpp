@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "command.h"
+#include "vpu_target/races.h"
 #include "vpu_target/verifier.h"
 
 namespace vpuc::tools {
@@ -561,6 +562,13 @@ int verify_command(const std::vector<std::string> &argv) {
             args.target.empty() ? header_only.header()->target()->str() : args.target;
         target::Target target = target::load_target(name);
         const Blob &b = blob::verify(bytes, target);
+        const std::vector<std::string> races = blob::find_races(b);
+        if (!races.empty()) {
+            std::fprintf(stderr, "%s: data races (tasks not ordered by barriers or queues):\n",
+                         args.blob.c_str());
+            for (const std::string &race : races) std::fprintf(stderr, "  %s\n", race.c_str());
+            return 1;
+        }
         std::printf("%s: ok (%llu tasks, %u barriers, target %s)\n", args.blob.c_str(),
                     static_cast<unsigned long long>(task_count(b)), size_of(b.barriers()),
                     target.name.c_str());
@@ -587,16 +595,19 @@ int inspect_command(const std::vector<std::string> &argv) {
 }
 
 const bool registered_verify = register_command(
-    {"verify", "check a blob against its target (structure, memory, barriers, deadlock)",
+    {"verify", "check a blob against its target (structure, memory, barriers, deadlock, races)",
      "usage: vpuc verify BLOB [--target NAME|FILE]\n\n"
      "Checks BLOB the way the simulator does before running it: the FlatBuffers structure,\n"
      "format version, every address inside its memory, DPU/DMA/SHAVE task parameters against\n"
      "the target, barrier counts, no deadlock, physical barriers reused only after release\n"
-     "(docs/blob.md lists every check).\n\n"
+     "(docs/blob.md lists every check). Then looks for data races: two tasks touching the\n"
+     "same bytes, one writing, with neither ordered before the other (the simulator would\n"
+     "run such a blob, with results that depend on timing).\n\n"
      "  --target NAME|FILE  verify against this target (a bundled name such as vpu27, or a\n"
      "                      target file) instead of the one named in the blob's header\n\n"
      "Prints 'BLOB: ok (N tasks, M barriers, target T)', or every problem found (one per\n"
-     "line, naming the task and field) on stderr and exits with status 1.",
+     "line, naming the task and field; races naming both tasks and the memory) on stderr\n"
+     "and exits with status 1.",
      verify_command});
 
 const bool registered_inspect = register_command(

@@ -13,27 +13,31 @@ namespace vpuc::codegen {
 
 namespace {
 
-// Program-order lifetimes: the first and last task touching each buffer.
+// Program-order lifetimes: the first and last task touching each buffer, and the tasks
+// writing it.
 struct Lifetime {
     int first = -1, last = -1;
-    std::vector<int> users;
+    std::vector<int> users, writers;
 };
 
 std::vector<Lifetime> lifetimes(const Program &p) {
     std::vector<Lifetime> life(p.buffers.size());
     for (int t = 0; t < int(p.tasks.size()); ++t)
-        for_each_view(p.tasks[size_t(t)], [&](const View &v, bool) {
+        for_each_view(p.tasks[size_t(t)], [&](const View &v, bool writes) {
             Lifetime &l = life[size_t(v.buffer)];
             if (l.first < 0) l.first = t;
             l.last = t;
             if (l.users.empty() || l.users.back() != t) l.users.push_back(t);
+            if (writes && (l.writers.empty() || l.writers.back() != t)) l.writers.push_back(t);
         });
     return life;
 }
 
 // Allocation of one memory (a tile's CMX, or DDR scratch) in program order. A buffer placed
-// over memory that an earlier buffer used makes its first user wait for all of that buffer's
-// users (write-after-read).
+// over memory that an earlier buffer used makes every task writing it wait for all of that
+// buffer's users (write-after-read): a buffer may have several writers (the parts of a region
+// computed at a consumer, a weight copy split between DMA engines), which need not wait for
+// each other.
 //
 // CMX (Policy::Ring): among the places where a buffer fits, it takes the one whose previous
 // users finished longest ago: never-used memory first, then the least recently freed. Reusing
@@ -178,6 +182,16 @@ class Allocator {
         return out.empty() ? "none" : out;
     }
 
+    // Makes task `task` wait for each of `earlier` it does not wait for yet.
+    void wait_for(int task, const std::set<int> &earlier) {
+        const auto &deps = s_.program.tasks[size_t(task)].deps;
+        auto &added = out_.waits[size_t(task)];
+        std::set<int> waits(deps.begin(), deps.end());
+        waits.insert(added.begin(), added.end());
+        for (int user : earlier)
+            if (waits.insert(user).second) added.push_back(user);
+    }
+
     // Evicts the live buffer not used by task `now` whose next use is furthest, to come back
     // at that use; false when every live buffer is used by `now`.
     bool evict(int now) {
@@ -227,16 +241,19 @@ class Allocator {
         stays_[size_t(stay)].offset = *at;
         split_at(*at);
         split_at(*at + size);
-        // Write-after-read: earlier users of the memory finish before this buffer's first use.
-        const auto &deps = s_.program.tasks[size_t(now)].deps;
-        auto &added = out_.waits[size_t(now)];
-        std::set<int> waits(deps.begin(), deps.end());
-        waits.insert(added.begin(), added.end());
+        // Write-after-read: earlier users of the memory finish before this buffer is written.
+        std::set<int> earlier;
         auto first = segments_.find(*at), last = segments_.lower_bound(*at + size);
         for (auto it = first; it != last; ++it)
             for (int old : it->second.freed)
-                for (int user : life_[size_t(old)].users)
-                    if (waits.insert(user).second) added.push_back(user);
+                earlier.insert(life_[size_t(old)].users.begin(), life_[size_t(old)].users.end());
+        if (!earlier.empty()) {
+            std::vector<int> writers;
+            for (int w : life_[size_t(b)].writers)
+                if (w >= now) writers.push_back(w);
+            if (writers.empty()) writers.push_back(now);
+            for (int w : writers) wait_for(w, earlier);
+        }
         // The covered memory becomes one segment; whoever reuses it later waits for this
         // buffer's users, which already wait for the old ones.
         segments_.erase(std::next(first), last);

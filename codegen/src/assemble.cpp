@@ -2,6 +2,7 @@
 #include <sstream>
 
 #include "passes.h"
+#include "vpu_target/races.h"
 #include "vpu_target/verifier.h"
 
 namespace vpuc::codegen {
@@ -126,12 +127,20 @@ void assemble(LoweringState &s) {
     s.blob = w.finish();
 }
 
+// The blob verifies against the target, and its dependencies order every two tasks that
+// touch the same bytes (one writing): a race would be a dependency some pass lost.
 void verify_blob(const LoweringState &s) {
+    const blob::Blob *verified = nullptr;
     try {
-        blob::verify(s.blob, s.target);
+        verified = &blob::verify(s.blob, s.target);
     } catch (const blob::BlobError &e) {
         throw LoweringError(std::string("the assembled blob does not verify:\n") + e.what());
     }
+    const std::vector<std::string> races = blob::find_races(*verified);
+    if (races.empty()) return;
+    std::string lines;
+    for (const std::string &race : races) lines += "\n" + race;
+    throw LoweringError("the assembled blob has data races (missing dependencies):" + lines);
 }
 
 std::string print(const Program &p) {

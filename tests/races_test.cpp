@@ -1,0 +1,73 @@
+// find_races: tasks touching the same bytes, one of them writing, must be ordered by barriers
+// or queue order; every race is reported with both tasks and the memory.
+#include <gtest/gtest.h>
+
+#include "vpu_target/blob_writer.h"
+#include "vpu_target/races.h"
+#include "vpu_target/verifier.h"
+
+using namespace vpuc::blob;
+
+namespace {
+
+std::vector<std::string> races_of(BlobWriter &w) {
+    static const vpuc::target::Target target = vpuc::target::load_target("vpu27");
+    const std::vector<uint8_t> bytes = w.finish();
+    return find_races(verify(bytes, target));
+}
+
+BlobWriter with_input() {
+    BlobWriter w("vpu27", "races");
+    w.add_input("x", {256}, DType::U8, Layout::ND);
+    return w;
+}
+
+TEST(Races, TwoUnorderedWritesOfTheSameBytes) {
+    BlobWriter w = with_input();
+    w.add_dma(0, "a", input_at(0), cmx_at(0, 0), 64);
+    w.add_dma(1, "b", input_at(0, 64), cmx_at(0, 32), 64);
+    EXPECT_EQ(races_of(w), std::vector<std::string>{
+                               "'b' (DMA queue 1) writes CMX of tile 0+32..64, which 'a' (DMA "
+                               "queue 0) writes, and neither waits for the other"});
+}
+
+TEST(Races, AReadUnorderedWithAWrite) {
+    BlobWriter w = with_input();
+    w.add_dma(0, "load", input_at(0), cmx_at(0, 0), 64);
+    w.add_dma(1, "store", cmx_at(0, 48), output_at(0), 16);
+    w.add_output("y", {16}, DType::U8, Layout::ND);
+    EXPECT_EQ(races_of(w), std::vector<std::string>{
+                               "'store' (DMA queue 1) reads CMX of tile 0+48..64, which 'load' "
+                               "(DMA queue 0) writes, and neither waits for the other"});
+}
+
+TEST(Races, BarriersAndQueueOrderOrderTasks) {
+    BlobWriter w = with_input();
+    const uint32_t loaded = w.add_barrier(0);
+    w.add_dma(0, "load", input_at(0), cmx_at(0, 0), 64).update(loaded);
+    w.add_dma(1, "store", cmx_at(0, 0), output_at(0), 64).wait(loaded);
+    w.add_dma(1, "reload", input_at(0, 64), cmx_at(0, 0), 64); // after store, on its queue
+    w.add_output("y", {64}, DType::U8, Layout::ND);
+    EXPECT_TRUE(races_of(w).empty());
+}
+
+// Each copies four 16-byte lines, 32 bytes apart: `odd` fills the gaps `even` leaves.
+BlobWriter interleaved() {
+    BlobWriter w = with_input();
+    w.add_dma(0, "even", input_at(0), {cmx_at(0, 0)}, 16, {DmaDim(4, 16, 32)});
+    w.add_dma(1, "odd", input_at(0, 64), {cmx_at(0, 16)}, 16, {DmaDim(4, 16, 32)});
+    return w;
+}
+
+TEST(Races, InterleavedLinesDoNotOverlap) {
+    BlobWriter w = interleaved();
+    EXPECT_TRUE(races_of(w).empty());
+    BlobWriter over = interleaved();
+    // After `odd` on its queue, but not ordered with `even`, whose first line it overlaps.
+    over.add_dma(1, "over", input_at(0), cmx_at(0, 8), 16);
+    EXPECT_EQ(races_of(over), std::vector<std::string>{
+                                  "'over' (DMA queue 1) writes CMX of tile 0+8..16, which 'even' "
+                                  "(DMA queue 0) writes, and neither waits for the other"});
+}
+
+} // namespace

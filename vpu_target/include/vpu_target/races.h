@@ -1,0 +1,22 @@
+// Data races in a blob: two tasks touching the same bytes, at least one of them writing,
+// with neither ordered before the other by barriers or by queue order. The simulator runs
+// such a blob, but its results then depend on timing (on hardware too), so a compiler must
+// never produce one: a race is a missing dependency.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "vpu_target/blob.h"
+
+namespace vpuc::blob {
+
+// One line per race found, at most `max_reports`, naming both tasks and the memory:
+//   "'b' (DMA queue 1) writes Scratch+0..64, which 'a' (DMA queue 0) writes, and neither
+//    waits for the other"
+// The blob must have passed verify(): every address inside its memory, no deadlock.
+// Every location's first race is found (a vector-clock sweep in dependency order).
+std::vector<std::string> find_races(const Blob &blob, size_t max_reports = 8);
+
+} // namespace vpuc::blob
