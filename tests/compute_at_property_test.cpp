@@ -1,7 +1,8 @@
 // compute_at changes speed, never results: chains of two or three layers whose producers are
-// computed at a random task loop of their consumer (with random splits of their own), under
-// random consumer schedules, give the CPU reference's bytes on both targets. The same chains
-// with CMX cut to a few kilobytes spill, and still give them.
+// computed at a random task loop of their consumer (with random splits of their own), or now
+// and then kept in CMX at root and broadcast to the tiles (HKSwitch, SOK or one tile with
+// store_in(CMX)), under random consumer schedules, give the CPU reference's bytes on both
+// targets. The same chains with CMX cut to a few kilobytes spill, and still give them.
 //
 // VPUC_PROPERTY_SCHEDULES sets the number of chains (30 when unset); seeds are fixed. A
 // failure prints the seed and every layer's schedule.
@@ -107,6 +108,22 @@ Chain random_chain(std::mt19937 &rng, const target::Target &target) {
             codegen::resolve_loop_nest(graph, chain[size_t(l) + 1], target).task_loop_names();
         if (loops.empty()) break; // the earlier layers stay at root
         dsl::Schedule &s = chain[size_t(l)].schedule();
+        if (rng() % 4 == 0) { // at root, its output kept in CMX and broadcast
+            const int tiles = draw(rng, 1, target.tiles);
+            switch (rng() % 3) {
+            case 0:
+                s.distribute("y", tiles, dsl::Strategy::HKSwitch);
+                break;
+            case 1:
+                s.distribute("c", tiles, dsl::Strategy::SplitOverKernel);
+                s.store_in(dsl::MemoryLevel::CMX);
+                break;
+            default:
+                s.store_in(dsl::MemoryLevel::CMX);
+            }
+            random_own_splits(s, rng);
+            break; // the earlier layers stay at root
+        }
         random_own_splits(s, rng);
         s.compute_at(chain[size_t(l) + 1].name(), loops[rng() % loops.size()]);
     }

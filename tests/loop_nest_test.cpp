@@ -306,11 +306,14 @@ TEST_F(LoopNestTest, DistributeClusteringReplicates) {
     EXPECT_EQ(tasks(nest), (Names{"c[0,16) x[0,12) y[0,20) @0", "c[0,16) x[0,12) y[0,20) @1"}));
 }
 
-TEST_F(LoopNestTest, DistributeHKSwitchSplitsLikeSOH) {
+TEST_F(LoopNestTest, DistributeHKSwitchSplitsLikeSOHAndKeepsTheOutputInCmx) {
     s1.distribute("y", 2, Strategy::HKSwitch);
     LoopNest nest = resolve();
     EXPECT_EQ(nest.find("y.tile")->strategy, Strategy::HKSwitch);
     EXPECT_EQ(tasks(nest), (Names{"c[0,16) x[0,12) y[0,10) @0", "c[0,16) x[0,12) y[10,20) @1"}));
+    EXPECT_TRUE(nest.broadcast);
+    relu1.schedule() = dsl::Schedule().distribute("y", 2, Strategy::SplitOverHeight);
+    EXPECT_FALSE(resolve().broadcast);
 }
 
 TEST_F(LoopNestTest, PlacementEngineAndDataMovement) {
@@ -536,11 +539,33 @@ TEST_F(LoopNestTest, ComputeAtWithPrefetch) {
                        "(legal: prefetch(0), or compute_root())");
 }
 
-TEST_F(LoopNestTest, StoreInCmxAtRoot) {
-    s1.store_in(dsl::MemoryLevel::CMX);
-    EXPECT_EQ(error(), "layer 'relu1': store_in(CMX): a layer computed at root stores its output "
-                       "to DDR, where its consumers load it (legal: store_in(DDR), or "
-                       "compute_at(consumer, loop) to keep it in the consumer's CMX)");
+TEST_F(LoopNestTest, StoreInCmxAtRootKeepsTheOutputInCmx) {
+    s1.distribute("c", 2, Strategy::SplitOverKernel).store_in(dsl::MemoryLevel::CMX);
+    EXPECT_TRUE(resolve().broadcast);
+    relu2.schedule().split("y", "yo", "yi", 4);
+    relu1.schedule() = dsl::Schedule().store_in(dsl::MemoryLevel::CMX).compute_at("relu2", "yo");
+    EXPECT_FALSE(resolve().broadcast); // computed at its consumer: in that consumer's CMX
+}
+
+TEST_F(LoopNestTest, ANetworkOutputCannotStayInCmx) {
+    relu2.schedule().store_in(dsl::MemoryLevel::CMX);
+    EXPECT_EQ(error_of(relu2), "layer 'relu2': store_in(CMX): 'relu2' is a network output, which "
+                               "goes to DDR, and this keeps it in CMX (legal: store_in(DDR))");
+    relu2.schedule() = dsl::Schedule().distribute("y", 2, Strategy::HKSwitch);
+    EXPECT_EQ(error_of(relu2),
+              "layer 'relu2': distribute(y, 2, HKSwitch): 'relu2' is a network output, which "
+              "goes to DDR, and this keeps it in CMX (legal: SOH)");
+}
+
+TEST_F(LoopNestTest, HKSwitchContradictedByStoreInDdrOrSpill) {
+    s1.distribute("y", 2, Strategy::HKSwitch).store_in(dsl::MemoryLevel::DDR);
+    EXPECT_EQ(error(), "layer 'relu1': store_in(DDR): HKSwitch broadcasts the output into the "
+                       "CMX of every tile (legal: store_in(CMX), or distribute with SOH to store "
+                       "it to DDR)");
+    relu1.schedule() = dsl::Schedule().spill().distribute("y", 2, Strategy::HKSwitch);
+    EXPECT_EQ(error(), "layer 'relu1': spill(): the output stays in CMX (store_in(CMX) or "
+                       "HKSwitch), and spill() sends it to DDR (legal: store_in(DDR) with SOH, "
+                       "SOK or Clustering)");
 }
 
 TEST_F(LoopNestTest, StoreInDdrOrSpillOfAComputedAtLayer) {

@@ -215,6 +215,42 @@ TEST(Lower, ComputeAtChainMatchesAndStaysInCmx) {
     }
 }
 
+// Output broadcast: a layer stored in CMX (HKSwitch, or store_in(CMX) with SOK) computes
+// into its own tile's copy of the whole output and broadcasts each result to the other tiles
+// its consumers run on; the consumers read it there, and the tensor never touches DDR.
+TEST(Lower, BroadcastOutputsStayInCmx) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        const target::Target target = target::load_target(target_name);
+        dsl::Layer in = dsl::Layer::input(activation("in", 32, 12, 16));
+        dsl::Layer c1 = conv3x3("c1", in, 32, 21);
+        dsl::Layer c2 = conv3x3("c2", c1, 32, 22);
+        dsl::Layer sig = algorithms::sigmoid("sig", c2);
+        dsl::Layer c3 = conv3x3("c3", sig, 16, 23);
+        // c1 over rows, broadcast; c2 over output channels, reading all rows of c1, and
+        // broadcast too; the sigmoid on the SHAVEs of tile 0 reads c2; c3 over rows.
+        c1.schedule().distribute("y", 2, dsl::Strategy::HKSwitch).split("y", "yo", "yi", 4);
+        c2.schedule()
+            .distribute("c", 2, dsl::Strategy::SplitOverKernel)
+            .store_in(dsl::MemoryLevel::CMX);
+        sig.schedule().store_in(dsl::MemoryLevel::CMX);
+        c3.schedule().distribute("y", target.tiles, dsl::Strategy::SplitOverHeight);
+        const dsl::Graph graph("broadcast", {c3});
+        std::ostringstream log;
+        codegen::LowerOptions options;
+        options.dump_after = "build_tasks";
+        options.log = &log;
+        codegen::lower(graph, target, options);
+        const std::string ir = log.str();
+        for (const std::string layer : {"c1", "c2", "sig"}) {
+            EXPECT_EQ(ir.find(layer + ".store"), std::string::npos) << ir;
+            EXPECT_EQ(ir.find(layer + ": Scratch"), std::string::npos) << ir;
+            EXPECT_NE(ir.find(layer + ".broadcast"), std::string::npos) << ir;
+        }
+        EXPECT_EQ(ir.find("c2.load"), std::string::npos) << ir; // reads c1 in CMX
+        compile_and_check(graph, target);
+    }
+}
+
 } // namespace
 
 namespace {

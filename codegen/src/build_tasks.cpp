@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include "codegen/bounds.h"
@@ -113,7 +114,6 @@ class LayerBuilder {
           next_dpu_(size_t(s.target.tiles), 0) {}
 
     void build() {
-        output_ = s_.tensor_buffer.at(plan_.layer.name());
         // Interleave the tiles' tasks so every tile starts at once; per tile, the inputs
         // of `prefetch` tasks ahead are loaded before a task computes.
         const std::vector<Task> tasks = split_by_group(nest_tasks_);
@@ -189,7 +189,14 @@ class LayerBuilder {
         return computes;
     }
 
-    std::vector<int> writers; // DMA-out tasks: who wrote this layer's output
+    std::vector<int> writers; // who wrote this layer's output (to DDR, or broadcast in CMX)
+
+    // A layer whose output stays in CMX (LoopNest::broadcast) holds all of it in one buffer on
+    // each of these tiles.
+    void keep_in_cmx(const std::set<int> &tiles) {
+        for (int tile : tiles)
+            resident_[tile] = add_cmx_buffer(name() + ".cmx", tile, whole_cmx_bytes());
+    }
 
   private:
     struct Pending {
@@ -255,6 +262,11 @@ class LayerBuilder {
                 p.loads.insert(p.loads.end(), fused.writers.begin(), fused.writers.end());
                 continue;
             }
+            if (const LayerBuilder *resident = broadcast_producer(producer)) {
+                p.inputs.push_back(sub_view(resident->resident_view(task.tile), r));
+                p.loads.insert(p.loads.end(), resident->writers.begin(), resident->writers.end());
+                continue;
+            }
             View whole = tensor_view(s_.tensor_buffer.at(producer.name()), producer.output());
             View src = sub_view(whole, r);
             int buf =
@@ -273,6 +285,32 @@ class LayerBuilder {
             p.loads.insert(p.loads.end(), w.loads.begin(), w.loads.end());
         }
         return p;
+    }
+
+    uint64_t whole_cmx_bytes() const {
+        const dsl::TensorDesc &out = plan_.layer.output();
+        return uint64_t(out.shape.elements()) * uint64_t(elem_bytes(blob_dtype(out.type)));
+    }
+
+    // The output in the CMX of `tile`, dense NHWC (broadcast layers).
+    View resident_view(int tile) const {
+        const dsl::TensorDesc &out = plan_.layer.output();
+        auto it = resident_.find(tile);
+        if (it == resident_.end())
+            fail("no copy of the output in the CMX of tile " + std::to_string(tile));
+        Region whole;
+        whole.dims = {Interval{0, out.shape[dsl::dims::C]}, Interval{0, out.shape[dsl::dims::W]},
+                      Interval{0, out.shape[dsl::dims::H]}};
+        const int32_t zero_point =
+            !out.quant.empty() && !out.quant.per_channel() ? out.quant.zero_point[0] : 0;
+        return dense_cmx_view(it->second, blob_dtype(out.type), whole, zero_point);
+    }
+
+    // The producer keeps its whole output in CMX.
+    const LayerBuilder *broadcast_producer(const dsl::Layer &producer) const {
+        auto it = builders_.find(producer.name()); // network inputs have no builder
+        if (it == builders_.end() || !it->second->plan_.nest.broadcast) return nullptr;
+        return it->second.get();
     }
 
     // The producer is computed at one of this layer's loops.
@@ -614,8 +652,9 @@ class LayerBuilder {
 
     // Returns the compute task.
     int compute_and_store(const Pending &p) {
+        if (plan_.nest.broadcast) return compute_and_broadcast(p);
         const dsl::TensorDesc &out_desc = plan_.layer.output();
-        View whole_out = tensor_view(output_, out_desc);
+        View whole_out = tensor_view(s_.tensor_buffer.at(name()), out_desc);
         int out_buf = add_cmx_buffer(name() + ".out", p.task.tile,
                                      view_bytes(sub_view(whole_out, p.task.region)));
         View out_cmx =
@@ -624,6 +663,22 @@ class LayerBuilder {
         writers.push_back(add_dma(task_name(p.task, "store"), dma_engine_out(p.task.tile),
                                   DmaWork{out_cmx, {sub_view(whole_out, p.task.region)}},
                                   {compute}));
+        return compute;
+    }
+
+    // Computes into the tile's copy of the output, then copies the result into the other
+    // tiles' copies with one broadcast DMA.
+    int compute_and_broadcast(const Pending &p) {
+        const int tile = p.task.tile;
+        const View local = sub_view(resident_view(tile), p.task.region);
+        const int compute = plan_.on_shave ? shave_task(p, local) : dpu_task(p, local);
+        writers.push_back(compute);
+        std::vector<View> others;
+        for (const auto &[other, buffer] : resident_)
+            if (other != tile) others.push_back(sub_view(resident_view(other), p.task.region));
+        if (!others.empty())
+            writers.push_back(add_dma(task_name(p.task, "broadcast"), dma_engine_out(tile),
+                                      DmaWork{local, others}, {compute}));
         return compute;
     }
 
@@ -711,9 +766,23 @@ class LayerBuilder {
     const DpuOpDesc &d_;
     const Builders &builders_;
     const std::vector<Task> nest_tasks_; // the layer's tasks, from its loop nest
-    int output_ = -1;
-    std::vector<int> next_dpu_; // per tile: the DPU the next task goes to
+    std::map<int, int> resident_;        // broadcast layers: tile -> CMX buffer of the output
+    std::vector<int> next_dpu_;          // per tile: the DPU the next task goes to
 };
+
+const LayerPlan &plan_of(const LoweringState &s, const std::string &layer) {
+    for (const LayerPlan &plan : s.plans)
+        if (plan.layer.name() == layer) return plan;
+    throw LoweringError("no plan for layer '" + layer + "'");
+}
+
+// The tiles a layer's tasks run on: its own, or those of the layer it is computed at.
+std::set<int> tiles_running(const LoweringState &s, const LayerPlan &plan) {
+    if (!plan.nest.compute_root) return tiles_running(s, plan_of(s, plan.nest.compute_at_layer));
+    std::set<int> tiles;
+    for (const Task &t : plan.nest.tasks()) tiles.insert(t.tile);
+    return tiles;
+}
 
 } // namespace
 
@@ -730,7 +799,7 @@ void build_tasks(LoweringState &s) {
     }
     p.outputs.resize(outputs.size());
     for (const auto &plan : s.plans) {
-        if (!plan.nest.compute_root) continue; // lives in its consumer's CMX only
+        if (!plan.nest.compute_root || plan.nest.broadcast) continue; // lives in CMX only
         const auto &t = plan.layer.output();
         auto out = std::find_if(outputs.begin(), outputs.end(),
                                 [&](const dsl::Layer &l) { return l.same_as(plan.layer); });
@@ -747,6 +816,15 @@ void build_tasks(LoweringState &s) {
     Builders builders;
     for (const auto &plan : s.plans)
         builders[plan.layer.name()] = std::make_unique<LayerBuilder>(s, plan, builders);
+    for (const auto &plan : s.plans) {
+        if (!plan.nest.broadcast) continue;
+        std::set<int> tiles = tiles_running(s, plan);
+        for (const dsl::Layer &consumer : s.graph.consumers(plan.layer)) {
+            const std::set<int> more = tiles_running(s, plan_of(s, consumer.name()));
+            tiles.insert(more.begin(), more.end());
+        }
+        builders.at(plan.layer.name())->keep_in_cmx(tiles);
+    }
     for (const auto &plan : s.plans) {
         if (!plan.nest.compute_root) continue; // built by its consumer
         LayerBuilder &builder = *builders.at(plan.layer.name());

@@ -393,18 +393,40 @@ class Resolver {
     }
 
     // Where the output lives follows from the placement: a layer computed at root stores it
-    // to DDR, where its consumers load it (that is spill()); one computed at a consumer's loop
-    // keeps it in that consumer's CMX. A layer computed at a consumer's loop also runs on that
-    // consumer's tile, once per iteration of the loop, with its inputs loaded just before:
-    // distribution and prefetch belong to the consumer's schedule.
+    // to DDR, where its consumers load it (that is spill()), unless it is stored in CMX
+    // (store_in(CMX), or distributed with HKSwitch): then its whole output stays in the CMX of
+    // every tile that computes it or runs a consumer, broadcast there as it is computed. One
+    // computed at a consumer's loop keeps it in that consumer's CMX. A layer computed at a
+    // consumer's loop also runs on that consumer's tile, once per iteration of the loop, with
+    // its inputs loaded just before: distribution and prefetch belong to the consumer's
+    // schedule.
     void check_placement() {
-        for (const Directive &d : layer_.schedule().directives()) {
+        const auto &directives = layer_.schedule().directives();
+        const bool hk_switch = std::any_of(directives.begin(), directives.end(), [](auto &d) {
+            return d.kind == Directive::Kind::Distribute && d.strategy == dsl::Strategy::HKSwitch;
+        });
+        bool network_output = false;
+        for (const dsl::Layer &out : graph_.outputs()) network_output |= out.same_as(layer_);
+        nest_.broadcast = nest_.compute_root && (nest_.store == dsl::MemoryLevel::CMX || hk_switch);
+        for (const Directive &d : directives) {
             current_ = &d;
             if (nest_.compute_root) {
-                if (d.kind == Directive::Kind::StoreIn && d.memory == dsl::MemoryLevel::CMX)
-                    fail("a layer computed at root stores its output to DDR, where its consumers "
-                         "load it (legal: store_in(DDR), or compute_at(consumer, loop) to keep "
-                         "it in the consumer's CMX)");
+                const bool to_cmx =
+                    (d.kind == Directive::Kind::StoreIn && d.memory == dsl::MemoryLevel::CMX) ||
+                    (d.kind == Directive::Kind::Distribute &&
+                     d.strategy == dsl::Strategy::HKSwitch);
+                if (to_cmx && nest_.broadcast && network_output)
+                    fail("'" + layer_.name() +
+                         "' is a network output, which goes to DDR, and this keeps it in CMX "
+                         "(legal: " +
+                         (d.kind == Directive::Kind::StoreIn ? "store_in(DDR)" : "SOH") + ")");
+                if (hk_switch && d.kind == Directive::Kind::StoreIn &&
+                    d.memory == dsl::MemoryLevel::DDR)
+                    fail("HKSwitch broadcasts the output into the CMX of every tile (legal: "
+                         "store_in(CMX), or distribute with SOH to store it to DDR)");
+                if (nest_.broadcast && d.kind == Directive::Kind::Spill)
+                    fail("the output stays in CMX (store_in(CMX) or HKSwitch), and spill() "
+                         "sends it to DDR (legal: store_in(DDR) with SOH, SOK or Clustering)");
                 continue;
             }
             if (d.kind == Directive::Kind::StoreIn && d.memory == dsl::MemoryLevel::DDR)

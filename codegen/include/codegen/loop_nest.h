@@ -88,6 +88,9 @@ struct LoopNest {
     std::string compute_at_layer, compute_at_loop;
     dsl::MemoryLevel store = dsl::MemoryLevel::DDR;
     bool spill = false;
+    // Computed at root with its whole output kept in CMX (store_in(CMX), or HKSwitch): every
+    // tile that computes it or runs a consumer holds all of it; consumers read it there.
+    bool broadcast = false;
 
     // Every task in execution order (outermost task loop slowest), with its tile. Iterations
     // that clamping leaves empty (nested non-dividing splits) are not tasks. Without task loops
@@ -116,7 +119,7 @@ struct LoopNest {
 // - distribute(v, n, s): v becomes the tile loop "v.tile" (a task loop, extent and tiles n,
 //   strategy s; its index is Task::tile) directly outside a remainder loop that keeps the
 //   name v and v's task-ness. SOH and HKSwitch cut v into n contiguous chunks whose sizes
-//   differ by at most one, larger first (HKSwitch's output broadcast is codegen's business);
+//   differ by at most one, larger first (HKSwitch also keeps the output in CMX: `broadcast`);
 //   SOK does the same on a loop from c. Clustering replicates: the remainder keeps v's extent
 //   and every tile computes the same regions. n is at most the target's tiles and, except for
 //   Clustering, v's extent. The tile loop cannot be split, fused or distributed.

@@ -12,10 +12,12 @@
 //   compute_at(consumer, loop)   computed per iteration of the consumer's `loop`, kept in CMX
 //                                (layer grouping; halos are recomputed)
 //   store_in(CMX | DDR)          where the output lives: DDR at root, CMX when computed at a
-//                                consumer (a contradiction with the placement is an error)
+//                                consumer; CMX at root keeps the whole output in the CMX of
+//                                every tile that uses it (output broadcast)
 //   on_dpu(mode) / on_shave()    the engine; mode "" lets the compiler choose the MPE mode
 //   workloads(v, n)              split each DPU task into n variants along v
 //   distribute(v, tiles, strategy)   spread v over NCE tiles: SOH, SOK, Clustering, HKSwitch
+//                                (SOH with the output broadcast: implies store_in(CMX))
 //   prefetch(depth)              load the inputs of `depth` tasks ahead (double buffering: 1)
 //   spill()                      write the output to DDR and reload it where it is consumed
 //                                (what a layer computed at root does; an error with compute_at)
