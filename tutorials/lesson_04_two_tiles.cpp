@@ -11,8 +11,9 @@
 //
 // The tiles share the DMA engines and the DDR bandwidth, so two tiles are at most twice as
 // fast, and less when the layer waits on memory. This lesson measures one tile against two,
-// with both strategies, on a wide layer and on a deep one, and checks that every schedule
-// gives the reference's bytes.
+// with both strategies, on a wide layer and on a deep one, then two layers in a row with the
+// tensor between them kept in CMX (HKSwitch), and checks that every schedule gives the
+// reference's bytes.
 //
 // Build and run:  ninja -C build lesson_04_two_tiles
 //                 ./build/tutorials/lesson_04_two_tiles
@@ -24,6 +25,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "algorithms/layers.h"
@@ -42,7 +44,7 @@ static std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
 
 // A 3x3 conv + ReLU with as many output channels as input channels, built afresh for each
 // schedule (a schedule belongs to its layer).
-static dsl::Layer make_conv(const dsl::Layer &image) {
+static dsl::Layer make_conv(const dsl::Layer &image, const std::string &name = "conv") {
     const int channels = int(image.output().shape[dsl::dims::C]);
     std::mt19937 rng(4);
     auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
@@ -56,7 +58,36 @@ static dsl::Layer make_conv(const dsl::Layer &image) {
     algorithms::Conv2dParams same;
     same.pad_left = same.pad_right = same.pad_top = same.pad_bottom = 1;
     same.activation = algorithms::Activation::relu();
-    return algorithms::conv2d("conv", image, w, same);
+    return algorithms::conv2d(name, image, w, same);
+}
+
+static Halide::Buffer<uint8_t> random_pixels(const dsl::TensorDesc &image_desc) {
+    Halide::Buffer<uint8_t> pixels = algorithms::make_buffer(image_desc);
+    std::mt19937 rng(40);
+    pixels.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
+    return pixels;
+}
+
+// Compiles and runs `graph`, prints its time against `baseline_cycles` (the first run sets
+// it), its schedules and each engine's busy time; true when it gave the `expected` bytes.
+static bool run_and_print(const target::Target &target, const dsl::Graph &graph,
+                          const Halide::Buffer<uint8_t> &pixels,
+                          const std::vector<uint8_t> &expected, const char *what,
+                          double &baseline_cycles) {
+    sim::Simulator simulator(target, codegen::lower(graph, target));
+    sim::RunResult result = simulator.run({bytes_of(pixels)});
+    const bool same = result.outputs.at(0) == expected;
+    if (baseline_cycles == 0) baseline_cycles = result.latency_dpu_cycles;
+    std::printf("  %-28s %8.0f DPU cycles, %.2fx, %s\n", what, result.latency_dpu_cycles,
+                baseline_cycles / result.latency_dpu_cycles,
+                same ? "same bytes" : "MISMATCH against the reference");
+    for (const dsl::Layer &layer : graph.layers())
+        std::printf("    %s: %s\n", layer.name().c_str(), layer.schedule().to_string().c_str());
+    std::printf("    busy:");
+    for (const sim::EngineStats &e : result.engines)
+        std::printf(" %s %.1f us;", e.engine.c_str(), e.busy_ns / 1000);
+    std::printf("\n");
+    return same;
 }
 
 using ScheduleFn = std::function<void(dsl::Schedule &)>;
@@ -66,9 +97,7 @@ using ScheduleFn = std::function<void(dsl::Schedule &)>;
 static int compare_schedules(const target::Target &target, const dsl::TensorDesc &image_desc,
                              const std::vector<std::pair<const char *, ScheduleFn>> &schedules) {
     dsl::Layer image = dsl::Layer::input(image_desc);
-    Halide::Buffer<uint8_t> pixels = algorithms::make_buffer(image_desc);
-    std::mt19937 rng(40);
-    pixels.for_each_value([&](uint8_t &v) { v = uint8_t(rng()); });
+    const Halide::Buffer<uint8_t> pixels = random_pixels(image_desc);
     const std::vector<uint8_t> expected = bytes_of(
         algorithms::run_reference(dsl::Graph("reference", {make_conv(image)}), {pixels}).at(0));
 
@@ -78,18 +107,32 @@ static int compare_schedules(const target::Target &target, const dsl::TensorDesc
     for (const auto &[what, apply] : schedules) {
         dsl::Layer conv = make_conv(image);
         apply(conv.schedule());
-        sim::Simulator simulator(target, codegen::lower(dsl::Graph("tiles", {conv}), target));
-        sim::RunResult result = simulator.run({bytes_of(pixels)});
-        const bool same = result.outputs.at(0) == expected;
-        failures += !same;
-        if (one_tile_cycles == 0) one_tile_cycles = result.latency_dpu_cycles;
-        std::printf("  %-28s %8.0f DPU cycles, %.2fx, %s\n    %s\n    busy:", what,
-                    result.latency_dpu_cycles, one_tile_cycles / result.latency_dpu_cycles,
-                    same ? "same bytes" : "MISMATCH against the reference",
-                    conv.schedule().to_string().c_str());
-        for (const sim::EngineStats &e : result.engines)
-            std::printf(" %s %.1f us;", e.engine.c_str(), e.busy_ns / 1000);
-        std::printf("\n");
+        failures += !run_and_print(target, dsl::Graph("tiles", {conv}), pixels, expected, what,
+                                   one_tile_cycles);
+    }
+    return failures;
+}
+
+// The same for two convs in a row, each schedule pair applied to the first and the second.
+static int
+compare_chains(const target::Target &target, const dsl::TensorDesc &image_desc,
+               const std::vector<std::tuple<const char *, ScheduleFn, ScheduleFn>> &schedules) {
+    dsl::Layer image = dsl::Layer::input(image_desc);
+    const Halide::Buffer<uint8_t> pixels = random_pixels(image_desc);
+    const dsl::Layer reference = make_conv(make_conv(image, "conv1"), "conv2");
+    const std::vector<uint8_t> expected =
+        bytes_of(algorithms::run_reference(dsl::Graph("reference", {reference}), {pixels}).at(0));
+
+    std::printf("two convs 3x3 on %s\n", image_desc.describe().c_str());
+    int failures = 0;
+    double baseline_cycles = 0;
+    for (const auto &[what, first, second] : schedules) {
+        dsl::Layer conv1 = make_conv(image, "conv1");
+        dsl::Layer conv2 = make_conv(conv1, "conv2");
+        first(conv1.schedule());
+        second(conv2.schedule());
+        failures += !run_and_print(target, dsl::Graph("chain", {conv2}), pixels, expected, what,
+                                   baseline_cycles);
     }
     return failures;
 }
@@ -152,6 +195,30 @@ int main() {
     // Which strategy wins depends on the layer: SOH needs rows to share out, SOK costs extra
     // input reads and output writes that only a small input makes cheap. The default schedules
     // (schedules/) use SOH; choosing per layer is what a tuned schedule is for.
-    std::printf("\n6 schedules, %d differing from the reference\n", failures);
+
+    // ---- Two deep layers: the tensor between them kept in CMX -------------------------------
+    //
+    // Between two layers the tensor normally goes through DDR: the first layer stores it and
+    // the second loads it back. distribute("y", 2, HKSwitch) splits the first layer over height
+    // as SOH does, but keeps its output in CMX: each tile holds a copy of the whole tensor
+    // (buffer conv1.cmx), and each task's result goes into its own tile's copy and, by one DMA
+    // with two destinations, into the other's. The second layer, split over kernel, needs every
+    // row on both tiles: it reads them from its own CMX, with no load. store_in(CMX) keeps any
+    // root layer's output in CMX the same way (SOK with store_in(CMX) is SOK with its output
+    // broadcast). The tensor must fit, on every tile, next to what the tasks need; when it
+    // does not, the allocator spills it (lesson 3's error names what fills CMX).
+    failures += compare_chains(
+        target, image_desc,
+        {{"through DDR (SOH, then SOK)",
+          [](dsl::Schedule &s) { s.distribute("y", 2, dsl::Strategy::SplitOverHeight).on_dpu(); },
+          [](dsl::Schedule &s) { s.distribute("c", 2, dsl::Strategy::SplitOverKernel).on_dpu(); }},
+         {"in CMX (HKSwitch, then SOK)",
+          [](dsl::Schedule &s) { s.distribute("y", 2, dsl::Strategy::HKSwitch).on_dpu(); },
+          [](dsl::Schedule &s) {
+              s.distribute("c", 2, dsl::Strategy::SplitOverKernel).on_dpu();
+          }}});
+    // The gain is small here: the weights (576 KB per layer), not the 49 KB tensor, are most
+    // of the DMA time. Keeping a tensor in CMX pays where activations outweigh weights.
+    std::printf("\n8 schedules, %d differing from the reference\n", failures);
     return failures == 0 ? 0 : 1;
 }
