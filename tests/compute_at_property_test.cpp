@@ -1,8 +1,9 @@
-// compute_at changes speed, never results: chains of two or three layers whose producers are
-// computed at a random task loop of their consumer (with random splits of their own), or now
-// and then kept in CMX at root and broadcast to the tiles (HKSwitch, SOK or one tile with
-// store_in(CMX)), under random consumer schedules, give the CPU reference's bytes on both
-// targets. The same chains with CMX cut to a few kilobytes spill, and still give them.
+// compute_at changes speed, never results: chains of two or three layers (convolutions, max
+// pools, sigmoids) whose producers are computed at a random task loop of their consumer (with
+// random splits of their own), or now and then kept in CMX at root and broadcast to the tiles
+// (HKSwitch; SOK, Clustering or one tile with store_in(CMX)), under random consumer
+// schedules, give the CPU reference's bytes on both targets. The same chains with CMX cut to a
+// few kilobytes spill, and still give them.
 //
 // VPUC_PROPERTY_SCHEDULES sets the number of chains (30 when unset); seeds are fixed. A
 // failure prints the seed and every layer's schedule.
@@ -46,10 +47,13 @@ algorithms::QuantWeights weights(int ic, int k, int oc, std::mt19937 &rng) {
     return w;
 }
 
-// A 3x3 (pad 1) or 1x1 conv with ReLU, or a 3x3 max pool (stride 1, pad 1).
+// A 3x3 (pad 1) or 1x1 conv with ReLU, a 3x3 max pool (stride 1, pad 1), or a sigmoid (a
+// SHAVE kernel).
 dsl::Layer random_layer(const std::string &name, const dsl::Layer &in, std::mt19937 &rng) {
     const int ic = int(in.output().shape[dsl::dims::C]);
-    switch (rng() % 3) {
+    switch (rng() % 4) {
+    case 3:
+        return algorithms::sigmoid(name, in);
     case 0: {
         algorithms::PoolParams pool;
         pool.kernel_w = pool.kernel_h = 3;
@@ -100,7 +104,9 @@ Chain random_chain(std::mt19937 &rng, const target::Target &target) {
         chain.push_back(random_layer("l" + std::to_string(chain.size()), chain.back(), rng));
     const dsl::Graph graph("chain", {chain.back()});
 
-    chain.back().schedule() = schedules::random_schedule(chain.back(), target, rng);
+    chain.back().schedule() = schedules::random_schedule(
+        chain.back(), target, rng,
+        chain.back().op() == "sigmoid" ? dsl::Engine::SHAVE : dsl::Engine::DPU);
     if (codegen::resolve_loop_nest(graph, chain.back(), target).task_loop_names().empty())
         chain.back().schedule().split("y", "ry", "ryi", draw(rng, 1, 4));
     for (int l = int(chain.size()) - 2; l >= 0; --l) {
@@ -110,12 +116,16 @@ Chain random_chain(std::mt19937 &rng, const target::Target &target) {
         dsl::Schedule &s = chain[size_t(l)].schedule();
         if (rng() % 4 == 0) { // at root, its output kept in CMX and broadcast
             const int tiles = draw(rng, 1, target.tiles);
-            switch (rng() % 3) {
+            switch (rng() % 4) {
             case 0:
                 s.distribute("y", tiles, dsl::Strategy::HKSwitch);
                 break;
             case 1:
                 s.distribute("c", tiles, dsl::Strategy::SplitOverKernel);
+                s.store_in(dsl::MemoryLevel::CMX);
+                break;
+            case 2:
+                s.distribute("y", tiles, dsl::Strategy::Clustering);
                 s.store_in(dsl::MemoryLevel::CMX);
                 break;
             default:

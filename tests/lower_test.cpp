@@ -251,6 +251,19 @@ TEST(Lower, BroadcastOutputsStayInCmx) {
     }
 }
 
+// A replicated layer (Clustering) kept in CMX computes its whole output on each of its tiles,
+// so it copies results only to the tiles it does not run on (two writers of the same bytes
+// would race).
+TEST(Lower, ReplicatedOutputsKeptInCmx) {
+    const target::Target target = target::load_target("vpu20");
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 10, 12));
+    dsl::Layer c1 = conv3x3("c1", in, 16, 24);
+    dsl::Layer c2 = conv3x3("c2", c1, 16, 25);
+    c1.schedule().distribute("y", 2, dsl::Strategy::Clustering).store_in(dsl::MemoryLevel::CMX);
+    c2.schedule().distribute("y", 4, dsl::Strategy::SplitOverHeight);
+    compile_and_check(dsl::Graph("replicated", {c2}), target);
+}
+
 } // namespace
 
 namespace {

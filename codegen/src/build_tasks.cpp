@@ -667,15 +667,23 @@ class LayerBuilder {
     }
 
     // Computes into the tile's copy of the output, then copies the result into the other
-    // tiles' copies with one broadcast DMA.
+    // tiles' copies with one broadcast DMA. A replicated layer (Clustering) computes all of
+    // its output on each of its tiles: it copies only to the tiles it does not run on.
     int compute_and_broadcast(const Pending &p) {
         const int tile = p.task.tile;
         const View local = sub_view(resident_view(tile), p.task.region);
         const int compute = plan_.on_shave ? shave_task(p, local) : dpu_task(p, local);
         writers.push_back(compute);
+        const bool replicated =
+            std::any_of(plan_.nest.relations.begin(), plan_.nest.relations.end(),
+                        [](const LoopRelation &r) { return r.replicate; });
+        std::set<int> computing;
+        if (replicated)
+            for (const Task &t : nest_tasks_) computing.insert(t.tile);
         std::vector<View> others;
         for (const auto &[other, buffer] : resident_)
-            if (other != tile) others.push_back(sub_view(resident_view(other), p.task.region));
+            if (other != tile && !computing.count(other))
+                others.push_back(sub_view(resident_view(other), p.task.region));
         if (!others.empty())
             writers.push_back(add_dma(task_name(p.task, "broadcast"), dma_engine_out(tile),
                                       DmaWork{local, others}, {compute}));
