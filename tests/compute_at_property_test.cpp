@@ -104,11 +104,15 @@ Chain random_chain(std::mt19937 &rng, const target::Target &target) {
         chain.push_back(random_layer("l" + std::to_string(chain.size()), chain.back(), rng));
     const dsl::Graph graph("chain", {chain.back()});
 
-    chain.back().schedule() = schedules::random_schedule(
-        chain.back(), target, rng,
-        chain.back().op() == "sigmoid" ? dsl::Engine::SHAVE : dsl::Engine::DPU);
-    if (codegen::resolve_loop_nest(graph, chain.back(), target).task_loop_names().empty())
-        chain.back().schedule().split("y", "ry", "ryi", draw(rng, 1, 4));
+    // A random schedule with a task loop; else (a few draws without one) rows split in tasks.
+    const bool shave = chain.back().op() == "sigmoid";
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        chain.back().schedule() = schedules::random_schedule(
+            chain.back(), target, rng, shave ? dsl::Engine::SHAVE : dsl::Engine::DPU);
+        if (!codegen::resolve_loop_nest(graph, chain.back(), target).task_loop_names().empty())
+            break;
+        chain.back().schedule() = dsl::Schedule().split("y", "ry", "ryi", draw(rng, 1, 4));
+    }
     for (int l = int(chain.size()) - 2; l >= 0; --l) {
         const auto loops =
             codegen::resolve_loop_nest(graph, chain[size_t(l) + 1], target).task_loop_names();
