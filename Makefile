@@ -41,8 +41,8 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 bench: build
-	$(BUILD_DIR)/tools/vpuc bench timing-model --reference ../shared/data/vpunn_dpu_reference.csv
-	$(BUILD_DIR)/tools/vpuc bench timing-model --reference ../shared/data/vpunn_dma_reference.csv
+	$(BUILD_DIR)/tools/vpuc bench timing-model --reference vpu_target/calibration/vpunn_dpu_reference.csv
+	$(BUILD_DIR)/tools/vpuc bench timing-model --reference vpu_target/calibration/vpunn_dma_reference.csv
 
 format:
 	find dsl algorithms schedules codegen vpu_target frontend tools tests tutorials bench \

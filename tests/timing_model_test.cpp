@@ -199,8 +199,8 @@ TEST(TimingCalibration, ErrorStatistics) {
 // The committed coefficients must keep following VPUNN (docs/timing-model.md has the tables).
 TEST(TimingCalibration, CommittedReferencesStayUnder15Percent) {
     for (const char *file : {"vpunn_dpu_reference.csv", "vpunn_dma_reference.csv"}) {
-        std::string path = std::string(VPUC_SOURCE_DIR) + "/../shared/data/" + file;
-        if (!std::ifstream(path)) GTEST_SKIP() << path << " is absent";
+        std::string path = std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/" + file;
+        ASSERT_TRUE(std::ifstream(path).good()) << path << " is missing";
         CalibrationReport r = calibrate_timing_model_file(path);
         EXPECT_LT(r.overall.median, 0.15) << file;
         EXPECT_GE(r.overall.rows, 300u) << file;

@@ -13,7 +13,7 @@ const char *kUsage =
     R"(usage: vpuc bench timing-model --reference FILE [--target T]
 
 Compares the timing model with VPUNN cycle predictions. FILE is a DPU or a DMA
-reference CSV (shared/data/vpunn_dpu_reference.csv, vpunn_dma_reference.csv); the
+reference CSV (vpu_target/calibration/vpunn_dpu_reference.csv, vpunn_dma_reference.csv); the
 kind is detected from the header. Every row is evaluated with the bundled target of
 its device (VPU_2_7: vpu27, VPU_2_0: vpu20).
 

@@ -1,4 +1,4 @@
-// Compares the timing model with Intel VPUNN's cycle predictions (shared/data/*.csv): reads a
+// Compares the timing model with Intel VPUNN's cycle predictions (vpu_target/calibration/*.csv): reads a
 // DPU or DMA reference file and reports the relative error per group of similar rows.
 #pragma once
 
