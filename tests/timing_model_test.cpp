@@ -117,7 +117,7 @@ TEST(DpuTimingModel, UnknownOrUnsupportedModeThrowsNamingIt) {
     EXPECT_NE(e.find("CUBOID_16x16"), std::string::npos) << e;
     EXPECT_THROW(dpu_workload_cycles(vpu27(), conv(8, 8, 16, 16, 1, "MATRIX")), TargetError);
     e = error_of([] { dpu_workload_cycles(vpu20(), fp16(conv(8, 8, 16, 16, 1, "MATRIX"))); });
-    EXPECT_NE(e.find("MPE mode MATRIX does not take f16 inputs"), std::string::npos) << e;
+    EXPECT_NE(e.find("MPE mode MATRIX does not take F16 inputs"), std::string::npos) << e;
 }
 
 TEST(DmaTimingModel, TimeGrowsWithBytes) {

@@ -419,22 +419,6 @@ void schedule_inner_stages(const Halide::Func &output, int vector_bits) {
     }
 }
 
-blob::DType to_blob(target::DType dtype) {
-    switch (dtype) {
-    case target::DType::U8:
-        return blob::DType::U8;
-    case target::DType::I8:
-        return blob::DType::I8;
-    case target::DType::F16:
-        return blob::DType::F16;
-    case target::DType::F32:
-        return blob::DType::F32;
-    case target::DType::I32:
-        return blob::DType::I32;
-    }
-    throw std::logic_error("unknown DType");
-}
-
 blob::ArgKind to_blob(KernelArgKind kind) {
     switch (kind) {
     case KernelArgKind::InputBuffer:
@@ -516,7 +500,7 @@ std::unique_ptr<blob::KernelT> to_blob_kernel(const ShaveKernelBinary &kernel) {
         auto blob_arg = std::make_unique<blob::KernelArgT>();
         blob_arg->name = arg.name;
         blob_arg->kind = to_blob(arg.kind);
-        blob_arg->dtype = to_blob(arg.dtype);
+        blob_arg->dtype = arg.dtype;
         blob_arg->rank = uint8_t(arg.rank);
         out->args.push_back(std::move(blob_arg));
     }

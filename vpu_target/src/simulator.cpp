@@ -59,22 +59,6 @@ target::DmaTransfer transfer_of(const blob::DmaTask &dma) {
     return t;
 }
 
-target::DType target_dtype(blob::DType t) {
-    switch (t) {
-    case blob::DType::U8:
-        return target::DType::U8;
-    case blob::DType::I8:
-        return target::DType::I8;
-    case blob::DType::F16:
-        return target::DType::F16;
-    case blob::DType::F32:
-        return target::DType::F32;
-    case blob::DType::I32:
-        return target::DType::I32;
-    }
-    return target::DType::U8;
-}
-
 target::DpuOpKind op_kind(blob::DpuOp op) {
     switch (op) {
     case blob::DpuOp::Conv:
@@ -100,8 +84,8 @@ double dpu_task_cycles(const target::Target &target, const blob::DpuTask &dpu) {
     for (const auto *v : *dpu.variants()) {
         target::DpuWorkload w;
         w.op = op_kind(dpu.op());
-        w.input_dtype = target_dtype(dpu.input()->dtype());
-        w.output_dtype = target_dtype(dpu.output()->dtype());
+        w.input_dtype = dpu.input()->dtype();
+        w.output_dtype = dpu.output()->dtype();
         w.out_w = int(v->end()->Get(0) - v->start()->Get(0));
         w.out_h = int(v->end()->Get(1) - v->start()->Get(1));
         w.out_c = int(v->end()->Get(2) - v->start()->Get(2));

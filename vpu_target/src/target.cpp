@@ -12,36 +12,6 @@ extern const char *const kBundledTargetNames[];
 extern const char *const kBundledTargetTexts[];
 extern const int kBundledTargetCount;
 
-const char *dtype_name(DType t) {
-    switch (t) {
-    case DType::U8:
-        return "u8";
-    case DType::I8:
-        return "i8";
-    case DType::F16:
-        return "f16";
-    case DType::F32:
-        return "f32";
-    case DType::I32:
-        return "i32";
-    }
-    return "?";
-}
-
-int dtype_bytes(DType t) {
-    switch (t) {
-    case DType::U8:
-    case DType::I8:
-        return 1;
-    case DType::F16:
-        return 2;
-    case DType::F32:
-    case DType::I32:
-        return 4;
-    }
-    return 0;
-}
-
 const MpeMode *Target::find_mpe_mode(const std::string &mode_name) const {
     for (const auto &m : mpe_modes)
         if (m.name == mode_name) return &m;

@@ -23,7 +23,8 @@ double padded_bytes(int channels, int elem_bytes, int granule) {
 // Bytes per element of a DPU input or output; the DPU computes on 8-bit and fp16 data only.
 int dpu_dtype_bytes(const Target &target, DType t) {
     if (t == DType::U8 || t == DType::I8 || t == DType::F16) return dtype_bytes(t);
-    throw TargetError(target.name + ": the DPU does not compute on " + dtype_name(t) + " data");
+    throw TargetError(target.name + ": the DPU does not compute on " + blob::to_string(t) +
+                      " data");
 }
 
 std::string mode_names(const Target &target) {
@@ -133,7 +134,7 @@ void check_workload(const Target &target, const DpuWorkload &w, const MpeMode &m
     bool fp16 = w.input_dtype == DType::F16;
     if (fp16 ? !mode.fp16 : !mode.int8)
         throw TargetError(target.name + ": MPE mode " + mode.name + " does not take " +
-                          dtype_name(w.input_dtype) + " inputs");
+                          blob::to_string(w.input_dtype) + " inputs");
 }
 
 } // namespace

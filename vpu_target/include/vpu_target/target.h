@@ -6,14 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "vpu_target/blob.h"
 #include "vpu_target/timing_params.h"
 
 namespace vpuc::target {
 
-enum class DType : uint8_t { U8, I8, F16, F32, I32 };
-
-const char *dtype_name(DType t);
-int dtype_bytes(DType t);
+// Element types are the blob's (blob::dtype_bytes, blob::to_string).
+using DType = blob::DType;
 
 // One MPE mode: the output block a DPU produces per group of cycles.
 struct MpeMode {
