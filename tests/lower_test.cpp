@@ -165,6 +165,44 @@ TEST(Lower, ShaveLayersAfterDpuLayers) {
 
 namespace {
 
+// fp16 results as the simulator gives them, each within `ulps` of the CPU reference's.
+void expect_fp16_within(const dsl::Graph &graph, const std::string &target_name, int ulps) {
+    const target::Target target = target::load_target(target_name);
+    const Halide::Buffer<> input = random_input(graph.inputs().at(0).output(), 7);
+    const std::vector<uint8_t> want = bytes_of(algorithms::run_reference(graph, {input}).at(0));
+    const std::vector<uint8_t> got =
+        sim::Simulator(target, codegen::lower(graph, target)).run({bytes_of(input)}).outputs.at(0);
+    ASSERT_EQ(got.size(), want.size());
+    int worst = 0;
+    for (size_t i = 0; i + 1 < got.size(); i += 2) {
+        const int a = got[i] | got[i + 1] << 8, b = want[i] | want[i + 1] << 8;
+        worst = std::max(worst, (a ^ b) & 0x8000 ? 0x10000 : std::abs(a - b));
+    }
+    EXPECT_LE(worst, ulps) << graph.name() << " on " << target_name;
+}
+
+// A softmax's max runs in vectors along its reduction (rfactor): exact in any order, also
+// when the lanes do not divide the extent, along C or W. int8 is bit-exact; fp16 within one
+// ulp (the SHAVE's float code and the CPU reference's may round exp's polynomial differently).
+TEST(Lower, SoftmaxMaxInVectors) {
+    for (const int64_t extent : {9, 37, 1001}) {
+        dsl::Layer in = dsl::Layer::input(activation("in", extent, 3, 2));
+        compile_and_check(dsl::Graph("soft_c", {algorithms::softmax("soft_c", in, dsl::dims::C)}),
+                          "vpu27");
+        dsl::Layer wide = dsl::Layer::input(activation("wide", 5, extent, 2));
+        compile_and_check(dsl::Graph("soft_w", {algorithms::softmax("soft_w", wide, dsl::dims::W)}),
+                          "vpu20");
+        dsl::Layer in16 = dsl::Layer::input(activation("in", extent, 3, 2, dsl::ElemType::F16));
+        expect_fp16_within(
+            dsl::Graph("soft_c16", {algorithms::softmax("soft_c16", in16, dsl::dims::C)}), "vpu27",
+            1);
+        dsl::Layer wide16 = dsl::Layer::input(activation("wide", 5, extent, 2, dsl::ElemType::F16));
+        expect_fp16_within(
+            dsl::Graph("soft_w16", {algorithms::softmax("soft_w16", wide16, dsl::dims::W)}),
+            "vpu20", 1);
+    }
+}
+
 TEST(Lower, ShaveScheduleVectorizesAndUnrolls) {
     dsl::Layer in = dsl::Layer::input(activation("in", 32, 9, 10));
     dsl::Layer sig = algorithms::sigmoid("sig", in, dsl::Quant::per_tensor(1.0f / 256, 0));

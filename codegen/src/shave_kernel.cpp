@@ -376,6 +376,27 @@ bool is_wrapper(const Function &f) {
     return true;
 }
 
+// A max or min over a one-dimensional reduction domain gives the same result in any order, so
+// its domain can be cut in vectors: rfactor makes an intermediate whose `lanes` lanes each
+// reduce every lanes-th point, then the update reduces the lanes. (A sum is left in order:
+// reassociating float additions would change their rounding against the reference.)
+bool vectorize_reduction(Halide::Func &f, int update, int lanes) {
+    const Definition &def = f.function().update(update);
+    if (def.values().size() != 1 || !(def.values()[0].as<Max>() || def.values()[0].as<Min>()))
+        return false;
+    const std::vector<ReductionVariable> &rvars = def.schedule().rvars();
+    if (rvars.size() != 1) return false;
+    const int64_t *extent = as_const_int(rvars[0].extent);
+    if (!extent || *extent < 2 * lanes) return false;
+    Halide::RVar r(rvars[0].var), outer(rvars[0].var + "_vo"), inner(rvars[0].var + "_vi");
+    Halide::Var lane(f.name() + "_lane");
+    f.update(update).split(r, outer, inner, lanes, Halide::TailStrategy::GuardWithIf);
+    Halide::Func partial = f.update(update).rfactor(inner, lane);
+    partial.compute_root().vectorize(lane);
+    partial.update(0).vectorize(lane);
+    return true;
+}
+
 // Vectorizes a stage's pure innermost dimension by the lanes of the Func's widest type, guarded
 // so any extent works.
 void vectorize_innermost(Halide::Func &f, int vector_bits) {
@@ -389,6 +410,7 @@ void vectorize_innermost(Halide::Func &f, int vector_bits) {
     // An update keeps a pure variable in the pure position: its lanes are independent points
     // and vectorizing them leaves every point's reduction order, so its rounding, as it was.
     for (int i = 0; i < f.num_update_definitions(); ++i) {
+        if (vectorize_reduction(f, i, lanes)) continue;
         const auto *arg = f.function().update(i).args()[0].as<Variable>();
         if (arg && arg->name == pure[0])
             f.update(i).vectorize(x, lanes, Halide::TailStrategy::GuardWithIf);
