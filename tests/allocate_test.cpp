@@ -15,7 +15,7 @@ namespace {
 
 // The passes of lower() up to and including allocate_cmx.
 codegen::LoweringState allocated(const dsl::Graph &graph, const target::Target &target) {
-    codegen::LoweringState s{graph, target, {}, {}, {}, {}, {}};
+    codegen::LoweringState s(graph, target);
     codegen::default_schedules(s);
     codegen::resolve_schedules(s);
     codegen::select_engines(s);

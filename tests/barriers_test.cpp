@@ -138,7 +138,7 @@ const dsl::Graph &some_graph() {
 // result with the oracle; returns the program with its barriers.
 Program map_barriers(const Program &program, int physical, bool reduce = true) {
     target::Target target = with_barriers("vpu20", physical);
-    LoweringState s{some_graph(), target, {}, program, {}, {}, {}};
+    LoweringState s(some_graph(), target, program);
     if (reduce) codegen::reduce_dependencies(s);
     codegen::assign_barriers(s);
     codegen::map_physical_barriers(s);
@@ -155,7 +155,8 @@ TEST(Barriers, ImpliedDependenciesAreRemoved) {
     int store = b.dma(0, {conv, load});           // load: the queue orders it
     int other = b.dpu(0, 1, {load, conv, store}); // load and conv: store waits for them
     int next = b.dpu(0, 0, {weights, load, load});
-    LoweringState s{some_graph(), with_barriers("vpu20", 32), {}, b.program, {}, {}, {}};
+    const target::Target narrow = with_barriers("vpu20", 32);
+    LoweringState s(some_graph(), narrow, b.program);
     codegen::reduce_dependencies(s);
     const auto &t = s.program.tasks;
     EXPECT_EQ(t[size_t(conv)].deps, (std::vector<int>{load, weights}));
@@ -180,7 +181,8 @@ TEST(Barriers, ReductionKeepsOrderAndLeavesNoImpliedDependency) {
             else
                 b.dpu(int(rng() % 2), int(rng() % 3), deps);
         }
-        LoweringState s{some_graph(), with_barriers("vpu20", 32), {}, b.program, {}, {}, {}};
+        const target::Target narrow = with_barriers("vpu20", 32);
+        LoweringState s(some_graph(), narrow, b.program);
         codegen::reduce_dependencies(s);
         const auto before = closure(b.program, dependency_edges(b.program));
         ASSERT_EQ(before, closure(s.program, dependency_edges(s.program)));
@@ -295,7 +297,7 @@ struct Lowered {
 };
 
 Lowered lower_by_hand(const dsl::Graph &graph, const target::Target &target, bool reduce) {
-    LoweringState s{graph, target, {}, {}, {}, {}, {}};
+    LoweringState s(graph, target);
     codegen::default_schedules(s);
     codegen::resolve_schedules(s);
     codegen::select_engines(s);
@@ -376,7 +378,8 @@ TEST(Barriers, LargeProgramsMap) {
         }
     ASSERT_GT(b.program.tasks.size(), 48000u);
     for (bool reduce : {true, false}) {
-        LoweringState s{some_graph(), with_barriers("vpu20", 32), {}, b.program, {}, {}, {}};
+        const target::Target narrow = with_barriers("vpu20", 32);
+        LoweringState s(some_graph(), narrow, b.program);
         if (reduce) codegen::reduce_dependencies(s);
         codegen::assign_barriers(s);
         codegen::map_physical_barriers(s);

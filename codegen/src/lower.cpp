@@ -85,7 +85,7 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
                             ": no such pass (passes: " + known + ")");
     }
     const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
-    LoweringState state{graph, target, {}, {}, {}, {}, {}};
+    LoweringState state(graph, target);
     for (const auto &pass : passes()) {
         auto start = std::chrono::steady_clock::now();
         pass.run(state);
@@ -104,9 +104,11 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
 void default_schedules(LoweringState &s) {
     for (const auto &layer : s.graph.layers()) {
         dsl::Layer handle = layer;
-        if (handle.schedule().empty())
-            handle.schedule() =
-                schedules::default_schedule(layer, s.target, 0, dpu_weight_bytes(layer));
+        if (!handle.schedule().empty()) continue;
+        const std::optional<DpuOpDesc> &match =
+            s.dpu_matches.emplace(layer.name(), try_match_dpu(layer)).first->second;
+        handle.schedule() =
+            schedules::default_schedule(layer, s.target, 0, match ? dpu_weight_bytes(*match) : 0);
     }
 }
 
@@ -117,20 +119,26 @@ void resolve_schedules(LoweringState &s) {
 
 void select_engines(LoweringState &s) {
     for (auto &plan : s.plans) {
+        const auto known = s.dpu_matches.find(plan.layer.name());
         switch (plan.nest.engine) {
         case dsl::Engine::DPU:
-            plan.dpu = match_dpu(plan.layer);
+            // match_dpu says why a layer that is not a DPU operation is not.
+            plan.dpu = known != s.dpu_matches.end() && known->second ? *known->second
+                                                                     : match_dpu(plan.layer);
             break;
         case dsl::Engine::SHAVE:
             plan.on_shave = true;
             break;
-        case dsl::Engine::Auto:
+        case dsl::Engine::Auto: {
             // The DPU when the algorithm is a DPU operation, a SHAVE kernel otherwise.
-            if (auto desc = try_match_dpu(plan.layer))
+            const std::optional<DpuOpDesc> desc =
+                known != s.dpu_matches.end() ? known->second : try_match_dpu(plan.layer);
+            if (desc)
                 plan.dpu = *desc;
             else
                 plan.on_shave = true;
             break;
+        }
         }
     }
 }

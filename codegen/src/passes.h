@@ -21,10 +21,16 @@ struct LayerPlan {
 };
 
 struct LoweringState {
+    LoweringState(const dsl::Graph &g, const target::Target &t, Program p = {})
+        : graph(g), target(t), program(std::move(p)) {}
+
     const dsl::Graph &graph;
     const target::Target &target;
     std::vector<LayerPlan> plans; // graph.layers() order
     Program program;
+    // What the DPU matcher made of layers default_schedules sized (nullopt: not a DPU op), so
+    // that select_engines need not match them again.
+    std::map<std::string, std::optional<DpuOpDesc>> dpu_matches;
     std::map<std::string, int> tensor_buffer;              // layer or input name -> its DDR buffer
     std::map<std::string, std::vector<int>> layer_writers; // layer -> tasks writing its output
     std::vector<uint8_t> blob;
