@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <string>
 
-#include "../codegen/src/passes.h"
 #include "lowering_fixtures.h"
+#include "pass_fixtures.h"
 
 using namespace vpuc;
 using namespace vpuc::test;
@@ -16,13 +16,23 @@ namespace {
 // The passes of lower() up to and including allocate_cmx.
 codegen::LoweringState allocated(const dsl::Graph &graph, const target::Target &target) {
     codegen::LoweringState s(graph, target);
-    codegen::default_schedules(s);
-    codegen::resolve_schedules(s);
-    codegen::select_engines(s);
-    codegen::compile_shave_kernels(s);
-    codegen::build_tasks(s);
-    codegen::allocate_cmx(s);
+    run_through_allocate_cmx(s);
     return s;
+}
+
+// vpu27 with 24 KB of CMX, and a 3x3 conv in tasks of 4 rows there: room for a few tasks'
+// buffers only, so memory is reused.
+target::Target tight_vpu27() {
+    target::Target small = target::load_target("vpu27");
+    small.cmx_usable_bytes = 24 * 1024;
+    return small;
+}
+
+dsl::Graph rows_of_four() {
+    dsl::Layer in = dsl::Layer::input(activation("in", 32, 16, 32));
+    dsl::Layer conv = conv3x3("conv", in, 32, 32);
+    conv.schedule().split("y", "yo", "yi", 4).prefetch(1).on_dpu();
+    return dsl::Graph("small", {conv});
 }
 
 int task_named(const codegen::Program &p, const std::string &prefix) {
@@ -55,12 +65,8 @@ TEST(Allocate, ADpuTaskNeverWaitsForThePreviousStore) {
 // dependencies keep every new writer after the old readers, so the results stay exact (the
 // simulator computes a task when it starts: a writer started early would change them).
 TEST(Allocate, ReusedMemoryKeepsResultsExact) {
-    target::Target small = target::load_target("vpu27");
-    small.cmx_usable_bytes = 24 * 1024;
-    dsl::Layer in = dsl::Layer::input(activation("in", 32, 16, 32));
-    dsl::Layer conv = conv3x3("conv", in, 32, 32);
-    conv.schedule().split("y", "yo", "yi", 4).prefetch(1).on_dpu();
-    const dsl::Graph graph("small", {conv});
+    const target::Target small = tight_vpu27();
+    const dsl::Graph graph = rows_of_four();
     const codegen::LoweringState s = allocated(graph, small);
     const codegen::Program &p = s.program;
     int reused = 0;
@@ -73,10 +79,7 @@ TEST(Allocate, ReusedMemoryKeepsResultsExact) {
             ++reused;
         }
     EXPECT_GT(reused, 0);
-    sim::Simulator simulator(small, codegen::lower(graph, small));
-    std::vector<std::vector<uint8_t>> inputs = {bytes_of(random_input(in.output(), 3))};
-    const auto expected = algorithms::run_reference(graph, {random_input(in.output(), 3)});
-    EXPECT_EQ(simulator.run(inputs).outputs.at(0), bytes_of(expected.at(0)));
+    compile_and_check(graph, small);
 }
 
 int tasks_named(const codegen::Program &p, const std::string &part) {
@@ -87,12 +90,8 @@ int tasks_named(const codegen::Program &p, const std::string &part) {
 
 // A dependency lost after allocation is a data race, and the blob's verification names it.
 TEST(Allocate, ALostWriteAfterReadDependencyIsARace) {
-    target::Target small = target::load_target("vpu27");
-    small.cmx_usable_bytes = 24 * 1024;
-    dsl::Layer in = dsl::Layer::input(activation("in", 32, 16, 32));
-    dsl::Layer conv = conv3x3("conv", in, 32, 32);
-    conv.schedule().split("y", "yo", "yi", 4).prefetch(1).on_dpu();
-    const dsl::Graph graph("small", {conv});
+    const target::Target small = tight_vpu27();
+    const dsl::Graph graph = rows_of_four();
     codegen::LoweringState s = allocated(graph, small);
     for (auto &task : s.program.tasks)
         if (task.name.find(".load") != std::string::npos) task.deps.clear();

@@ -9,8 +9,8 @@
 #include <random>
 #include <tuple>
 
-#include "../codegen/src/passes.h"
 #include "lowering_fixtures.h"
+#include "pass_fixtures.h"
 
 using namespace vpuc;
 using namespace vpuc::test;
@@ -298,12 +298,7 @@ struct Lowered {
 
 Lowered lower_by_hand(const dsl::Graph &graph, const target::Target &target, bool reduce) {
     LoweringState s(graph, target);
-    codegen::default_schedules(s);
-    codegen::resolve_schedules(s);
-    codegen::select_engines(s);
-    codegen::compile_shave_kernels(s);
-    codegen::build_tasks(s);
-    codegen::allocate_cmx(s);
+    run_through_allocate_cmx(s);
     codegen::allocate_ddr(s);
     if (reduce) codegen::reduce_dependencies(s);
     codegen::assign_barriers(s);

@@ -193,9 +193,16 @@ class LayerBuilder {
 
     // A layer whose output stays in CMX (LoopNest::broadcast) holds all of it in one buffer on
     // each of these tiles.
+    // A replicated layer (Clustering) computes all of its output on each tile it runs on, so
+    // only the other tiles receive copies.
     void keep_in_cmx(const std::set<int> &tiles) {
         for (int tile : tiles)
             resident_[tile] = add_cmx_buffer(name() + ".cmx", tile, whole_cmx_bytes());
+        const bool replicated =
+            std::any_of(plan_.nest.relations.begin(), plan_.nest.relations.end(),
+                        [](const LoopRelation &r) { return r.replicate; });
+        if (replicated)
+            for (const Task &t : nest_tasks_) computes_all_.insert(t.tile);
     }
 
   private:
@@ -226,14 +233,8 @@ class LayerBuilder {
     }
 
     int add_dma(const std::string &task_name, int engine, DmaWork copy, std::vector<int> deps) {
-        TaskIR t;
-        t.name = task_name;
-        t.layer = name();
-        t.engine = blob::EngineKind::Dma;
-        t.index = uint32_t(engine);
-        t.work = std::move(copy);
-        t.deps = std::move(deps);
-        return s_.program.add_task(std::move(t));
+        return s_.program.add_task(
+            dma_task(task_name, name(), engine, std::move(copy), std::move(deps)));
     }
 
     std::string task_name(const Task &t, const std::string &what) const {
@@ -666,23 +667,16 @@ class LayerBuilder {
         return compute;
     }
 
-    // Computes into the tile's copy of the output, then copies the result into the other
-    // tiles' copies with one broadcast DMA. A replicated layer (Clustering) computes all of
-    // its output on each of its tiles: it copies only to the tiles it does not run on.
+    // Computes into the tile's copy of the output, then copies the result into the copies of
+    // the other tiles that do not compute it themselves, with one broadcast DMA.
     int compute_and_broadcast(const Pending &p) {
         const int tile = p.task.tile;
         const View local = sub_view(resident_view(tile), p.task.region);
         const int compute = plan_.on_shave ? shave_task(p, local) : dpu_task(p, local);
         writers.push_back(compute);
-        const bool replicated =
-            std::any_of(plan_.nest.relations.begin(), plan_.nest.relations.end(),
-                        [](const LoopRelation &r) { return r.replicate; });
-        std::set<int> computing;
-        if (replicated)
-            for (const Task &t : nest_tasks_) computing.insert(t.tile);
         std::vector<View> others;
         for (const auto &[other, buffer] : resident_)
-            if (other != tile && !computing.count(other))
+            if (other != tile && !computes_all_.count(other))
                 others.push_back(sub_view(resident_view(other), p.task.region));
         if (!others.empty())
             writers.push_back(add_dma(task_name(p.task, "broadcast"), dma_engine_out(tile),
@@ -775,6 +769,7 @@ class LayerBuilder {
     const Builders &builders_;
     const std::vector<Task> nest_tasks_; // the layer's tasks, from its loop nest
     std::map<int, int> resident_;        // broadcast layers: tile -> CMX buffer of the output
+    std::set<int> computes_all_;         // replicated broadcast layers: the tiles they run on
     std::vector<int> next_dpu_;          // per tile: the DPU the next task goes to
 };
 

@@ -50,6 +50,19 @@ inline int dma_engine_out(const target::Target &t, int tile) {
     return (tile + 1) % t.dma_engines;
 }
 
+// A DMA task of `layer` on engine `engine`.
+inline TaskIR dma_task(const std::string &name, const std::string &layer, int engine, DmaWork copy,
+                       std::vector<int> deps) {
+    TaskIR t;
+    t.name = name;
+    t.layer = layer;
+    t.engine = blob::EngineKind::Dma;
+    t.index = uint32_t(engine);
+    t.work = std::move(copy);
+    t.deps = std::move(deps);
+    return t;
+}
+
 // A CMX buffer that allocate_cmx moved out of CMX to make room at task `at`.
 struct Eviction {
     int buffer = -1;

@@ -28,18 +28,6 @@ View whole_buffer(int buffer, uint64_t bytes) {
     return v;
 }
 
-TaskIR dma_task(const std::string &name, const std::string &layer, int engine, DmaWork copy,
-                std::vector<int> deps) {
-    TaskIR t;
-    t.name = name;
-    t.layer = layer;
-    t.engine = blob::EngineKind::Dma;
-    t.index = uint32_t(engine);
-    t.work = std::move(copy);
-    t.deps = std::move(deps);
-    return t;
-}
-
 // The tasks using each buffer of `wanted`, in program order, and whether each writes it.
 std::map<int, std::vector<std::pair<int, bool>>> users_of(const Program &p,
                                                           const std::vector<Eviction> &wanted) {

@@ -1,5 +1,5 @@
-// Compares the timing model with Intel VPUNN's cycle predictions (vpu_target/calibration/*.csv): reads a
-// DPU or DMA reference file and reports the relative error per group of similar rows.
+// Compares the timing model with Intel VPUNN's cycle predictions (vpu_target/calibration/*.csv):
+// reads a DPU or DMA reference file and reports the relative error per group of similar rows.
 #pragma once
 
 #include <cstddef>
