@@ -273,12 +273,12 @@ TEST(Barriers, RandomProgramsFitFewPhysicalBarriers) {
 
 // ---- End to end ----------------------------------------------------------------------------
 
-// Per-channel weight loads are each waited for by every xo round, so without dropping the
-// implied waits 32+ barriers are in use at once.
+// Weight loads per group of 16 output channels are each waited for by every xo round, so
+// without dropping the implied waits 32+ barriers are in use at once.
 dsl::Layer per_channel_conv() {
     dsl::Layer in = dsl::Layer::input(activation("in", 16, 8, 8));
-    dsl::Layer conv = conv3x3("conv", in, 32, 1);
-    conv.schedule().split("c", "co", "ci", 1).split("x", "xo", "xi", 4);
+    dsl::Layer conv = conv3x3("conv", in, 512, 1);
+    conv.schedule().split("c", "co", "ci", 16).split("x", "xo", "xi", 4);
     return conv;
 }
 

@@ -63,13 +63,13 @@ dsl::Layer random_layer(const std::string &name, const dsl::Layer &in, std::mt19
     case 1: {
         algorithms::Conv2dParams p;
         p.activation = algorithms::Activation::relu();
-        return algorithms::conv2d(name, in, weights(ic, 1, 16 * draw(rng, 1, 2), rng), p);
+        return algorithms::conv2d(name, in, weights(ic, 1, 8 * draw(rng, 1, 4), rng), p);
     }
     default: {
         algorithms::Conv2dParams p;
         p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
         p.activation = algorithms::Activation::relu();
-        return algorithms::conv2d(name, in, weights(ic, 3, 16 * draw(rng, 1, 2), rng), p);
+        return algorithms::conv2d(name, in, weights(ic, 3, 8 * draw(rng, 1, 4), rng), p);
     }
     }
 }
@@ -92,7 +92,9 @@ struct Chain {
 Chain random_chain(std::mt19937 &rng, const target::Target &target) {
     Chain c;
     c.input.name = "in";
-    c.input.shape = dsl::Shape{1, 16 * draw(rng, 1, 2), draw(rng, 5, 14), draw(rng, 5, 14)};
+    // Channels in multiples of 8: whole groups of 16, padded ones, and channel-major
+    // convolutions (8 input channels).
+    c.input.shape = dsl::Shape{1, 8 * draw(rng, 1, 4), draw(rng, 5, 14), draw(rng, 5, 14)};
     c.input.type = dsl::ElemType::U8;
     c.input.quant = dsl::Quant::per_tensor(0.05f, 120);
     c.input.order = dsl::DimsOrder::NHWC();
@@ -124,10 +126,16 @@ Chain random_chain(std::mt19937 &rng, const target::Target &target) {
             case 0:
                 s.distribute("y", tiles, dsl::Strategy::HKSwitch);
                 break;
-            case 1:
-                s.distribute("c", tiles, dsl::Strategy::SplitOverKernel);
+            case 1: {
+                // On the DPU, SOK cuts whole groups of 16 channels.
+                const int64_t channels = chain[size_t(l)].output().shape[dsl::dims::C];
+                const int64_t groups =
+                    chain[size_t(l)].op() == "sigmoid" ? channels : (channels + 15) / 16;
+                s.distribute("c", int(std::min<int64_t>(tiles, groups)),
+                             dsl::Strategy::SplitOverKernel);
                 s.store_in(dsl::MemoryLevel::CMX);
                 break;
+            }
             case 2:
                 s.distribute("y", tiles, dsl::Strategy::Clustering);
                 s.store_in(dsl::MemoryLevel::CMX);

@@ -45,13 +45,17 @@ class LoopNestTest : public ::testing::Test {
     // The ScheduleError message resolving relu1 gets.
     std::string error() { return error_of(relu1); }
     std::string error_of(const Layer &layer) { return error_of(layer, dsl::Graph("g", {relu2})); }
-    std::string error_of(const Layer &layer, const dsl::Graph &graph) {
+    std::string error_of(const Layer &layer, const dsl::Graph &graph, int64_t channel_granule = 1) {
         try {
-            codegen::resolve_loop_nest(graph, layer, target);
+            codegen::resolve_loop_nest(graph, layer, target, channel_granule);
         } catch (const dsl::ScheduleError &e) {
             return e.what();
         }
         return "no error";
+    }
+    // As on the DPU: tasks cover whole groups of 16 channels.
+    std::string dpu_error_of(const Layer &layer, const dsl::Graph &graph) {
+        return error_of(layer, graph, 16);
     }
 
     target::Target target = target::load_target("vpu27");
@@ -297,6 +301,55 @@ TEST_F(LoopNestTest, SplitAfterDistribute) {
 TEST_F(LoopNestTest, DistributeSplitOverKernel) {
     s1.distribute("c", 2, Strategy::SplitOverKernel);
     EXPECT_EQ(tasks(resolve()), (Names{"c[0,8) x[0,12) y[0,20) @0", "c[8,16) x[0,12) y[0,20) @1"}));
+}
+
+// On the DPU (channel granule 16), tasks start and end on whole groups of 16 channels.
+TEST_F(LoopNestTest, ChannelsOnTheDpuSplitInWholeGroups) {
+    Layer wide = relu("wide", Layer::input(act("in", 40, 4, 4)));
+    const dsl::Graph graph("g", {wide});
+    wide.schedule().split("c", "co", "ci", 16);
+    EXPECT_EQ(tasks(codegen::resolve_loop_nest(graph, wide, target, 16)),
+              (Names{"c[0,16) x[0,4) y[0,4) @0", "c[16,32) x[0,4) y[0,4) @0",
+                     "c[32,40) x[0,4) y[0,4) @0"}));
+    // An outer loop's iterations are whole groups already: any factor keeps them whole.
+    wide.schedule() = dsl::Schedule().split("c", "co", "ci", 16).split("co", "a", "b", 2);
+    EXPECT_EQ(tasks(codegen::resolve_loop_nest(graph, wide, target, 16)).size(), 3u);
+    // SOK cuts whole groups: 3 groups over 2 tiles are 2 and 1.
+    wide.schedule() = dsl::Schedule().distribute("c", 2, Strategy::SplitOverKernel);
+    EXPECT_EQ(tasks(codegen::resolve_loop_nest(graph, wide, target, 16)),
+              (Names{"c[0,32) x[0,4) y[0,4) @0", "c[32,40) x[0,4) y[0,4) @1"}));
+}
+
+TEST_F(LoopNestTest, ChannelSplitOnTheDpuThatCutsAGroup) {
+    Layer wide = relu("wide", Layer::input(act("in", 40, 4, 4)));
+    const dsl::Graph graph("g", {wide});
+    wide.schedule().split("c", "co", "ci", 8);
+    EXPECT_EQ(
+        dpu_error_of(wide, graph),
+        "layer 'wide': split(c, co, ci, 8): the DPU computes output channels in groups of 16, "
+        "so tasks must start and end on them: factor 8 of 'c' (1 channel(s) per iteration) "
+        "does not (legal: multiples of 16, or 40 and more; or on_shave())");
+    // The inner part of a split keeps one channel per iteration.
+    wide.schedule() = dsl::Schedule().split("c", "co", "ci", 32).split("ci", "a", "b", 24);
+    EXPECT_NE(dpu_error_of(wide, graph).find("factor 24 of 'ci'"), std::string::npos);
+    // Without the DPU's granule, any factor.
+    wide.schedule() = dsl::Schedule().split("c", "co", "ci", 8);
+    EXPECT_EQ(error_of(wide, graph), "no error");
+}
+
+TEST_F(LoopNestTest, SplitOverKernelOnTheDpuNeedsAGroupPerTile) {
+    relu1.schedule().distribute("c", 2, Strategy::SplitOverKernel);
+    EXPECT_EQ(dpu_error_of(relu1, dsl::Graph("g", {relu2})),
+              "layer 'relu1': distribute(c, 2, SOK): 2 tiles is outside 1..1 (vpu27 has 2 "
+              "NCE tiles, 'c' has extent 16, cut in groups of 16 for the DPU's channel "
+              "alignment)");
+}
+
+TEST_F(LoopNestTest, WorkloadsOnTheDpuCoverWholeChannelGroups) {
+    relu1.schedule().on_dpu().workloads("c", 2);
+    EXPECT_EQ(dpu_error_of(relu1, dsl::Graph("g", {relu2})),
+              "layer 'relu1': workloads(c, 2): count 2 is outside 1..1 (the extent of 'c', in "
+              "groups of 16 channels)");
 }
 
 TEST_F(LoopNestTest, DistributeClusteringReplicates) {

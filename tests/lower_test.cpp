@@ -7,11 +7,46 @@
 
 #include "codegen/dpu_match.h"
 #include "lowering_fixtures.h"
+#include "pass_fixtures.h"
 
 using namespace vpuc;
 using namespace vpuc::test;
 
 namespace {
+
+// An fp16 3x3 conv (padding 1) of small weights, per-channel scale and bias.
+dsl::Layer float_conv3x3(const std::string &name, const dsl::Layer &in, int oc, uint32_t seed) {
+    const int ic = int(in.output().shape[dsl::dims::C]);
+    std::mt19937 rng(seed);
+    algorithms::FloatWeights fw;
+    fw.weights = Halide::Buffer<Halide::float16_t>(ic, 3, 3, oc);
+    fw.weights.for_each_value(
+        [&](Halide::float16_t &v) { v = Halide::float16_t(float(int(rng() % 17) - 8) / 64); });
+    for (int c = 0; c < oc; ++c) {
+        fw.scale.push_back(float(1 + rng() % 8) / 8);
+        fw.bias.push_back(float(int(rng() % 9) - 4) / 8);
+    }
+    algorithms::Conv2dParams p;
+    p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
+    return algorithms::conv2d(name, in, fw, p);
+}
+
+// The program after build_tasks.
+codegen::Program built(const dsl::Graph &graph, const target::Target &target) {
+    codegen::LoweringState s(graph, target);
+    codegen::default_schedules(s);
+    codegen::resolve_schedules(s);
+    codegen::select_engines(s);
+    codegen::compile_shave_kernels(s);
+    codegen::build_tasks(s);
+    return std::move(s.program);
+}
+
+size_t tasks_named(const codegen::Program &p, const std::string &part) {
+    return size_t(std::count_if(p.tasks.begin(), p.tasks.end(), [&](const codegen::TaskIR &t) {
+        return t.name.find(part) != std::string::npos;
+    }));
+}
 
 struct ScheduleCase {
     std::string name;
@@ -68,7 +103,8 @@ TEST(Lower, ChainOfLayersThroughDdr) {
     pool.stride_w = pool.stride_h = 2;
     dsl::Layer p1 = algorithms::max_pool("p1", c1, pool);
     p1.schedule().split("y", "yo", "yi", 2).on_dpu();
-    dsl::Layer c2 = conv3x3("c2", p1, 16, 3);
+    // 24 channels over two tiles: 16 and 8, the second padded to a group of 16.
+    dsl::Layer c2 = conv3x3("c2", p1, 24, 3);
     c2.schedule().distribute("c", 2, dsl::Strategy::SplitOverKernel).on_dpu();
     compile_and_check(dsl::Graph("chain", {c2}), "vpu27");
 }
@@ -307,7 +343,8 @@ TEST(Lower, ReplicatedOutputsKeptInCmx) {
 namespace {
 
 // The DPU has neither: a dilated kernel runs as its span with zero weights between the taps, a
-// grouped convolution as one task per group.
+// grouped convolution as plain ones over whole channel groups with zero weights across
+// convolution groups.
 TEST(Lower, DilatedAndGroupedConvolutionsOnTheDpu) {
     for (const std::string target_name : {"vpu27", "vpu20"}) {
         dsl::Layer in = dsl::Layer::input(activation("in", 32, 13, 11));
@@ -328,9 +365,29 @@ TEST(Lower, DilatedAndGroupedConvolutionsOnTheDpu) {
         grouped.pad_left = grouped.pad_right = grouped.pad_top = grouped.pad_bottom = 1;
         grouped.activation = algorithms::Activation::relu();
         dsl::Layer g = algorithms::conv2d("grouped", in, weights(8, 3, 48, 15), grouped);
-        // Tasks of 16 channels straddle the groups of 12: the lowering cuts them.
+        // Tasks of 16 channels straddle the groups of 12 (8 input channels each): each runs
+        // as one convolution over the input channels of the groups it touches, in whole
+        // channel groups ([16, 32) touches groups 1 and 2: inputs [8, 24), read as [0, 32)).
         g.schedule().split("c", "co", "ci", 16).distribute("y", 2, dsl::Strategy::SplitOverHeight);
-        compile_and_check(dsl::Graph("grouped", {g}), target_name);
+        const dsl::Graph graph("grouped", {g});
+        std::vector<uint32_t> inputs;
+        for (const codegen::TaskIR &t : built(graph, target::load_target(target_name)).tasks)
+            if (const auto *dpu = std::get_if<codegen::DpuWork>(&t.work))
+                inputs.push_back(dpu->input.dims[0].extent());
+        EXPECT_EQ(inputs, (std::vector<uint32_t>{16, 16, 32, 32, 16, 16}));
+        compile_and_check(graph, target_name);
+
+        // Groups of 16 channels run one task each, on their own input channels.
+        grouped.groups = 2;
+        dsl::Layer halves = algorithms::conv2d("halves", in, weights(16, 3, 32, 16), grouped);
+        halves.schedule().split("y", "yo", "yi", 6);
+        const dsl::Graph two("halves", {halves});
+        inputs.clear();
+        for (const codegen::TaskIR &t : built(two, target::load_target(target_name)).tasks)
+            if (const auto *dpu = std::get_if<codegen::DpuWork>(&t.work))
+                inputs.push_back(dpu->input.dims[0].extent());
+        EXPECT_EQ(inputs, (std::vector<uint32_t>{16, 16, 16, 16}));
+        compile_and_check(two, target_name);
     }
 }
 
@@ -367,7 +424,7 @@ namespace {
 TEST(Lower, DefaultSchedulesSplitWeightsThatDoNotFit) {
     dsl::Layer in = dsl::Layer::input(activation("in", 512, 7, 6));
     dsl::Layer big = conv3x3("big", in, 512, 25); // 2.4 MB of weights
-    EXPECT_GT(codegen::dpu_weight_bytes(big), 2300000);
+    EXPECT_GT(codegen::dpu_weight_bytes(big, target::load_target("vpu27")), 2300000);
     compile_and_check(dsl::Graph("big", {big}), "vpu27");
     EXPECT_NE(big.schedule().to_string().find("split(c, co, ci, "), std::string::npos)
         << big.schedule().to_string();
@@ -388,6 +445,89 @@ TEST(Lower, DefaultSchedulesSplitWeightsThatDoNotFit) {
     same.pad_left = same.pad_right = same.pad_top = same.pad_bottom = 1;
     dsl::Layer wide = algorithms::conv2d("wide", half, fw, same);
     compile_and_check(dsl::Graph("wide", {wide}), "vpu20");
+}
+
+} // namespace
+
+namespace {
+
+// The DPU reads and writes whole groups of 16 channels: 24 channels are held in CMX with 32
+// lanes per pixel, the pad lanes meet zero weights, the pad output channels are computed and
+// never stored, and fp16 pad lanes that a DMA leaves alone are zeroed first (the simulator's
+// CMX starts as fp16 NaNs, so a missed one shows). Over SOK, 40 output channels are 32 + 8.
+TEST(Lower, ChannelsArePaddedToWholeGroups) {
+    for (const std::string target_name : {"vpu27", "vpu20"})
+        for (const dsl::ElemType type : {dsl::ElemType::U8, dsl::ElemType::F16}) {
+            SCOPED_TRACE(target_name + (type == dsl::ElemType::F16 ? " fp16" : " u8"));
+            const target::Target target = target::load_target(target_name);
+            dsl::Layer in = dsl::Layer::input(activation("in", 24, 9, 10, type));
+            dsl::Layer conv = type == dsl::ElemType::F16 ? float_conv3x3("conv", in, 40, 31)
+                                                         : conv3x3("conv", in, 40, 31);
+            conv.schedule()
+                .distribute("c", 2, dsl::Strategy::SplitOverKernel)
+                .split("y", "yo", "yi", 4);
+            algorithms::PoolParams pool;
+            pool.kernel_w = pool.kernel_h = 2;
+            pool.stride_w = pool.stride_h = 2;
+            dsl::Layer p = algorithms::max_pool("pool", conv, pool);
+            const dsl::Graph graph("padded", {p});
+
+            const codegen::Program program = built(graph, target);
+            for (const codegen::TaskIR &t : program.tasks)
+                if (const auto *dpu = std::get_if<codegen::DpuWork>(&t.work)) {
+                    EXPECT_EQ(dpu->input.dims[0].extent() % 16, 0u) << t.name;
+                    EXPECT_EQ(dpu->output.dims[0].extent() % 16, 0u) << t.name;
+                    // 48 lanes per pixel of the conv's output in the pool's CMX: whole groups.
+                    EXPECT_EQ(dpu->output.dims[1].stride() % 16, 0) << t.name;
+                }
+            EXPECT_EQ(tasks_named(program, ".zero_pad.") > 0, type == dsl::ElemType::F16);
+            compile_and_check(graph, target);
+        }
+}
+
+// A convolution of fewer input channels than a group runs channel-major on them, unpadded,
+// also when they are read in the CMX of a producer that writes whole groups.
+TEST(Lower, ChannelMajorConvolutionsReadTheirInputUnpadded) {
+    const target::Target target = target::load_target("vpu27");
+    dsl::Layer in = dsl::Layer::input(activation("in", 8, 12, 10));
+    algorithms::PoolParams pool;
+    pool.kernel_w = pool.kernel_h = 3;
+    pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
+    dsl::Layer p = algorithms::max_pool("pool", in, pool);
+    dsl::Layer conv = conv3x3("conv", p, 16, 32);
+    conv.schedule().split("y", "yo", "yi", 5);
+    p.schedule().compute_at("conv", "yo");
+    const dsl::Graph graph("channel_major", {conv});
+    size_t convs = 0;
+    for (const codegen::TaskIR &t : built(graph, target).tasks)
+        if (const auto *dpu = std::get_if<codegen::DpuWork>(&t.work); dpu && t.layer == "conv") {
+            ++convs;
+            EXPECT_EQ(dpu->input.dims[0].extent(), 8u) << t.name; // the real channels
+            EXPECT_EQ(dpu->input.dims[1].stride(), 16) << t.name; // of the pool's 16 lanes
+            EXPECT_EQ(dpu->weights.dims[0].extent(), 8u) << t.name;
+        }
+    EXPECT_EQ(convs, 2u);
+    compile_and_check(graph, target);
+}
+
+// fp16 pad lanes a SHAVE kernel leaves alone (it writes only the real channels) are zeroed
+// before a DPU reads them, computed at the DPU layer or kept in CMX.
+TEST(Lower, PadLanesOfShaveResultsAreZeroedForTheDpu) {
+    for (const bool fused : {true, false}) {
+        SCOPED_TRACE(fused ? "compute_at" : "store_in(CMX)");
+        dsl::Layer in = dsl::Layer::input(activation("in", 24, 10, 8, dsl::ElemType::F16));
+        dsl::Layer sig = algorithms::sigmoid("sig", in);
+        dsl::Layer conv = float_conv3x3("conv", sig, 16, 33);
+        conv.schedule().split("y", "yo", "yi", 4);
+        if (fused)
+            sig.schedule().compute_at("conv", "yo");
+        else
+            sig.schedule().store_in(dsl::MemoryLevel::CMX);
+        const dsl::Graph graph("shave_pad", {conv});
+        const target::Target target = target::load_target("vpu27");
+        EXPECT_GT(tasks_named(built(graph, target), ".zero_pad."), 0u);
+        compile_and_check(graph, target);
+    }
 }
 
 } // namespace

@@ -156,8 +156,9 @@ const std::vector<Kind> &kinds() {
          }},
         {"conv3x3_dilated_grouped",
          [](Draw &draw, int) {
-             // Dilation 2 (a 5x5 span with zero taps on the DPU) and 2 or 4 groups (one DPU
-             // task per group, whatever the tasks' channel ranges).
+             // Dilation 2 (a 5x5 span with zero taps on the DPU) and 2 or 4 groups (groups
+             // within one group of 16 channels share a DPU task, with zero weights between
+             // them).
              int groups = draw(0, 1) ? 2 : 4;
              int ic = 8 * draw(2, 4), oc = groups * draw(4, 12), w = draw(7, 20), h = draw(7, 20);
              algorithms::Conv2dParams p;
@@ -350,8 +351,8 @@ TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
         std::map<std::string, std::vector<uint8_t>> baseline;
         for (const char *name : kTargets) {
             const target::Target &target = target_named(name);
-            c.layer.schedule() =
-                schedules::default_schedule(c.layer, target, 0, codegen::dpu_weight_bytes(c.layer));
+            c.layer.schedule() = schedules::default_schedule(
+                c.layer, target, 0, codegen::dpu_weight_bytes(c.layer, target));
             std::string error = compile_and_run(graph, target, input_bytes, baseline[name]);
             ASSERT_EQ(error, "") << where << " on " << name << ", default schedule "
                                  << c.layer.schedule().to_string();

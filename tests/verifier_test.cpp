@@ -445,6 +445,45 @@ TEST(Verifier, RejectsConvWithoutWeights) {
                                       "(Conv needs weights)"));
 }
 
+TEST(Verifier, RejectsDpuChannelsNotInWholeGroups) {
+    ConvNet net;
+    DpuTaskT &d = net.conv();
+    d.output = std::make_unique<TensorRefT>(nhwc(cmx_at(0, kOutAt), DType::U8, 8, kW, kH));
+    d.weights =
+        std::make_unique<TensorRefT>(dense(cmx_at(0, kWeightsAt), DType::I8, {kC, 3, 3, 8}));
+    d.weight_table = std::make_unique<TensorRefT>(dense(cmx_at(0, kTableAt), DType::I32, {4, 8}));
+    EXPECT_TRUE(rejected(net.bytes(), "task 'conv0' (DPU queue tile 0 dpu 0): output: C 8 is not "
+                                      "a multiple of 16: the DPU reads and writes whole groups "
+                                      "of 16 channels (pad the channels)"));
+}
+
+TEST(Verifier, ConvInputsOfFewerChannelsThanAGroupRunChannelMajor) {
+    ConvNet net;
+    DpuTaskT &d = net.conv();
+    d.input = std::make_unique<TensorRefT>(nhwc(cmx_at(0, kInAt), DType::U8, 3, kW, kH));
+    d.weights =
+        std::make_unique<TensorRefT>(dense(cmx_at(0, kWeightsAt), DType::I8, {3, 3, 3, kC}));
+    EXPECT_EQ(error_of(net.bytes()), "");
+    // More than a group but not whole groups: padded, or rejected.
+    ConvNet wide;
+    DpuTaskT &w = wide.conv();
+    w.input = std::make_unique<TensorRefT>(nhwc(cmx_at(0, kInAt), DType::U8, 24, kW, kH));
+    w.weights =
+        std::make_unique<TensorRefT>(dense(cmx_at(0, kWeightsAt), DType::I8, {24, 3, 3, kC}));
+    EXPECT_TRUE(rejected(wide.bytes(), "input: C 24 is not a multiple of 16: the DPU reads and "
+                                       "writes whole groups of 16 channels (pad the channels; "
+                                       "fewer than 16 run channel-major)"));
+    // A pool has no channel-major mode.
+    ConvNet pool;
+    DpuTaskT &p = pool.conv();
+    p.op = DpuOp::MaxPool;
+    p.weights.reset();
+    p.weight_table.reset();
+    p.input = std::make_unique<TensorRefT>(nhwc(cmx_at(0, kInAt), DType::U8, 3, kW, kH));
+    EXPECT_TRUE(rejected(pool.bytes(), "input: C 3 is not a multiple of 16: the DPU reads and "
+                                       "writes whole groups of 16 channels (pad the channels)"));
+}
+
 TEST(Verifier, RejectsConvWithoutWeightTable) {
     ConvNet net;
     net.conv().weight_table.reset();

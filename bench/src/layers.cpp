@@ -191,8 +191,8 @@ Measurement measure(const LayerSpec &spec, Precision precision, const target::Ta
     std::vector<uint8_t> blob;
     try {
         if (tiles > 0)
-            layer.schedule() =
-                schedules::default_schedule(layer, target, tiles, codegen::dpu_weight_bytes(layer));
+            layer.schedule() = schedules::default_schedule(
+                layer, target, tiles, codegen::dpu_weight_bytes(layer, target));
         const auto start = std::chrono::steady_clock::now();
         blob = codegen::lower(*graph, target);
         m.compile_ms =

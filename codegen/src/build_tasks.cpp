@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -80,15 +81,22 @@ View sub_view(const View &whole, const Region &r, const std::array<int64_t, 3> &
     return v;
 }
 
-View dense_cmx_view(int buffer, blob::DType dtype, const Region &r, int32_t zero_point) {
+// The region `r` held in a CMX buffer in NHWC, `lanes` elements per pixel (r's channels, then
+// pad lanes).
+View cmx_view(int buffer, blob::DType dtype, const Region &r, int64_t lanes, int32_t zero_point) {
     View v;
     v.buffer = buffer;
     v.dtype = dtype;
     v.zero_point = zero_point;
     const int64_t c = r.dims[0].extent(), w = r.dims[1].extent(), h = r.dims[2].extent();
-    v.dims = {blob::Dim(uint32_t(c), 1), blob::Dim(uint32_t(w), c), blob::Dim(uint32_t(h), c * w),
-              blob::Dim(1, c * w * h)};
+    v.dims = {blob::Dim(uint32_t(c), 1), blob::Dim(uint32_t(w), lanes),
+              blob::Dim(uint32_t(h), lanes * w), blob::Dim(1, lanes * w * h)};
     return v;
+}
+
+Region with_channels(Region r, Interval c) {
+    r.dims[0] = c;
+    return r;
 }
 
 uint64_t view_bytes(const View &v) {
@@ -163,8 +171,8 @@ class LayerBuilder {
     }
 
     // Computes the part `region` of the output on `tile` into `dest`, a CMX view whose first
-    // element is the region's first, as the layer's own tasks clipped to the region. Returns
-    // the tasks that write `dest`.
+    // element is the region's first (in whole channel groups when this layer is on the DPU),
+    // as the layer's own tasks clipped to the region. Returns the tasks that write `dest`.
     std::vector<int> compute_region(const Region &region, int tile, const View &dest) {
         std::vector<Task> tasks;
         for (Task t : nest_tasks_) {
@@ -183,7 +191,7 @@ class LayerBuilder {
         for (const Task &t : tasks) {
             if (!plan_.on_shave && has_weights()) load_weights(channels_of(t), {tile});
             const Pending p = load(t);
-            const View out = sub_view(dest, t.region, origin_of(region));
+            const View out = output_window(dest, region, t.region);
             computes.push_back(plan_.on_shave ? shave_task(p, out) : dpu_task(p, out));
         }
         return computes;
@@ -195,15 +203,32 @@ class LayerBuilder {
     // each of these tiles.
     // A replicated layer (Clustering) computes all of its output on each tile it runs on, so
     // only the other tiles receive copies.
-    void keep_in_cmx(const std::set<int> &tiles) {
-        for (int tile : tiles)
-            resident_[tile] = add_cmx_buffer(name() + ".cmx", tile, whole_cmx_bytes());
+    // The copies hold whole channel groups when the DPU computes the layer or reads it.
+    void keep_in_cmx(const std::set<int> &tiles, bool read_in_groups) {
+        const dsl::TensorDesc &out = plan_.layer.output();
+        const int64_t channels = out.shape[dsl::dims::C];
+        resident_lanes_ = writes_groups() || read_in_groups ? ceil_group(channels) : channels;
+        const uint64_t bytes = uint64_t(out.shape.elements() / channels * resident_lanes_) *
+                               uint64_t(elem_bytes(blob_dtype(out.type)));
+        for (int tile : tiles) {
+            resident_[tile] = add_cmx_buffer(name() + ".cmx", tile, bytes);
+            // Pad lanes a SHAVE leaves alone are zeroed once (the DPU computes its own).
+            if (!writes_groups()) {
+                const int zero = zero_pad_lanes(resident_view(tile), resident_lanes_, tile, "cmx");
+                if (zero >= 0) writers.push_back(zero);
+            }
+        }
         const bool replicated =
             std::any_of(plan_.nest.relations.begin(), plan_.nest.relations.end(),
                         [](const LoopRelation &r) { return r.replicate; });
         if (replicated)
             for (const Task &t : nest_tasks_) computes_all_.insert(t.tile);
     }
+
+    // Whether this layer's tasks read their inputs, and write their output, in whole channel
+    // groups (see "channel padding" below).
+    bool reads_groups() const { return !plan_.on_shave && !channel_major(); }
+    bool writes_groups() const { return !plan_.on_shave; }
 
   private:
     struct Pending {
@@ -218,6 +243,68 @@ class LayerBuilder {
 
     [[noreturn]] void fail(const std::string &what) const {
         throw LoweringError("layer '" + name() + "': " + what);
+    }
+
+    // --- channel padding --------------------------------------------------------------------
+    // The DPU reads and writes channels in whole groups of the target's channel alignment (16).
+    // A CMX tensor the DPU touches holds channels from a multiple of it, in a whole number of
+    // groups per pixel; the lanes past the real channels are pad lanes. A DPU task covers
+    // whole groups: pad output lanes are computed with zero weights, and pad input lanes meet
+    // zero weights (a convolution) or make pad output lanes (a per-channel operation). int8
+    // pad lanes may hold anything; fp16 ones must be finite (0 x NaN is NaN), so the pad lanes
+    // that no DPU writes are zeroed first.
+    int64_t floor_group(int64_t c) const {
+        return c / s_.target.channel_alignment * s_.target.channel_alignment;
+    }
+    int64_t ceil_group(int64_t c) const { return floor_group(c + s_.target.channel_alignment - 1); }
+    // Whole groups around channels `c`: what a DPU task reads or writes.
+    Interval group_span(Interval c) const { return {floor_group(c.begin), ceil_group(c.end)}; }
+
+    bool sums_channels() const {
+        return d_.op == target::DpuOpKind::Conv || d_.op == target::DpuOpKind::MatMul;
+    }
+    // A convolution of fewer input channels than a group runs channel-major and reads them
+    // unpadded.
+    bool channel_major() const {
+        return sums_channels() &&
+               plan_.layer.inputs()[size_t(d_.input)].output().shape[dsl::dims::C] <
+                   s_.target.channel_alignment;
+    }
+    // The channels a CMX copy of `r` (of a tensor of `channels` channels) holds when read or
+    // written in whole groups: from the group `r` starts in, up to the group it ends in.
+    Interval held_channels(Interval c, int64_t channels) const {
+        return {floor_group(c.begin), std::min(channels, ceil_group(c.end))};
+    }
+
+    // The view a task of this layer reads or writes: the part `r` of a CMX copy `held` of
+    // region `held_region`, widened to whole channel groups when the DPU touches it in groups.
+    View window(const View &held, const Region &held_region, const Region &r, bool groups) const {
+        return sub_view(held, groups ? with_channels(r, group_span(r.dims[0])) : r,
+                        origin_of(held_region));
+    }
+    View input_window(const View &held, const Region &held_region, const Region &r) const {
+        return window(held, held_region, r, reads_groups());
+    }
+    View output_window(const View &held, const Region &held_region, const Region &r) const {
+        return window(held, held_region, r, writes_groups());
+    }
+
+    // Zeroes the pad lanes of the CMX copy `held` (lanes per pixel: `lanes`) when they are
+    // fp16: one DMA from a constant of zeros, repeated over the pixels. Returns the task, or -1.
+    int zero_pad_lanes(const View &held, int64_t lanes, int tile, const std::string &what) {
+        const int64_t real = held.dims[0].extent();
+        if (held.dtype != blob::DType::F16 || lanes == real) return -1;
+        if (zeros_.buffer < 0)
+            zeros_ = constant(std::vector<uint8_t>(size_t(s_.target.channel_alignment) * 2, 0),
+                              blob::DType::F16);
+        View src = zeros_, dst = held;
+        dst.offset += uint64_t(real * elem_bytes(held.dtype));
+        dst.dims[0] = blob::Dim(uint32_t(lanes - real), 1);
+        src.dims = dst.dims;
+        for (size_t d = 1; d < src.dims.size(); ++d)
+            src.dims[d] = blob::Dim(dst.dims[d].extent(), 0);
+        return add_dma(name() + ".zero_pad." + what + "." + std::to_string(tile),
+                       dma_engine_in(tile), DmaWork{src, {dst}}, {});
     }
 
     int dma_engine_in(int tile) const { return codegen::dma_engine_in(s_.target, tile); }
@@ -259,25 +346,35 @@ class LayerBuilder {
             const Region &r = p.input_regions[size_t(i)];
             if (computed_here(producer)) {
                 const Fused &fused = fused_input(i, task);
-                p.inputs.push_back(sub_view(fused.dest, r, origin_of(fused.region)));
+                p.inputs.push_back(input_window(fused.dest, fused.region, r));
                 p.loads.insert(p.loads.end(), fused.writers.begin(), fused.writers.end());
                 continue;
             }
             if (const LayerBuilder *resident = broadcast_producer(producer)) {
-                p.inputs.push_back(sub_view(resident->resident_view(task.tile), r));
+                p.inputs.push_back(
+                    input_window(resident->resident_view(task.tile), resident->whole_region(), r));
                 p.loads.insert(p.loads.end(), resident->writers.begin(), resident->writers.end());
                 continue;
             }
-            View whole = tensor_view(s_.tensor_buffer.at(producer.name()), producer.output());
-            View src = sub_view(whole, r);
-            int buf =
-                add_cmx_buffer(name() + ".in" + std::to_string(i), task.tile, view_bytes(src));
-            View dst = dense_cmx_view(buf, src.dtype, r, src.zero_point);
+            const dsl::TensorDesc &desc = producer.output();
+            const Region held =
+                reads_groups()
+                    ? with_channels(r, held_channels(r.dims[0], desc.shape[dsl::dims::C]))
+                    : r;
+            const int64_t lanes =
+                reads_groups() ? ceil_group(held.dims[0].extent()) : held.dims[0].extent();
+            View src = sub_view(tensor_view(s_.tensor_buffer.at(producer.name()), desc), held);
+            const int buf =
+                add_cmx_buffer(name() + ".in" + std::to_string(i), task.tile,
+                               view_bytes(src) / uint64_t(held.dims[0].extent()) * uint64_t(lanes));
+            View dst = cmx_view(buf, src.dtype, held, lanes, src.zero_point);
             std::vector<int> deps = s_.writers_of(producer.name());
             deps.insert(deps.end(), after.begin(), after.end());
             p.loads.push_back(add_dma(task_name(task, "load" + std::to_string(i)),
                                       dma_engine_in(task.tile), DmaWork{src, {dst}}, deps));
-            p.inputs.push_back(dst);
+            const int zero = zero_pad_lanes(dst, lanes, task.tile, task.region.to_string());
+            if (zero >= 0) p.loads.push_back(zero);
+            p.inputs.push_back(input_window(dst, held, r));
         }
         if (!plan_.on_shave && has_weights()) {
             const LoadedWeights &w = loaded_weights_.at({channels_of(task), task.tile});
@@ -288,23 +385,24 @@ class LayerBuilder {
         return p;
     }
 
-    uint64_t whole_cmx_bytes() const {
-        const dsl::TensorDesc &out = plan_.layer.output();
-        return uint64_t(out.shape.elements()) * uint64_t(elem_bytes(blob_dtype(out.type)));
+    Region whole_region() const {
+        const dsl::Shape &shape = plan_.layer.output().shape;
+        Region whole;
+        whole.dims = {Interval{0, shape[dsl::dims::C]}, Interval{0, shape[dsl::dims::W]},
+                      Interval{0, shape[dsl::dims::H]}};
+        return whole;
     }
 
-    // The output in the CMX of `tile`, dense NHWC (broadcast layers).
+    // The output in the CMX of `tile`, NHWC with `resident_lanes_` per pixel (broadcast layers).
     View resident_view(int tile) const {
         const dsl::TensorDesc &out = plan_.layer.output();
         auto it = resident_.find(tile);
         if (it == resident_.end())
             fail("no copy of the output in the CMX of tile " + std::to_string(tile));
-        Region whole;
-        whole.dims = {Interval{0, out.shape[dsl::dims::C]}, Interval{0, out.shape[dsl::dims::W]},
-                      Interval{0, out.shape[dsl::dims::H]}};
         const int32_t zero_point =
             !out.quant.empty() && !out.quant.per_channel() ? out.quant.zero_point[0] : 0;
-        return dense_cmx_view(it->second, blob_dtype(out.type), whole, zero_point);
+        return cmx_view(it->second, blob_dtype(out.type), whole_region(), resident_lanes_,
+                        zero_point);
     }
 
     // The producer keeps its whole output in CMX.
@@ -359,14 +457,26 @@ class LayerBuilder {
         Fused fused;
         fused.region = group_regions_.at(key);
         const dsl::TensorDesc &desc = producer.output();
+        // Whole channel groups when the DPU computes the producer or reads it here.
+        const bool groups = builder.writes_groups() || reads_groups();
+        if (groups)
+            fused.region.dims[0] = held_channels(fused.region.dims[0], desc.shape[dsl::dims::C]);
+        const int64_t lanes =
+            groups ? ceil_group(fused.region.dims[0].extent()) : fused.region.dims[0].extent();
         const blob::DType dtype = blob_dtype(desc.type);
         const int32_t zero_point =
             !desc.quant.empty() && !desc.quant.per_channel() ? desc.quant.zero_point[0] : 0;
-        const int buf = add_cmx_buffer(producer.name() + ".at." + name(), task.tile,
-                                       uint64_t(fused.region.elements()) * elem_bytes(dtype));
-        fused.dest = dense_cmx_view(buf, dtype, fused.region, zero_point);
+        const int buf = add_cmx_buffer(
+            producer.name() + ".at." + name(), task.tile,
+            uint64_t(fused.region.elements() / fused.region.dims[0].extent() * lanes) *
+                uint64_t(elem_bytes(dtype)));
+        fused.dest = cmx_view(buf, dtype, fused.region, lanes, zero_point);
         fused.writers =
             builders_.at(producer.name())->compute_region(fused.region, task.tile, fused.dest);
+        if (!builder.writes_groups()) {
+            const int zero = zero_pad_lanes(fused.dest, lanes, task.tile, fused.region.to_string());
+            if (zero >= 0) fused.writers.push_back(zero);
+        }
         return fused_[key] = std::move(fused);
     }
 
@@ -385,8 +495,8 @@ class LayerBuilder {
     // Whether each tile's ranges of output channels, all of them, have their weights fit in
     // half of its CMX at once.
     bool weights_fit(const std::map<std::pair<int64_t, int64_t>, std::vector<int>> &ranges) const {
-        const int64_t per_channel =
-            dpu_weight_bytes(d_) / std::max<int64_t>(1, plan_.layer.output().shape[dsl::dims::C]);
+        const int64_t per_channel = dpu_weight_bytes(d_, s_.target) /
+                                    std::max<int64_t>(1, plan_.layer.output().shape[dsl::dims::C]);
         std::vector<int64_t> channels(size_t(s_.target.tiles), 0);
         for (const auto &[range, tiles] : ranges)
             for (int tile : tiles) channels[size_t(tile)] += range.second - range.first;
@@ -403,16 +513,20 @@ class LayerBuilder {
     int kernel_span_w() const { return (d_.kernel_w - 1) * d_.dilation_w + 1; }
     int kernel_span_h() const { return (d_.kernel_h - 1) * d_.dilation_h + 1; }
 
-    // The DPU runs one group of a grouped convolution per task: tasks whose output channels
-    // span several groups become one task per group.
+    // A grouped convolution runs as plain convolutions over whole channel groups, with zero
+    // weights between an output channel and the input channels of other groups: tasks are cut
+    // where a convolution group ends on a channel group's boundary, so that groups of
+    // 16-multiple channels each run alone (reading only their inputs) and smaller ones share
+    // a task.
     std::vector<Task> split_by_group(const std::vector<Task> &tasks) const {
         if (plan_.on_shave || d_.groups == 1) return tasks;
         const int64_t per_group = plan_.layer.output().shape[dsl::dims::C] / d_.groups;
+        const int64_t step = std::lcm(per_group, int64_t(s_.target.channel_alignment));
         std::vector<Task> out;
         for (const Task &t : tasks) {
             const Interval c = t.region.dims[0];
             for (int64_t begin = c.begin; begin < c.end;) {
-                const int64_t end = std::min(c.end, (begin / per_group + 1) * per_group);
+                const int64_t end = std::min(c.end, (begin / step + 1) * step);
                 Task part = t;
                 part.region.dims[0] = {begin, end};
                 out.push_back(part);
@@ -422,19 +536,37 @@ class LayerBuilder {
         return out;
     }
 
-    // Weights of output channels [c0, c1) in the DPU's layout, channel by channel, each
-    // (IC, KW, KH) dense (IC of one group for grouped convolutions), followed by the weight
-    // table pointing at every channel's set: one constant, copied by one DMA into the CMX of
-    // every tile that computes these channels.
+    // The input channels a task computing output channels `oc` (unpadded) reads, as its
+    // weights see them: its convolution groups' input channels, in whole channel groups unless
+    // channel-major.
+    Interval weight_input_channels(Interval oc) const {
+        const int64_t per_group_out = plan_.layer.output().shape[dsl::dims::C] / d_.groups;
+        const int64_t per_group_in = d_.weights.dim(0).extent();
+        const Interval real{oc.begin / per_group_out * per_group_in,
+                            ((oc.end - 1) / per_group_out + 1) * per_group_in};
+        return channel_major() ? real : group_span(real);
+    }
+
+    // Weights of output channels [c0, c1) in the DPU's layout, channel by channel in whole
+    // channel groups, each (IC, KW, KH) dense over the input channels the task reads, followed
+    // by the weight table pointing at every channel's set: one constant, copied by one DMA into
+    // the CMX of every tile that computes these channels. Pad channels, taps between a dilated
+    // kernel's, and input channels of other convolution groups get zero weights.
     void load_weights(std::pair<int64_t, int64_t> channels, const std::vector<int> &users) {
         std::vector<int> tiles;
         for (int tile : users)
             if (!loaded_weights_.count({channels, tile})) tiles.push_back(tile);
         if (tiles.empty()) return;
-        const Interval oc{channels.first, channels.second};
+        const Interval oc{channels.first,
+                          channels.first + ceil_group(channels.second - channels.first)};
+        const int64_t out_channels = plan_.layer.output().shape[dsl::dims::C];
         const auto &w = d_.weights;
         const bool depthwise = d_.op == target::DpuOpKind::DepthwiseConv;
-        const int ic = depthwise ? 1 : w.dim(0).extent();
+        const Interval in =
+            depthwise ? Interval{0, 1} : weight_input_channels({channels.first, channels.second});
+        const int ic = int(in.extent());
+        const int64_t per_group_out = out_channels / d_.groups;
+        const int64_t per_group_in = depthwise ? 1 : w.dim(0).extent();
         const int kw = kernel_span_w(), kh = kernel_span_h();
         const int elem = w.type().bytes();
         const uint64_t per_channel = uint64_t(ic) * kw * kh * elem;
@@ -444,23 +576,30 @@ class LayerBuilder {
         const uint8_t zero_weight = w.type().is_float() ? 0 : uint8_t(d_.weights_zero_point);
         for (int64_t c = oc.begin; c < oc.end; ++c) {
             uint8_t *out = data.data() + (c - oc.begin) * per_channel;
+            // The input channels of c's convolution group, as offsets into the task's.
+            const int64_t first = depthwise ? 0 : c / per_group_out * per_group_in - in.begin;
             for (int ky = 0; ky < kh; ++ky)
                 for (int kx = 0; kx < kw; ++kx)
                     for (int i = 0; i < ic; ++i) {
-                        if (kx % d_.dilation_w != 0 || ky % d_.dilation_h != 0) {
+                        const bool tap = kx % d_.dilation_w == 0 && ky % d_.dilation_h == 0;
+                        if (c >= out_channels || !tap || i < first || i >= first + per_group_in) {
                             std::memset(out, zero_weight, size_t(elem));
                             out += elem;
                             continue;
                         }
-                        int pos4[4] = {i, kx / d_.dilation_w, ky / d_.dilation_h, int(c)};
-                        int pos2[2] = {i, int(c)};
+                        int pos4[4] = {int(i - first), kx / d_.dilation_w, ky / d_.dilation_h,
+                                       int(c)};
+                        int pos2[2] = {int(i - first), int(c)};
                         const uint8_t *src = w.dimensions() > 2 ? w.raw_buffer()->address_of(pos4)
                                                                 : w.raw_buffer()->address_of(pos2);
                         std::memcpy(out, src, size_t(elem));
                         out += elem;
                     }
+            // Pad channels compute 0 (a finite value in fp16) scaled like the last channel.
+            const int64_t real = std::min(c, out_channels - 1);
             const int32_t entry[4] = {int32_t((c - oc.begin) * per_channel), 0,
-                                      int32_t(requant_word(c)), bias_word(c)};
+                                      int32_t(requant_word(real)),
+                                      c < out_channels ? bias_word(c) : 0};
             std::memcpy(data.data() + table_offset + uint64_t(c - oc.begin) * sizeof(entry), entry,
                         sizeof(entry));
         }
@@ -594,27 +733,28 @@ class LayerBuilder {
         return p;
     }
 
-    // Variants: the task's region split along the workload loop's dimension.
-    std::vector<std::array<Interval, 3>> workloads(const Region &r) const {
+    // Variants: the task's output (`extents`: c, w, h, channels in whole groups) split along
+    // the workload loop's dimension; channels in whole groups.
+    std::vector<std::array<Interval, 3>> workloads(const std::array<int64_t, 3> &extents) const {
         int dim = 2;
         int64_t count = plan_.nest.workloads;
         if (const Loop *l = plan_.nest.find(plan_.nest.workload_loop))
             dim = std::max(0, plan_.nest.vars[size_t(l->var)].dim);
+        const int64_t unit = dim == 0 ? s_.target.channel_alignment : 1;
+        const int64_t units = extents[size_t(dim)] / unit;
+        count = std::clamp<int64_t>(count, 1, units);
         std::vector<std::array<Interval, 3>> out;
-        const int64_t extent = r.dims[size_t(dim)].extent();
-        count = std::clamp<int64_t>(count, 1, extent);
         for (int64_t i = 0; i < count; ++i) {
-            std::array<Interval, 3> local = {Interval{0, r.dims[0].extent()},
-                                             Interval{0, r.dims[1].extent()},
-                                             Interval{0, r.dims[2].extent()}};
-            local[size_t(dim)] = {extent * i / count, extent * (i + 1) / count};
+            std::array<Interval, 3> local = {Interval{0, extents[0]}, Interval{0, extents[1]},
+                                             Interval{0, extents[2]}};
+            local[size_t(dim)] = {units * i / count * unit, units * (i + 1) / count * unit};
             out.push_back(local);
         }
         return out;
     }
 
     std::string mpe_mode(const std::vector<std::array<Interval, 3>> &variants,
-                         const blob::DpuTaskT &t) const {
+                         const blob::DpuTaskT &t, int in_channels) const {
         if (!plan_.nest.mpe_mode.empty()) return plan_.nest.mpe_mode;
         // The compiler's choice: the mode with the fewest cycles for these workloads.
         const bool fp = d_.input_type.is_float();
@@ -631,11 +771,7 @@ class LayerBuilder {
                 w.out_c = int(v[0].extent());
                 w.out_w = int(v[1].extent());
                 w.out_h = int(v[2].extent());
-                w.in_c =
-                    d_.op == target::DpuOpKind::Conv || d_.op == target::DpuOpKind::MatMul
-                        ? int(plan_.layer.inputs()[size_t(d_.input)].output().shape[dsl::dims::C] /
-                              d_.groups)
-                        : w.out_c;
+                w.in_c = sums_channels() ? in_channels : w.out_c;
                 w.in_w = (w.out_w - 1) * t.stride_w + t.kernel_w;
                 w.in_h = (w.out_h - 1) * t.stride_h + t.kernel_h;
                 w.kernel_w = t.kernel_w;
@@ -655,15 +791,20 @@ class LayerBuilder {
     int compute_and_store(const Pending &p) {
         if (plan_.nest.broadcast) return compute_and_broadcast(p);
         const dsl::TensorDesc &out_desc = plan_.layer.output();
-        View whole_out = tensor_view(s_.tensor_buffer.at(name()), out_desc);
-        int out_buf = add_cmx_buffer(name() + ".out", p.task.tile,
-                                     view_bytes(sub_view(whole_out, p.task.region)));
-        View out_cmx =
-            dense_cmx_view(out_buf, whole_out.dtype, p.task.region, whole_out.zero_point);
-        int compute = plan_.on_shave ? shave_task(p, out_cmx) : dpu_task(p, out_cmx);
+        const Region &region = p.task.region;
+        const View whole_out = tensor_view(s_.tensor_buffer.at(name()), out_desc);
+        const int64_t lanes =
+            writes_groups() ? ceil_group(region.dims[0].extent()) : region.dims[0].extent();
+        const int out_buf = add_cmx_buffer(name() + ".out", p.task.tile,
+                                           uint64_t(region.elements() / region.dims[0].extent() *
+                                                    lanes * elem_bytes(whole_out.dtype)));
+        const View out_cmx =
+            cmx_view(out_buf, whole_out.dtype, region, lanes, whole_out.zero_point);
+        const View out = output_window(out_cmx, region, region);
+        const int compute = plan_.on_shave ? shave_task(p, out) : dpu_task(p, out);
+        // Only the real channels go to DDR.
         writers.push_back(add_dma(task_name(p.task, "store"), dma_engine_out(p.task.tile),
-                                  DmaWork{out_cmx, {sub_view(whole_out, p.task.region)}},
-                                  {compute}));
+                                  DmaWork{out_cmx, {sub_view(whole_out, region)}}, {compute}));
         return compute;
     }
 
@@ -671,13 +812,15 @@ class LayerBuilder {
     // the other tiles that do not compute it themselves, with one broadcast DMA.
     int compute_and_broadcast(const Pending &p) {
         const int tile = p.task.tile;
-        const View local = sub_view(resident_view(tile), p.task.region);
+        // The copies take the pad lanes the DPU computes too.
+        const View local = output_window(resident_view(tile), whole_region(), p.task.region);
         const int compute = plan_.on_shave ? shave_task(p, local) : dpu_task(p, local);
         writers.push_back(compute);
         std::vector<View> others;
         for (const auto &[other, buffer] : resident_)
             if (other != tile && !computes_all_.count(other))
-                others.push_back(sub_view(resident_view(other), p.task.region));
+                others.push_back(
+                    output_window(resident_view(other), whole_region(), p.task.region));
         if (!others.empty())
             writers.push_back(add_dma(task_name(p.task, "broadcast"), dma_engine_out(tile),
                                       DmaWork{local, others}, {compute}));
@@ -722,8 +865,10 @@ class LayerBuilder {
         set_window(t, p);
         t.weights_zero_point = d_.weights_zero_point;
         t.ppe = ppe();
-        const auto variants = workloads(task.region);
-        const std::string mode = mpe_mode(variants, t);
+        const auto variants =
+            workloads({int64_t(out_cmx.dims[0].extent()), int64_t(out_cmx.dims[1].extent()),
+                       int64_t(out_cmx.dims[2].extent())});
+        const std::string mode = mpe_mode(variants, t, int(p.inputs[0].dims[0].extent()));
         for (const auto &v : variants)
             t.variants.push_back(std::make_unique<blob::DpuVariantT>(
                 blob::variant({uint32_t(v[1].begin), uint32_t(v[2].begin), uint32_t(v[0].begin)},
@@ -769,6 +914,8 @@ class LayerBuilder {
     const Builders &builders_;
     const std::vector<Task> nest_tasks_; // the layer's tasks, from its loop nest
     std::map<int, int> resident_;        // broadcast layers: tile -> CMX buffer of the output
+    int64_t resident_lanes_ = 0;         // and its elements per pixel
+    View zeros_;                         // a constant of zeros, for pad lanes
     std::set<int> computes_all_;         // replicated broadcast layers: the tiles they run on
     std::vector<int> next_dpu_;          // per tile: the DPU the next task goes to
 };
@@ -822,11 +969,13 @@ void build_tasks(LoweringState &s) {
     for (const auto &plan : s.plans) {
         if (!plan.nest.broadcast) continue;
         std::set<int> tiles = tiles_running(s, plan);
+        bool read_in_groups = false;
         for (const dsl::Layer &consumer : s.graph.consumers(plan.layer)) {
             const std::set<int> more = tiles_running(s, plan_of(s, consumer.name()));
             tiles.insert(more.begin(), more.end());
+            read_in_groups |= builders.at(consumer.name())->reads_groups();
         }
-        builders.at(plan.layer.name())->keep_in_cmx(tiles);
+        builders.at(plan.layer.name())->keep_in_cmx(tiles, read_in_groups);
     }
     for (const auto &plan : s.plans) {
         if (!plan.nest.compute_root) continue; // built by its consumer

@@ -1355,21 +1355,29 @@ std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, std::string *why
     }
 }
 
-int64_t dpu_weight_bytes(const dsl::Layer &layer) {
+int64_t dpu_weight_bytes(const dsl::Layer &layer, const target::Target &target) {
     const std::optional<DpuOpDesc> d = try_match_dpu(layer);
-    return d ? dpu_weight_bytes(*d) : 0;
+    return d ? dpu_weight_bytes(*d, target) : 0;
 }
 
-int64_t dpu_weight_bytes(const DpuOpDesc &op) {
+int64_t dpu_weight_bytes(const DpuOpDesc &op, const target::Target &target) {
     if (!op.weights.defined()) return 0;
     const Halide::Buffer<> &w = op.weights;
-    const int64_t out_channels = w.dim(w.dimensions() - 1).extent();
-    // Per output channel: (IC, KW, KH) with a dilated kernel's span, then a table entry.
+    const int64_t group = std::max(1, target.channel_alignment);
+    auto padded = [&](int64_t c) { return (c + group - 1) / group * group; };
+    const int64_t out_channels = padded(w.dim(w.dimensions() - 1).extent());
+    // Per output channel: (IC, KW, KH) with a dilated kernel's span, then a table entry;
+    // depthwise weights have one input channel, and a layer of fewer input channels than a
+    // group runs channel-major on them unpadded.
+    const int64_t in_channels = w.dim(0).extent();
+    const bool padded_input =
+        op.op != target::DpuOpKind::DepthwiseConv && in_channels * op.groups >= group;
     const int64_t taps = w.dimensions() > 2 ? int64_t((op.kernel_w - 1) * op.dilation_w + 1) *
                                                   ((op.kernel_h - 1) * op.dilation_h + 1)
                                             : 1;
-    constexpr int64_t kTableEntryBytes = 16;
-    return out_channels * (w.dim(0).extent() * taps * w.type().bytes() + kTableEntryBytes);
+    return out_channels *
+           ((padded_input ? padded(in_channels) : in_channels) * taps * w.type().bytes() +
+            target.weight_table_entry_bytes);
 }
 
 } // namespace vpuc::codegen

@@ -30,12 +30,19 @@ int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }
 
-// Chunk `k` of `extent` cut into `chunks` contiguous pieces whose sizes differ by at most one,
-// the larger ones first (every tile gets work when chunks <= extent).
-Interval chunk_of(int64_t extent, int64_t chunks, int64_t k) {
-    int64_t size = extent / chunks, larger = extent % chunks;
-    int64_t begin = k * size + std::min(k, larger);
-    return {begin, begin + size + (k < larger ? 1 : 0)};
+// Chunk `k` of `extent` cut into `chunks` contiguous pieces of whole `granule`s (the last
+// piece of the extent may be short), whose granule counts differ by at most one, the larger
+// ones first (every tile gets work when chunks <= ceil(extent / granule)).
+Interval chunk_of(int64_t extent, int64_t chunks, int64_t k, int64_t granule = 1) {
+    const int64_t granules = ceil_div(extent, granule);
+    const int64_t size = granules / chunks, larger = granules % chunks;
+    const int64_t begin = k * size + std::min(k, larger);
+    const int64_t end = begin + size + (k < larger ? 1 : 0);
+    return {std::min(begin * granule, extent), std::min(end * granule, extent)};
+}
+
+int64_t gcd(int64_t a, int64_t b) {
+    return b == 0 ? a : gcd(b, a % b);
 }
 
 bool is_empty(Interval i) {
@@ -72,7 +79,8 @@ void derive(const LoopRelation &rel, const std::vector<LoopVar> &vars,
             return;
         }
         if (outer.extent() != 1) throw std::logic_error("loop nest: tile loop not fixed");
-        Interval chunk = chunk_of(vars[size_t(rel.whole)].extent, rel.factor, outer.begin);
+        Interval chunk =
+            chunk_of(vars[size_t(rel.whole)].extent, rel.factor, outer.begin, rel.granule);
         whole = intersect({chunk.begin + inner.begin, chunk.begin + inner.end}, chunk);
         return;
     }
@@ -100,21 +108,12 @@ bool is_identifier(const std::string &name) {
                        [](char ch) { return std::isalnum((unsigned char)ch) || ch == '_'; });
 }
 
-// The engine the whole schedule asks for (the last on_dpu/on_shave wins), so that unroll,
-// vectorize and workloads are checked the same wherever the engine directive stands.
-dsl::Engine final_engine(const dsl::Schedule &schedule) {
-    dsl::Engine engine = dsl::Engine::Auto;
-    for (const Directive &d : schedule.directives()) {
-        if (d.kind == Directive::Kind::OnDpu) engine = dsl::Engine::DPU;
-        if (d.kind == Directive::Kind::OnShave) engine = dsl::Engine::SHAVE;
-    }
-    return engine;
-}
-
 class Resolver {
   public:
-    Resolver(const dsl::Graph &graph, const dsl::Layer &layer, const target::Target &target)
-        : graph_(graph), layer_(layer), target_(target), engine_(final_engine(layer.schedule())) {}
+    Resolver(const dsl::Graph &graph, const dsl::Layer &layer, const target::Target &target,
+             int64_t channel_granule)
+        : graph_(graph), layer_(layer), target_(target), engine_(layer.schedule().engine()),
+          channel_granule_(std::max<int64_t>(1, channel_granule)) {}
 
     LoopNest run() {
         start_loops();
@@ -211,9 +210,29 @@ class Resolver {
 
     // --- helpers ---------------------------------------------------------------------------
 
-    int add_var(const std::string &name, int64_t extent, int dim) {
-        nest_.vars.push_back({name, extent, dim});
+    int add_var(const std::string &name, int64_t extent, int dim, int64_t unit = 1) {
+        nest_.vars.push_back({name, extent, dim, unit});
         return int(nest_.vars.size() - 1);
+    }
+
+    // Iterations of a loop from c that make one channel granule (1 for other loops): task
+    // boundaries on this loop must fall on multiples of it.
+    int64_t granule_iterations(const Loop &loop) const {
+        const LoopVar &v = var_of(loop);
+        if (v.dim != kDimC || channel_granule_ == 1) return 1;
+        return channel_granule_ / gcd(channel_granule_, v.unit);
+    }
+
+    // A split of a loop from c by `factor` puts task boundaries every `factor` iterations;
+    // on the DPU they must fall on whole channel granules (or there is one task).
+    void check_channel_split(const Loop &loop, int64_t factor) const {
+        const int64_t g = granule_iterations(loop);
+        if (g == 1 || factor % g == 0 || factor >= loop.extent) return;
+        fail("the DPU computes output channels in groups of " + std::to_string(channel_granule_) +
+             ", so tasks must start and end on them: factor " + std::to_string(factor) + " of '" +
+             loop.name + "' (" + std::to_string(var_of(loop).unit) +
+             " channel(s) per iteration) does not (legal: multiples of " + std::to_string(g) +
+             ", or " + std::to_string(loop.extent) + " and more; or on_shave())");
     }
 
     const LoopVar &var_of(const Loop &loop) const { return nest_.vars[size_t(loop.var)]; }
@@ -279,18 +298,20 @@ class Resolver {
                  "fusing)");
         check_new_names({outer, inner}, {v});
         if (factor < 1) fail("factor " + std::to_string(factor) + " is not positive (legal: >= 1)");
-        int dim = var_of(old).dim;
+        check_channel_split(old, factor);
+        const int dim = var_of(old).dim;
+        const int64_t unit = var_of(old).unit;
         Loop in;
         in.name = inner;
         in.extent = std::min(factor, old.extent);
         in.task_loop = old.task_loop; // the iterations of a task loop stay tasks
-        in.var = add_var(inner, in.extent, dim);
+        in.var = add_var(inner, in.extent, dim, unit);
         Loop out;
         out.name = outer;
         out.extent = ceil_div(old.extent, factor);
         out.task_loop = true;
-        out.var = add_var(outer, out.extent, dim);
-        nest_.relations.push_back({LoopRelation::Kind::Split, old.var, out.var, in.var, factor});
+        out.var = add_var(outer, out.extent, dim, unit * factor);
+        nest_.relations.push_back({LoopRelation::Kind::Split, old.var, out.var, in.var, factor, 1});
         nest_.loops[at] = in;
         nest_.loops.insert(nest_.loops.begin() + long(at) + 1, out);
     }
@@ -338,7 +359,7 @@ class Resolver {
         f.extent = in.extent * out.extent;
         f.task_loop = in.task_loop;
         f.var = add_var(fused, f.extent, -1);
-        nest_.relations.push_back({LoopRelation::Kind::Fuse, f.var, out.var, in.var, in.extent});
+        nest_.relations.push_back({LoopRelation::Kind::Fuse, f.var, out.var, in.var, in.extent, 1});
         nest_.loops[i] = f;
         nest_.loops.erase(nest_.loops.begin() + long(o));
     }
@@ -482,9 +503,15 @@ class Resolver {
         if (loop.task_loop) fail("'" + name + "' is a task loop (legal: " + join(legal) + ")");
         if (var_of(loop).dim < 0)
             fail("'" + name + "' is fused; workloads must be boxes (legal: " + join(legal) + ")");
-        if (count < 1 || count > loop.extent)
-            fail("count " + std::to_string(count) + " is outside 1.." +
-                 std::to_string(loop.extent) + " (the extent of '" + name + "')");
+        // Variants of a DPU task cover whole channel groups.
+        const int64_t granule = granule_iterations(loop);
+        const int64_t most = ceil_div(loop.extent, granule);
+        if (count < 1 || count > most)
+            fail("count " + std::to_string(count) + " is outside 1.." + std::to_string(most) +
+                 " (the extent of '" + name + "'" +
+                 (granule > 1 ? ", in groups of " + std::to_string(granule) + " channels"
+                              : std::string()) +
+                 ")");
         nest_.workload_loop = name;
         nest_.workloads = count;
     }
@@ -506,15 +533,22 @@ class Resolver {
                  join(names_where([&](const Loop &l) { return var_of(l).dim == dim; })) + ")");
         // Clustering replicates the work, so the loop's extent does not bound the tile count.
         bool replicate = strategy == dsl::Strategy::Clustering;
-        int64_t max_tiles =
-            replicate ? target_.tiles : std::min<int64_t>(target_.tiles, old.extent);
+        // SOK cuts whole channel granules, so each tile gets at least one.
+        const int64_t granule = replicate ? 1 : granule_iterations(old);
+        int64_t max_tiles = replicate
+                                ? target_.tiles
+                                : std::min<int64_t>(target_.tiles, ceil_div(old.extent, granule));
         if (tiles < 1 || tiles > max_tiles)
             fail(std::to_string(tiles) + " tiles is outside 1.." + std::to_string(max_tiles) +
                  " (" + target_.name + " has " + std::to_string(target_.tiles) + " NCE tiles, '" +
-                 v + "' has extent " + std::to_string(old.extent) + ")");
+                 v + "' has extent " + std::to_string(old.extent) +
+                 (granule > 1 ? ", cut in groups of " + std::to_string(granule) +
+                                    " for the DPU's channel alignment"
+                              : std::string()) +
+                 ")");
         Loop rest = old;
-        rest.extent = replicate ? old.extent : chunk_of(old.extent, tiles, 0).extent();
-        rest.var = add_var(v, rest.extent, dim);
+        rest.extent = replicate ? old.extent : chunk_of(old.extent, tiles, 0, granule).extent();
+        rest.var = add_var(v, rest.extent, dim, var_of(old).unit);
         Loop tile;
         tile.name = v + ".tile"; // '.' is not in user loop names, so this cannot clash
         tile.extent = tiles;
@@ -522,8 +556,8 @@ class Resolver {
         tile.tiles = tiles;
         tile.strategy = strategy;
         tile.var = add_var(tile.name, tiles, -1);
-        nest_.relations.push_back(
-            {LoopRelation::Kind::Distribute, old.var, tile.var, rest.var, tiles, replicate});
+        nest_.relations.push_back({LoopRelation::Kind::Distribute, old.var, tile.var, rest.var,
+                                   tiles, granule, replicate});
         nest_.loops[at] = rest;
         nest_.loops.insert(nest_.loops.begin() + long(at) + 1, tile);
         distributed_ = true;
@@ -539,7 +573,10 @@ class Resolver {
     const dsl::Graph &graph_;
     const dsl::Layer &layer_;
     const target::Target &target_;
+    // The schedule's final engine, so that unroll, vectorize and workloads are checked the same
+    // wherever on_dpu/on_shave stands.
     const dsl::Engine engine_;
+    const int64_t channel_granule_;
     const Directive *current_ = nullptr;
     bool distributed_ = false;
     LoopNest nest_;
@@ -605,8 +642,8 @@ std::vector<std::string> LoopNest::task_loop_names() const {
 }
 
 LoopNest resolve_loop_nest(const dsl::Graph &graph, const dsl::Layer &layer,
-                           const target::Target &target) {
-    return Resolver(graph, layer, target).run();
+                           const target::Target &target, int64_t channel_granule) {
+    return Resolver(graph, layer, target, channel_granule).run();
 }
 
 } // namespace vpuc::codegen

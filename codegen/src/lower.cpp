@@ -107,14 +107,29 @@ void default_schedules(LoweringState &s) {
         if (!handle.schedule().empty()) continue;
         const std::optional<DpuOpDesc> &match =
             s.dpu_matches.emplace(layer.name(), try_match_dpu(layer)).first->second;
-        handle.schedule() =
-            schedules::default_schedule(layer, s.target, 0, match ? dpu_weight_bytes(*match) : 0);
+        handle.schedule() = schedules::default_schedule(
+            layer, s.target, 0, match ? dpu_weight_bytes(*match, s.target) : 0);
     }
 }
 
+// Whether `layer` will run on the DPU: on_dpu() says so, on_shave() says not, and otherwise
+// the DPU matcher decides (its answer kept for select_engines).
+bool runs_on_dpu(LoweringState &s, const dsl::Layer &layer) {
+    const dsl::Engine engine = layer.schedule().engine();
+    if (engine != dsl::Engine::Auto) return engine == dsl::Engine::DPU;
+    auto known = s.dpu_matches.find(layer.name());
+    if (known == s.dpu_matches.end())
+        known = s.dpu_matches.emplace(layer.name(), try_match_dpu(layer)).first;
+    return known->second.has_value();
+}
+
 void resolve_schedules(LoweringState &s) {
-    for (const auto &layer : s.graph.layers())
-        s.plans.push_back({layer, resolve_loop_nest(s.graph, layer, s.target), false, {}, 0});
+    for (const auto &layer : s.graph.layers()) {
+        // The DPU computes output channels in groups of the channel alignment.
+        const int64_t granule = runs_on_dpu(s, layer) ? s.target.channel_alignment : 1;
+        s.plans.push_back(
+            {layer, resolve_loop_nest(s.graph, layer, s.target, granule), false, {}, 0});
+    }
 }
 
 void select_engines(LoweringState &s) {

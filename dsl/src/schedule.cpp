@@ -280,6 +280,15 @@ Schedule &Schedule::add(Directive d) {
     return *this;
 }
 
+Engine Schedule::engine() const {
+    Engine engine = Engine::Auto;
+    for (const Directive &d : directives_) {
+        if (d.kind == Directive::Kind::OnDpu) engine = Engine::DPU;
+        if (d.kind == Directive::Kind::OnShave) engine = Engine::SHAVE;
+    }
+    return engine;
+}
+
 std::string Schedule::to_string() const {
     std::string s;
     for (const Directive &d : directives_) s += (s.empty() ? "" : ".") + d.to_string();

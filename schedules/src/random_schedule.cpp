@@ -25,18 +25,25 @@ struct GenLoop {
     bool task = false;      // made by split or distribute: iterates tasks
     int dim = -1;           // 0, 1, 2: from c, x or y; -1: the tile loop of distribute
     bool tile_loop = false; // cannot be split or distributed
+    int64_t unit = 1;       // elements of its dim per iteration
 };
+
+int64_t gcd(int64_t a, int64_t b) {
+    return b == 0 ? a : gcd(b, a % b);
+}
 
 class Generator {
   public:
     Generator(const dsl::Layer &layer, const target::Target &target, std::mt19937 &rng,
               dsl::Engine engine)
-        : layer_(layer), target_(target), rng_(rng), engine_(engine) {}
+        : layer_(layer), target_(target), rng_(rng), engine_(engine),
+          channel_granule_(engine == dsl::Engine::SHAVE ? 1 : target.channel_alignment) {}
 
     dsl::Schedule run() {
         const dsl::Shape &shape = layer_.output().shape;
         const int64_t extents[3] = {shape[dsl::dims::C], shape[dsl::dims::W], shape[dsl::dims::H]};
-        for (int d = 0; d < 3; ++d) loops_.push_back({kDimNames[d], extents[d], false, d, false});
+        for (int d = 0; d < 3; ++d)
+            loops_.push_back({kDimNames[d], extents[d], false, d, false, 1});
         tiny_ = chance(10);
         budget_ = tiny_ ? kMaxTinyTasks : kMaxTasks;
 
@@ -140,10 +147,19 @@ class Generator {
         return {outer, inner};
     }
 
-    int64_t factor_for(int64_t extent) {
-        if (tiny_ && chance(60)) return uniform(1, std::min<int64_t>(3, extent));
-        if (chance(5)) return uniform(extent + 1, 2 * extent); // one task covers the loop
-        return uniform(1, extent);                             // often not dividing it
+    // Iterations of `l` that make one channel granule: on the DPU, task boundaries on a loop
+    // from c fall on multiples of the channel alignment (resolve_loop_nest's channel_granule).
+    int64_t granule_of(const GenLoop &l) const {
+        if (l.dim != kDimC || channel_granule_ == 1) return 1;
+        return channel_granule_ / gcd(channel_granule_, l.unit);
+    }
+
+    int64_t factor_for(const GenLoop &l) {
+        const int64_t extent = l.extent, g = granule_of(l);
+        if (chance(5) || extent <= g) return uniform(extent + 1, 2 * extent); // one task
+        const int64_t granules = (extent + g - 1) / g;
+        if (tiny_ && chance(60)) return g * uniform(1, std::min<int64_t>(3, granules));
+        return g * uniform(1, granules); // often not dividing it
     }
 
     // resolve_loop_nest's split: outer (a task loop) and inner replace the loop in place.
@@ -151,8 +167,9 @@ class Generator {
                      int64_t factor) {
         size_t at = index_of(name);
         GenLoop old = loops_[at];
-        GenLoop in{inner, std::min(factor, old.extent), old.task, old.dim, false};
-        GenLoop out{outer, (old.extent + factor - 1) / factor, true, old.dim, false};
+        GenLoop in{inner, std::min(factor, old.extent), old.task, old.dim, false, old.unit};
+        GenLoop out{
+            outer, (old.extent + factor - 1) / factor, true, old.dim, false, old.unit * factor};
         loops_[at] = in;
         loops_.insert(loops_.begin() + long(at) + 1, out);
     }
@@ -189,7 +206,7 @@ class Generator {
         const std::string name = pick(reshapable());
         const GenLoop old = loops_[index_of(name)];
         for (int attempt = 0; attempt < 8; ++attempt) {
-            const int64_t factor = factor_for(old.extent);
+            const int64_t factor = factor_for(old);
             const auto saved = loops_;
             const auto [outer, inner] = new_names(old);
             apply_split(name, outer, inner, factor);
@@ -217,7 +234,7 @@ class Generator {
         }
         const GenLoop la = loops_[index_of(a)], lb = loops_[index_of(b)];
         for (int attempt = 0; attempt < 8; ++attempt) {
-            const int64_t fa = factor_for(la.extent), fb = factor_for(lb.extent);
+            const int64_t fa = factor_for(la), fb = factor_for(lb);
             const auto saved = loops_;
             // Distinct: fresh names are unique and each split reuses only its own loop's name.
             const auto [ao, ai] = new_names(la);
@@ -242,19 +259,25 @@ class Generator {
         if (chance(50)) std::swap(strategies[0], strategies[1]);
         for (const auto &[strategy, dim] : strategies) {
             std::vector<std::string> candidates;
-            for (const std::string &name : reshapable(dim))
-                if (loops_[index_of(name)].extent >= 2) candidates.push_back(name);
+            for (const std::string &name : reshapable(dim)) {
+                const GenLoop &l = loops_[index_of(name)];
+                if ((l.extent + granule_of(l) - 1) / granule_of(l) >= 2) candidates.push_back(name);
+            }
             if (candidates.empty()) continue;
             // Mostly the pure loop, as people write it; sometimes a split part.
             const bool pure = std::count(candidates.begin(), candidates.end(), kDimNames[dim]);
             const std::string name = pure && chance(75) ? kDimNames[dim] : pick(candidates);
             const size_t at = index_of(name);
             const GenLoop old = loops_[at];
-            const int64_t tiles = uniform(2, std::min<int64_t>(target_.tiles, old.extent));
+            // SOK cuts whole channel granules on the DPU.
+            const int64_t g = strategy == dsl::Strategy::SplitOverKernel ? granule_of(old) : 1;
+            const int64_t granules = (old.extent + g - 1) / g;
+            const int64_t tiles = uniform(2, std::min<int64_t>(target_.tiles, granules));
             const auto saved = loops_;
             GenLoop rest = old;
-            rest.extent = (old.extent + tiles - 1) / tiles; // the first, larger chunk
-            GenLoop tile_loop{name + ".tile", tiles, true, -1, true};
+            // The first, larger chunk.
+            rest.extent = std::min(old.extent, (granules + tiles - 1) / tiles * g);
+            GenLoop tile_loop{name + ".tile", tiles, true, -1, true, 1};
             loops_[at] = rest;
             loops_.insert(loops_.begin() + long(at) + 1, tile_loop);
             if (task_count() > budget_) {
@@ -289,7 +312,10 @@ class Generator {
             if (!l.task && l.dim >= 0) candidates.push_back(l.name);
         if (candidates.empty()) return false;
         const std::string name = pick(candidates);
-        const int64_t count = uniform(1, std::min<int64_t>(6, loops_[index_of(name)].extent));
+        // Variants along c cover whole channel groups.
+        const GenLoop &l = loops_[index_of(name)];
+        const int64_t units = (l.extent + granule_of(l) - 1) / granule_of(l);
+        const int64_t count = uniform(1, std::min<int64_t>(6, units));
         emit([&](dsl::Schedule &s) { s.workloads(name, count); });
         return true;
     }
@@ -328,6 +354,7 @@ class Generator {
     const target::Target &target_;
     std::mt19937 &rng_;
     const dsl::Engine engine_;
+    const int64_t channel_granule_;
     std::vector<GenLoop> loops_;             // innermost first
     std::set<std::string> kernel_loop_used_; // vectorized or unrolled
     std::vector<dsl::Directive> directives_;

@@ -25,8 +25,9 @@ Memory::Memory(const blob::Blob &blob, const target::Target &target,
         for (const auto *io : *header->outputs()) outputs_.emplace_back(io->bytes(), 0);
     if (blob.constants()) constants_.assign(blob.constants()->begin(), blob.constants()->end());
     scratch_.assign(header->ddr_scratch_bytes(), 0);
-    // CMX starts with a recognizable pattern so reads of never-written data stand out.
-    cmx_.assign(size_t(target.tiles), std::vector<uint8_t>(target.cmx_bytes_per_tile, 0xcd));
+    // CMX starts with a pattern that makes reads of never-written data stand out: 0xFFFF is a
+    // NaN in fp16 (which spreads through any sum), 0xFF is -1 or 255 in int8.
+    cmx_.assign(size_t(target.tiles), std::vector<uint8_t>(target.cmx_bytes_per_tile, 0xff));
 }
 
 std::vector<uint8_t> &Memory::section(MemSpace space, uint32_t index) {

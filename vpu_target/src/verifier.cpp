@@ -581,9 +581,30 @@ class Checker {
         if (out_ok) check_dtype(c, "output", d.output()->dtype(), true);
         bool window_ok = check_window(c, d);
         if (in_ok && out_ok && window_ok) check_output_extents(c, d);
+        if (in_ok) check_channel_groups(c, "input", *d.input(), is_convolution(d.op()));
+        if (out_ok) check_channel_groups(c, "output", *d.output(), false);
+        if (d.input2() && d.input2()->dims() && d.input2()->dims()->size() == 4)
+            check_channel_groups(c, "input2", *d.input2(), false);
         check_operands(c, d, tile, in_ok, out_ok);
         check_ppe(c, d);
         if (out_ok) check_variants(c, d, in_ok);
+    }
+
+    static bool is_convolution(DpuOp op) { return op == DpuOp::Conv || op == DpuOp::MatMul; }
+
+    // The DPU reads and writes whole groups of `channel_alignment` channels (tensors are
+    // padded); only a convolution's input of fewer channels runs unpadded (channel-major).
+    void check_channel_groups(const Ctx &c, const char *field, const TensorRef &t,
+                              bool channel_major_allowed) const {
+        const uint64_t channels = t.dims()->Get(0)->extent();
+        const uint64_t group = uint64_t(target_.channel_alignment);
+        if (group <= 1 || channels % group == 0) return;
+        if (channel_major_allowed && channels < group) return;
+        c.add(field,
+              cat("C ", channels, " is not a multiple of ", group,
+                  ": the DPU reads and writes whole groups of ", group,
+                  " channels (pad the channels", channel_major_allowed ? "; fewer than " : "",
+                  channel_major_allowed ? cat(group, " run channel-major") : std::string(), ")"));
     }
 
     // A DPU activation: (C, W, H, N) NHWC with batch 1, in CMX (the DPU reads and writes only

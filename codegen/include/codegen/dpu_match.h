@@ -25,7 +25,7 @@ struct DpuOpDesc {
     int stride_w = 1, stride_h = 1;
     int dilation_w = 1, dilation_h = 1;
     int pad_left = 0, pad_right = 0, pad_top = 0, pad_bottom = 0;
-    int groups = 1; // grouped conv: the lowering runs one DPU task per group
+    int groups = 1; // grouped conv: zero weights between groups (see build_tasks)
 
     // Which of the layer's inputs feed the DPU: the activation, and for eltwise the second.
     int input = 0;
@@ -72,9 +72,12 @@ DpuOpDesc match_dpu(const dsl::Layer &layer);
 // The same, without throwing: nullopt and the reason in `why`.
 std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, std::string *why = nullptr);
 
-// The bytes of the constant weights and weight table as the DPU reads them; 0 for an
-// operation without weights, or a layer the DPU cannot run.
-int64_t dpu_weight_bytes(const DpuOpDesc &op);
-int64_t dpu_weight_bytes(const dsl::Layer &layer);
+// The bytes of the constant weights and weight table as the DPU reads them on `target`:
+// channels padded to whole groups of its channel alignment, one weight table entry per
+// output channel; 0 for an operation without weights, or a layer the DPU cannot run. (A
+// grouped convolution's tasks may read more input channels when its groups share a channel
+// group; this counts each group's own.)
+int64_t dpu_weight_bytes(const DpuOpDesc &op, const target::Target &target);
+int64_t dpu_weight_bytes(const dsl::Layer &layer, const target::Target &target);
 
 } // namespace vpuc::codegen

@@ -45,7 +45,8 @@ struct Loop {
 struct LoopVar {
     std::string name;
     int64_t extent = 1;
-    int dim = -1; // 0, 1, 2: c, x or y or split from it; -1: fused, or a tile loop
+    int dim = -1;     // 0, 1, 2: c, x or y or split from it; -1: fused, or a tile loop
+    int64_t unit = 1; // elements of its dim per iteration: 1 for c, x, y; factor for an outer split
 };
 
 // How variables derive from each other: the split tree (a DAG once fuse joins two loops).
@@ -56,12 +57,14 @@ struct LoopRelation {
     Kind kind = Kind::Split;
     // Split:      whole = outer * factor + inner.
     // Distribute: whole = start of chunk `outer` + inner, where `whole` is cut into `factor`
-    //             contiguous chunks whose sizes differ by at most one, larger chunks first;
-    //             with `replicate` (Clustering) every chunk is the whole range.
+    //             contiguous chunks of whole `granule`s (the last one may be cut short) whose
+    //             granule counts differ by at most one, larger chunks first; with
+    //             `replicate` (Clustering) every chunk is the whole range.
     // Fuse:       `whole` is the fused loop: inner = whole % extent(inner),
     //             outer = whole / extent(inner).
     int whole = 0, outer = 0, inner = 0; // indices into LoopNest::vars
     int64_t factor = 1;
+    int64_t granule = 1;
     bool replicate = false;
 };
 
@@ -120,14 +123,19 @@ struct LoopNest {
 //   strategy s; its index is Task::tile) directly outside a remainder loop that keeps the
 //   name v and v's task-ness. SOH and HKSwitch cut v into n contiguous chunks whose sizes
 //   differ by at most one, larger first (HKSwitch also keeps the output in CMX: `broadcast`);
-//   SOK does the same on a loop from c. Clustering replicates: the remainder keeps v's extent
-//   and every tile computes the same regions. n is at most the target's tiles and, except for
-//   Clustering, v's extent. The tile loop cannot be split, fused or distributed.
+//   SOK does the same on a loop from c, in whole channel granules (below). Clustering replicates:
+//   the remainder keeps v's extent and every tile computes the same regions. n is at most the
+//   target's tiles and, except for Clustering, v's extent. The tile loop cannot be split, fused or
+//   distributed.
 // - Loops that are unrolled or vectorized cannot be split, fused or distributed afterwards.
 // - unroll/vectorize and workloads check the schedule's final engine (its last
 //   on_dpu/on_shave), wherever they stand in it.
 // - compute_at resolves the consumer's own schedule (its errors propagate, naming it).
+// - `channel_granule`: every task's output channels start and end on a multiple of it, or
+//   end at the layer's channel count. The DPU computes output channels in groups of the
+//   target's channel alignment (16), so a layer on the DPU passes that: split and tile then
+//   take channel factors that keep task boundaries on it, and SOK cuts whole granules.
 LoopNest resolve_loop_nest(const dsl::Graph &graph, const dsl::Layer &layer,
-                           const target::Target &target);
+                           const target::Target &target, int64_t channel_granule = 1);
 
 } // namespace vpuc::codegen

@@ -95,6 +95,8 @@ class Schedule {
     Schedule &add(Directive d);
     const std::vector<Directive> &directives() const { return directives_; }
     bool empty() const { return directives_.empty(); }
+    // The engine the schedule asks for: its last on_dpu/on_shave, Auto without one.
+    Engine engine() const;
     bool operator==(const Schedule &o) const { return directives_ == o.directives_; }
     bool operator!=(const Schedule &o) const { return !(*this == o); }
 
