@@ -510,6 +510,26 @@ TEST(Lower, ChannelMajorConvolutionsReadTheirInputUnpadded) {
     compile_and_check(graph, target);
 }
 
+// fp16 pad lanes stay finite along a chain in CMX: a max pool computed at a convolution
+// (its loads zeroed, its pad output lanes the max of zeros), that convolution broadcast in
+// CMX over rows (HKSwitch, its pad channels computed as 0), and a convolution reading it.
+TEST(Lower, Fp16PadLanesStayFiniteThroughCmx) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        SCOPED_TRACE(target_name);
+        dsl::Layer in = dsl::Layer::input(activation("in", 24, 11, 9, dsl::ElemType::F16));
+        algorithms::PoolParams pool;
+        pool.kernel_w = pool.kernel_h = 3;
+        pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
+        dsl::Layer p = algorithms::max_pool("pool", in, pool);
+        dsl::Layer c1 = float_conv3x3("c1", p, 24, 34);
+        dsl::Layer c2 = float_conv3x3("c2", c1, 40, 35);
+        c1.schedule().distribute("y", 2, dsl::Strategy::HKSwitch).split("y", "yo", "yi", 3);
+        p.schedule().compute_at("c1", "yo");
+        c2.schedule().distribute("c", 2, dsl::Strategy::SplitOverKernel);
+        compile_and_check(dsl::Graph("fp16_chain", {c2}), target_name);
+    }
+}
+
 // fp16 pad lanes a SHAVE kernel leaves alone (it writes only the real channels) are zeroed
 // before a DPU reads them, computed at the DPU layer or kept in CMX.
 TEST(Lower, PadLanesOfShaveResultsAreZeroedForTheDpu) {
