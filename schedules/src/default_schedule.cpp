@@ -25,8 +25,11 @@ int64_t ceil_div(int64_t a, int64_t b) {
     return (a + b - 1) / b;
 }
 
-int64_t row_bytes(const dsl::TensorDesc &t) {
-    return t.shape[dsl::dims::C] * t.shape[dsl::dims::W] * dsl::bytes_of(t.type);
+// One row of `t` (W pixels of C channels); with `lanes_per_pixel` rounding C up to it, as the
+// DPU holds channels in CMX in whole groups of the target's channel alignment.
+int64_t row_bytes(const dsl::TensorDesc &t, int64_t lanes_per_pixel = 1) {
+    const int64_t lanes = ceil_div(t.shape[dsl::dims::C], lanes_per_pixel) * lanes_per_pixel;
+    return lanes * t.shape[dsl::dims::W] * dsl::bytes_of(t.type);
 }
 
 // Output rows per block of the MPE mode with the highest MAC efficiency for the layer's input
@@ -86,13 +89,17 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
         std::min<int64_t>(max_tiles > 0 ? std::min(max_tiles, target.tiles) : target.tiles, rows);
     // Per output row: the bytes it costs in CMX, the row itself and the input rows it needs
     // (twice for strided or windowed layers, a bound that holds for stride and kernel up to 2x2
-    // per row; larger windows are split by the lowering's CMX check), and the bytes it moves
+    // per row; larger windows are split by the lowering's CMX check), channels in whole groups
+    // as on the DPU (a bound for SHAVE layers; an input of fewer channels than a group is
+    // counted unpadded, as a channel-major convolution reads it), and the bytes it moves
     // between DDR and CMX (halos left out).
-    int64_t cmx_per_row = row_bytes(out), ddr_per_row = row_bytes(out);
+    const int64_t lanes = target.channel_alignment;
+    int64_t cmx_per_row = row_bytes(out, lanes), ddr_per_row = row_bytes(out);
     for (const auto &in : layer.inputs()) {
         const int64_t ratio =
             std::max<int64_t>(1, in.output().shape[dsl::dims::H] / std::max<int64_t>(rows, 1));
-        cmx_per_row += 2 * ratio * row_bytes(in.output());
+        const bool channel_major = in.output().shape[dsl::dims::C] < lanes;
+        cmx_per_row += 2 * ratio * row_bytes(in.output(), channel_major ? 1 : lanes);
         ddr_per_row += ratio * row_bytes(in.output());
     }
     // A tile runs one task per busy DPU at once (vpu20: up to five), each with double-buffered
