@@ -56,6 +56,20 @@ TEST(Bounds, ConvHaloIsClampedToTheInput) {
     EXPECT_EQ(regions[0].to_string(), region(0, 16, 3, 9, 0, 5).to_string());
 }
 
+// One InputBounds answers any number of regions, each on its own.
+TEST(Bounds, InputBoundsAnswersManyRegions) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 32, 32));
+    dsl::Layer conv = window_sum(in, 2, 16, 16);
+    const codegen::InputBounds bounds(conv);
+    EXPECT_EQ(bounds(region(0, 8, 4, 8, 8, 16))[0].to_string(),
+              region(0, 16, 7, 16, 15, 32).to_string());
+    EXPECT_EQ(bounds(region(0, 8, 0, 4, 0, 2))[0].to_string(),
+              region(0, 16, 0, 8, 0, 4).to_string());
+    for (int64_t y = 0; y < 16; y += 5)
+        EXPECT_EQ(bounds(region(0, 16, 0, 16, y, y + 3))[0].to_string(),
+                  codegen::input_regions(conv, region(0, 16, 0, 16, y, y + 3))[0].to_string());
+}
+
 TEST(Bounds, StrideScalesTheRegion) {
     dsl::Layer in = dsl::Layer::input(activation("in", 16, 32, 32));
     dsl::Layer conv = window_sum(in, 2, 16, 16);

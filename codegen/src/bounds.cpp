@@ -3,6 +3,7 @@
 #include <Halide.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <sstream>
 
@@ -55,55 +56,77 @@ void require(const HI::Function &f, const HI::Definition &def, const HI::Box &bo
 
 } // namespace
 
-std::vector<Region> input_regions(const dsl::Layer &layer, const Region &output) {
-    const auto &inputs = layer.inputs();
-    std::vector<Halide::Func> params;
+// The layer's algorithm over image parameters standing for its inputs, with every function it
+// calls in consumer-to-producer order.
+struct InputBounds::Pipeline {
+    std::string layer;
+    std::vector<std::array<int64_t, 3>> input_extents; // c, x, y
     std::vector<Halide::ImageParam> images;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-        images.emplace_back(dsl::halide_type(inputs[i].output().type), 3, input_name(i));
-        params.emplace_back(images.back());
-    }
-    Halide::Func out = layer.algorithm()(params);
-    HI::Function root = out.function();
-    std::map<std::string, HI::Function> env = HI::find_transitive_calls(root);
-    env[root.name()] = root;
-    std::vector<std::string> order = HI::topological_order({root}, env);
+    HI::Function root;
+    std::map<std::string, HI::Function> env;
+    std::vector<std::string> consumers_first;
+};
 
+InputBounds::InputBounds(const dsl::Layer &layer) : pipeline_(std::make_unique<Pipeline>()) {
+    Pipeline &p = *pipeline_;
+    p.layer = layer.name();
+    std::vector<Halide::Func> params;
+    for (size_t i = 0; i < layer.inputs().size(); ++i) {
+        const dsl::TensorDesc &in = layer.inputs()[i].output();
+        p.images.emplace_back(dsl::halide_type(in.type), 3, input_name(i));
+        params.emplace_back(p.images.back());
+        p.input_extents.push_back(
+            {in.shape[dsl::dims::C], in.shape[dsl::dims::W], in.shape[dsl::dims::H]});
+    }
+    p.root = layer.algorithm()(params).function();
+    p.env = HI::find_transitive_calls(p.root);
+    p.env[p.root.name()] = p.root;
+    p.consumers_first = HI::topological_order({p.root}, p.env);
+    std::reverse(p.consumers_first.begin(), p.consumers_first.end());
+}
+
+InputBounds::~InputBounds() = default;
+InputBounds::InputBounds(InputBounds &&) noexcept = default;
+
+std::vector<Region> InputBounds::operator()(const Region &output) const {
+    const Pipeline &p = *pipeline_;
     std::map<std::string, HI::Box> required;
     HI::Box root_box;
     for (const Interval &d : output.dims)
         root_box.push_back(
             HI::Interval(Halide::Expr(int32_t(d.begin)), Halide::Expr(int32_t(d.end - 1))));
-    required[root.name()] = root_box;
+    required[p.root.name()] = root_box;
     // Consumers before producers: each function's box is complete when it is visited.
-    for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        auto f = env.find(*it);
-        auto box = required.find(*it);
-        if (f == env.end() || box == required.end()) continue;
+    for (const std::string &name : p.consumers_first) {
+        auto f = p.env.find(name);
+        auto box = required.find(name);
+        if (f == p.env.end() || box == required.end()) continue;
         const HI::Box needed = box->second;
         require(f->second, f->second.definition(), needed, required);
         for (const auto &update : f->second.updates()) require(f->second, update, needed, required);
     }
 
     std::vector<Region> regions;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-        const dsl::Shape &shape = inputs[i].output().shape;
-        const int64_t extents[3] = {shape[dsl::dims::C], shape[dsl::dims::W], shape[dsl::dims::H]};
+    for (size_t i = 0; i < p.input_extents.size(); ++i) {
         Region r;
         auto box = required.find(input_name(i));
-        for (int d = 0; d < 3; ++d) {
-            if (box == required.end() || size_t(d) >= box->second.size()) {
-                r.dims[size_t(d)] = {0, 0}; // not read
+        for (size_t d = 0; d < 3; ++d) {
+            if (box == required.end() || d >= box->second.size()) {
+                r.dims[d] = {0, 0}; // not read
                 continue;
             }
-            int64_t lo = constant_bound(box->second[size_t(d)].min, layer.name());
-            int64_t hi = constant_bound(box->second[size_t(d)].max, layer.name()) + 1;
-            r.dims[size_t(d)] = {std::clamp<int64_t>(lo, 0, extents[d]),
-                                 std::clamp<int64_t>(hi, 0, extents[d])};
+            const int64_t extent = p.input_extents[i][d];
+            const int64_t lo = constant_bound(box->second[d].min, p.layer);
+            const int64_t hi = constant_bound(box->second[d].max, p.layer) + 1;
+            r.dims[d] = {std::clamp<int64_t>(lo, 0, extent), std::clamp<int64_t>(hi, 0, extent)};
         }
         regions.push_back(r);
     }
     return regions;
+}
+
+std::vector<Region> input_regions(const dsl::Layer &layer, const Region &output) {
+    return InputBounds(layer)(output);
 }
 
 } // namespace vpuc::codegen

@@ -119,7 +119,7 @@ class LayerBuilder {
   public:
     LayerBuilder(LoweringState &s, const LayerPlan &plan, const Builders &builders)
         : s_(s), plan_(plan), d_(plan.dpu), builders_(builders), nest_tasks_(plan.nest.tasks()),
-          next_dpu_(size_t(s.target.tiles), 0) {}
+          input_regions_(plan.layer), next_dpu_(size_t(s.target.tiles), 0) {}
 
     void build() {
         // Interleave the tiles' tasks so every tile starts at once; per tile, the inputs
@@ -333,7 +333,7 @@ class LayerBuilder {
     Pending load(const Task &task, const std::vector<int> &after = {}) {
         Pending p;
         p.task = task;
-        p.input_regions = input_regions(plan_.layer, task.region);
+        p.input_regions = input_regions_(task.region);
         std::vector<int> dma_inputs;
         if (plan_.on_shave) {
             for (int i = 0; i < int(plan_.layer.inputs().size()); ++i) dma_inputs.push_back(i);
@@ -446,7 +446,7 @@ class LayerBuilder {
         if (auto it = fused_.find(key); it != fused_.end()) return it->second;
         if (!group_regions_.count(key)) // the first iteration: every iteration's region at once
             for (const Task &t : *context_) {
-                const Region r = input_regions(plan_.layer, t.region)[size_t(input)];
+                const Region r = input_regions_(t.region)[size_t(input)];
                 const auto [it, fresh] =
                     group_regions_.try_emplace(FusedKey{input, t.tile, iteration(t)}, r);
                 if (!fresh)
@@ -913,6 +913,7 @@ class LayerBuilder {
     const DpuOpDesc &d_;
     const Builders &builders_;
     const std::vector<Task> nest_tasks_; // the layer's tasks, from its loop nest
+    const InputBounds input_regions_;    // what a region of the output reads of each input
     std::map<int, int> resident_;        // broadcast layers: tile -> CMX buffer of the output
     int64_t resident_lanes_ = 0;         // and its elements per pixel
     View zeros_;                         // a constant of zeros, for pad lanes

@@ -2,6 +2,7 @@
 // produce a region of its output (halos included).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "codegen/loop_nest.h"
@@ -13,5 +14,19 @@ namespace vpuc::codegen {
 // outside its input; the padding is the DPU's or the kernel's business). Throws
 // std::runtime_error naming the layer when a bound is not a constant.
 std::vector<Region> input_regions(const dsl::Layer &layer, const Region &output);
+
+// The same for many regions of one layer: its algorithm is instantiated once, and each call
+// only propagates the region through it.
+class InputBounds {
+  public:
+    explicit InputBounds(const dsl::Layer &layer);
+    ~InputBounds();
+    InputBounds(InputBounds &&) noexcept;
+    std::vector<Region> operator()(const Region &output) const;
+
+  private:
+    struct Pipeline;
+    std::unique_ptr<Pipeline> pipeline_;
+};
 
 } // namespace vpuc::codegen
