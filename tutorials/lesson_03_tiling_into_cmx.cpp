@@ -161,5 +161,21 @@ int main() {
                     same ? "" : "  MISMATCH against the reference");
     }
     std::printf("\n%zu tilings, %d differing from the reference\n", tilings.size(), failures);
+
+    // ---- Channels come in groups of 16 ------------------------------------------------------
+    //
+    // The DPU computes output channels 16 at a time, and holds every tensor in CMX in whole
+    // groups of 16 channels per pixel (a 24-channel tensor takes 32; the compiler pads them
+    // and stores only the real ones). So a split of channels on the DPU must keep tasks on
+    // whole groups, and the compiler says so rather than computing something else:
+    dsl::Layer eighths = make_conv(image, channels);
+    eighths.schedule().split("c", "co", "ci", 8).on_dpu();
+    try {
+        codegen::lower(dsl::Graph("eighths", {eighths}), target);
+        std::printf("split(c, co, ci, 8) compiled; it should not have\n");
+        ++failures;
+    } catch (const dsl::ScheduleError &e) {
+        std::printf("\n%s\n", e.what());
+    }
     return failures == 0 ? 0 : 1;
 }
