@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 
@@ -39,10 +40,6 @@ Interval chunk_of(int64_t extent, int64_t chunks, int64_t k, int64_t granule = 1
     const int64_t begin = k * size + std::min(k, larger);
     const int64_t end = begin + size + (k < larger ? 1 : 0);
     return {std::min(begin * granule, extent), std::min(end * granule, extent)};
-}
-
-int64_t gcd(int64_t a, int64_t b) {
-    return b == 0 ? a : gcd(b, a % b);
 }
 
 bool is_empty(Interval i) {
@@ -220,7 +217,7 @@ class Resolver {
     int64_t granule_iterations(const Loop &loop) const {
         const LoopVar &v = var_of(loop);
         if (v.dim != kDimC || channel_granule_ == 1) return 1;
-        return channel_granule_ / gcd(channel_granule_, v.unit);
+        return channel_granule_ / std::gcd(channel_granule_, v.unit);
     }
 
     // A split of a loop from c by `factor` puts task boundaries every `factor` iterations;

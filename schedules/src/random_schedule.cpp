@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <set>
 #include <string>
 #include <utility>
@@ -27,10 +28,6 @@ struct GenLoop {
     bool tile_loop = false; // cannot be split or distributed
     int64_t unit = 1;       // elements of its dim per iteration
 };
-
-int64_t gcd(int64_t a, int64_t b) {
-    return b == 0 ? a : gcd(b, a % b);
-}
 
 class Generator {
   public:
@@ -151,7 +148,7 @@ class Generator {
     // from c fall on multiples of the channel alignment (resolve_loop_nest's channel_granule).
     int64_t granule_of(const GenLoop &l) const {
         if (l.dim != kDimC || channel_granule_ == 1) return 1;
-        return channel_granule_ / gcd(channel_granule_, l.unit);
+        return channel_granule_ / std::gcd(channel_granule_, l.unit);
     }
 
     int64_t factor_for(const GenLoop &l) {
