@@ -501,6 +501,17 @@ TEST(Verifier, RejectsEltwiseWithoutSecondInput) {
                                       "(Eltwise needs a second input)"));
 }
 
+TEST(Verifier, RejectsEltwiseSecondInputNotInWholeGroups) {
+    ConvNet net;
+    DpuTaskT &d = net.conv();
+    d.op = DpuOp::Eltwise;
+    d.kernel_w = d.kernel_h = 1;
+    d.pad_left = d.pad_right = d.pad_top = d.pad_bottom = 0;
+    d.input2 = std::make_unique<TensorRefT>(nhwc(cmx_at(0, kShaveOutAt), DType::U8, 8, kW, kH));
+    EXPECT_TRUE(rejected(net.bytes(), "task 'conv0' (DPU queue tile 0 dpu 0): input2: C 8 is not "
+                                      "a multiple of 16"));
+}
+
 TEST(Verifier, RejectsEltwiseShapeMismatch) {
     ConvNet net;
     DpuTaskT &d = net.conv();

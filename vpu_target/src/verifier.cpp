@@ -583,8 +583,6 @@ class Checker {
         if (in_ok && out_ok && window_ok) check_output_extents(c, d);
         if (in_ok) check_channel_groups(c, "input", *d.input(), is_convolution(d.op()));
         if (out_ok) check_channel_groups(c, "output", *d.output(), false);
-        if (d.input2() && d.input2()->dims() && d.input2()->dims()->size() == 4)
-            check_channel_groups(c, "input2", *d.input2(), false);
         check_operands(c, d, tile, in_ok, out_ok);
         check_ppe(c, d);
         if (out_ok) check_variants(c, d, in_ok);
@@ -771,7 +769,9 @@ class Checker {
             c.add("input2", "missing (Eltwise needs a second input)");
             return;
         }
-        if (!check_activation(c, "input2", d.input2(), tile, true) || !in_ok) return;
+        if (!check_activation(c, "input2", d.input2(), tile, true)) return;
+        check_channel_groups(c, "input2", *d.input2(), false);
+        if (!in_ok) return;
         Chw in = chw_of(*d.input()), in2 = chw_of(*d.input2());
         if (!(in2 == in))
             c.add("input2", cat("shape ", shape_str(in2), " differs from input ", shape_str(in)));
