@@ -94,15 +94,14 @@ View cmx_view(int buffer, blob::DType dtype, const Region &r, int64_t lanes, int
     return v;
 }
 
+// The bytes of `r` held with `lanes` elements per pixel.
+uint64_t cmx_bytes(const Region &r, int64_t lanes, blob::DType dtype) {
+    return uint64_t(r.dims[1].extent() * r.dims[2].extent() * lanes) * uint64_t(elem_bytes(dtype));
+}
+
 Region with_channels(Region r, Interval c) {
     r.dims[0] = c;
     return r;
-}
-
-uint64_t view_bytes(const View &v) {
-    uint64_t n = uint64_t(elem_bytes(v.dtype));
-    for (const auto &d : v.dims) n *= d.extent();
-    return n;
 }
 
 std::array<int64_t, 3> origin_of(const Region &r) {
@@ -208,8 +207,7 @@ class LayerBuilder {
         const dsl::TensorDesc &out = plan_.layer.output();
         const int64_t channels = out.shape[dsl::dims::C];
         resident_lanes_ = writes_groups() || read_in_groups ? ceil_group(channels) : channels;
-        const uint64_t bytes = uint64_t(out.shape.elements() / channels * resident_lanes_) *
-                               uint64_t(elem_bytes(blob_dtype(out.type)));
+        const uint64_t bytes = cmx_bytes(whole_region(), resident_lanes_, blob_dtype(out.type));
         for (int tile : tiles) {
             resident_[tile] = add_cmx_buffer(name() + ".cmx", tile, bytes);
             // Pad lanes a SHAVE leaves alone are zeroed once (the DPU computes its own).
@@ -364,9 +362,8 @@ class LayerBuilder {
             const int64_t lanes =
                 reads_groups() ? ceil_group(held.dims[0].extent()) : held.dims[0].extent();
             View src = sub_view(tensor_view(s_.tensor_buffer.at(producer.name()), desc), held);
-            const int buf =
-                add_cmx_buffer(name() + ".in" + std::to_string(i), task.tile,
-                               view_bytes(src) / uint64_t(held.dims[0].extent()) * uint64_t(lanes));
+            const int buf = add_cmx_buffer(name() + ".in" + std::to_string(i), task.tile,
+                                           cmx_bytes(held, lanes, src.dtype));
             View dst = cmx_view(buf, src.dtype, held, lanes, src.zero_point);
             std::vector<int> deps = s_.writers_of(producer.name());
             deps.insert(deps.end(), after.begin(), after.end());
@@ -466,10 +463,8 @@ class LayerBuilder {
         const blob::DType dtype = blob_dtype(desc.type);
         const int32_t zero_point =
             !desc.quant.empty() && !desc.quant.per_channel() ? desc.quant.zero_point[0] : 0;
-        const int buf = add_cmx_buffer(
-            producer.name() + ".at." + name(), task.tile,
-            uint64_t(fused.region.elements() / fused.region.dims[0].extent() * lanes) *
-                uint64_t(elem_bytes(dtype)));
+        const int buf = add_cmx_buffer(producer.name() + ".at." + name(), task.tile,
+                                       cmx_bytes(fused.region, lanes, dtype));
         fused.dest = cmx_view(buf, dtype, fused.region, lanes, zero_point);
         fused.writers =
             builders_.at(producer.name())->compute_region(fused.region, task.tile, fused.dest);
@@ -795,9 +790,8 @@ class LayerBuilder {
         const View whole_out = tensor_view(s_.tensor_buffer.at(name()), out_desc);
         const int64_t lanes =
             writes_groups() ? ceil_group(region.dims[0].extent()) : region.dims[0].extent();
-        const int out_buf = add_cmx_buffer(name() + ".out", p.task.tile,
-                                           uint64_t(region.elements() / region.dims[0].extent() *
-                                                    lanes * elem_bytes(whole_out.dtype)));
+        const int out_buf =
+            add_cmx_buffer(name() + ".out", p.task.tile, cmx_bytes(region, lanes, whole_out.dtype));
         const View out_cmx =
             cmx_view(out_buf, whole_out.dtype, region, lanes, whole_out.zero_point);
         const View out = output_window(out_cmx, region, region);

@@ -29,9 +29,9 @@ namespace vpuc::schedules {
 // The engine directive and prefetch stand anywhere in the list, as the resolution allows.
 //
 // A layer gets at most 32 tasks, and about one schedule in ten is "tiny": up to 256 tasks of
-// small factors (one row, one channel or channel group), the corner cases without the cost of thousands of
-// tasks. The result depends only on the layer's shape and input type, the target and `rng`'s
-// state; draws use rng() directly (not std::uniform_int_distribution, whose algorithm the
+// small factors (one row, one channel or channel group), the corner cases without the cost of
+// thousands of tasks. The result depends only on the layer's shape and input type, the target and
+// `rng`'s state; draws use rng() directly (not std::uniform_int_distribution, whose algorithm the
 // standard leaves to the library), so a seed gives the same schedule everywhere.
 dsl::Schedule random_schedule(const dsl::Layer &layer, const target::Target &target,
                               std::mt19937 &rng, dsl::Engine engine = dsl::Engine::DPU);
