@@ -108,6 +108,27 @@ std::array<int64_t, 3> origin_of(const Region &r) {
     return {r.dims[0].begin, r.dims[1].begin, r.dims[2].begin};
 }
 
+// Where to cut `bytes` into `parts` copies that run side by side on as many DMA engines, each
+// part a DMA latency's worth of bytes (`latency_bytes`) larger than the one before. Equal
+// parts would end together, and every engine would then wait out its next transfer's latency
+// at the same moment while DDR idles; staggered, one engine's latency hides behind another's
+// transfer. The step shrinks when the smallest part would fall below half a latency's worth.
+// Cuts fall on 64-byte boundaries, the DDR burst.
+std::vector<uint64_t> staggered_cuts(uint64_t bytes, size_t parts, double latency_bytes) {
+    const double n = double(parts), share = double(bytes) / n;
+    double step = latency_bytes;
+    if (parts > 1 && share - step * (n - 1) / 2 < latency_bytes / 2)
+        step = std::max(0.0, (share - latency_bytes / 2) * 2 / (n - 1));
+    std::vector<uint64_t> cuts{0};
+    double end = 0;
+    for (size_t k = 0; k + 1 < parts; ++k) {
+        end += share + step * (double(k) - (n - 1) / 2);
+        cuts.push_back(std::min<uint64_t>(bytes, uint64_t(end) / 64 * 64));
+    }
+    cuts.push_back(bytes);
+    return cuts;
+}
+
 class LayerBuilder;
 using Builders = std::map<std::string, std::unique_ptr<LayerBuilder>>;
 
@@ -629,11 +650,11 @@ class LayerBuilder {
         const size_t parts =
             std::clamp<size_t>(size_t(double(data.size()) / latency_bytes), 1,
                                std::min(tiles.size(), size_t(s_.target.dma_engines)));
+        const std::vector<uint64_t> cuts = staggered_cuts(data.size(), parts, latency_bytes);
         const std::string channel_range =
             "c[" + std::to_string(oc.begin) + "," + std::to_string(oc.end) + ")";
         for (size_t part = 0; part < parts; ++part) {
-            const uint64_t begin = data.size() * part / parts,
-                           end = data.size() * (part + 1) / parts;
+            const uint64_t begin = cuts[part], end = cuts[part + 1];
             DmaWork copy{src, dsts};
             copy.src.offset += begin;
             for (View &d : copy.dsts) d.offset += begin;
