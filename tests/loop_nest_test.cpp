@@ -173,6 +173,55 @@ TEST_F(LoopNestTest, SplitFactorLargerThanTheExtent) {
     EXPECT_EQ(tasks(nest), (Names{"c[0,16) x[0,12) y[0,20) @0"}));
 }
 
+// An uneven split: one task per listed extent, the last one repeating until y is covered.
+TEST_F(LoopNestTest, UnevenSplit) {
+    s1.split("y", "yo", "yi", {2, 8, 4});
+    LoopNest nest = resolve();
+    EXPECT_EQ(nest.find("yo")->extent, 5);
+    EXPECT_EQ(nest.find("yi")->extent, 8); // the largest piece; smaller ones clamp it
+    EXPECT_EQ(tasks(nest), (Names{"c[0,16) x[0,12) y[0,2) @0", "c[0,16) x[0,12) y[2,10) @0",
+                                  "c[0,16) x[0,12) y[10,14) @0", "c[0,16) x[0,12) y[14,18) @0",
+                                  "c[0,16) x[0,12) y[18,20) @0"}));
+    // One extent is a split by that factor.
+    s1 = dsl::Schedule().split("y", "yo", "yi", std::vector<int64_t>{8});
+    EXPECT_EQ(tasks(resolve()), (Names{"c[0,16) x[0,12) y[0,8) @0", "c[0,16) x[0,12) y[8,16) @0",
+                                       "c[0,16) x[0,12) y[16,20) @0"}));
+}
+
+// Inside each piece of an uneven split, a nested split starts afresh and clamps to the piece;
+// distributing first makes the pieces per tile.
+TEST_F(LoopNestTest, UnevenSplitNestedAndDistributed) {
+    s1.split("y", "yo", "yi", {4, 12, 4}).split("yi", "yio", "yii", 8);
+    EXPECT_EQ(tasks(resolve()),
+              (Names{"c[0,16) x[0,12) y[0,4) @0", "c[0,16) x[0,12) y[4,12) @0",
+                     "c[0,16) x[0,12) y[12,16) @0", "c[0,16) x[0,12) y[16,20) @0"}));
+    s1 = dsl::Schedule()
+             .distribute("y", 2, Strategy::SplitOverHeight)
+             .split("y", "yo", "yi", {2, 6, 2});
+    EXPECT_EQ(tasks(resolve()),
+              (Names{"c[0,16) x[0,12) y[0,2) @0", "c[0,16) x[0,12) y[2,8) @0",
+                     "c[0,16) x[0,12) y[8,10) @0", "c[0,16) x[0,12) y[10,12) @1",
+                     "c[0,16) x[0,12) y[12,18) @1", "c[0,16) x[0,12) y[18,20) @1"}));
+}
+
+TEST_F(LoopNestTest, UnevenSplitWithMoreExtentsThanItNeeds) {
+    s1.split("y", "yo", "yi", {8, 12, 4});
+    EXPECT_EQ(error(), "layer 'relu1': split(y, yo, yi, {8, 12, 4}): the first 2 extents already "
+                       "cover the 20 iterations of 'y' (legal: at most 2 extents)");
+}
+
+TEST_F(LoopNestTest, UnevenSplitWhoseFirstExtentCoversTheLoop) {
+    s1.split("y", "yo", "yi", {20, 4});
+    EXPECT_EQ(error(), "layer 'relu1': split(y, yo, yi, {20, 4}): the first extent already covers "
+                       "the 20 iterations of 'y' (legal: at most 1 extent)");
+}
+
+TEST_F(LoopNestTest, UnevenSplitExtentNotPositive) {
+    s1.split("y", "yo", "yi", {4, 0});
+    EXPECT_EQ(error(),
+              "layer 'relu1': split(y, yo, yi, {4, 0}): extent 0 is not positive (legal: >= 1)");
+}
+
 TEST_F(LoopNestTest, SplitMayReuseTheSplitName) {
     s1.split("y", "y", "yi", 10);
     EXPECT_EQ(resolve().task_loop_names(), (Names{"y"}));
@@ -328,7 +377,17 @@ TEST_F(LoopNestTest, ChannelSplitOnTheDpuThatCutsAGroup) {
         dpu_error_of(wide, graph),
         "layer 'wide': split(c, co, ci, 8): the DPU computes output channels in groups of 16, "
         "so tasks must start and end on them: factor 8 of 'c' (1 channel(s) per iteration) "
-        "does not (legal: multiples of 16, or 40 and more; or on_shave())");
+        "puts a task boundary at 8 (legal: multiples of 16, or 40 and more; or on_shave())");
+    // An uneven split is checked piece by piece.
+    wide.schedule() = dsl::Schedule().split("c", "co", "ci", {16, 8, 16});
+    EXPECT_EQ(
+        dpu_error_of(wide, graph),
+        "layer 'wide': split(c, co, ci, {16, 8, 16}): the DPU computes output channels in groups "
+        "of 16, so tasks must start and end on them: a split of 'c' (1 channel(s) per "
+        "iteration) puts a task boundary at 24 (legal: multiples of 16, or 40 and more; or "
+        "on_shave())");
+    wide.schedule() = dsl::Schedule().split("c", "co", "ci", {32, 8});
+    EXPECT_EQ(dpu_error_of(wide, graph), "no error");
     // The inner part of a split keeps one channel per iteration.
     wide.schedule() = dsl::Schedule().split("c", "co", "ci", 32).split("ci", "a", "b", 24);
     EXPECT_NE(dpu_error_of(wide, graph).find("factor 24 of 'ci'"), std::string::npos);

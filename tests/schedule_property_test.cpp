@@ -430,12 +430,15 @@ TEST(RandomSchedule, IsLegalBoundedReproducibleAndVaried) {
                     if (d.kind == dsl::Directive::Kind::OnDpu) modes.insert(d.name);
                     if (d.kind == dsl::Directive::Kind::Distribute)
                         used.insert(dsl::to_string(d.strategy));
+                    if (d.kind == dsl::Directive::Kind::Split && d.factors.size() > 1)
+                        used.insert("uneven split");
                 }
             }
         }
     }
-    for (const char *d : {"split", "tile", "reorder", "distribute", "workloads", "prefetch",
-                          "on_dpu", "on_shave", "vectorize", "unroll", "SOH", "SOK"})
+    for (const char *d :
+         {"split", "tile", "reorder", "distribute", "workloads", "prefetch", "on_dpu", "on_shave",
+          "vectorize", "unroll", "SOH", "SOK", "uneven split"})
         EXPECT_TRUE(used.count(d)) << d;
     // The compiler's choice and every int8 mode of both targets.
     for (const char *m : {"", "CUBOID_16x16", "CUBOID_8x16", "CUBOID_4x16", "VECTOR", "MATRIX"})

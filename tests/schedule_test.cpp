@@ -11,6 +11,7 @@ namespace {
 Schedule every_kind() {
     Schedule s;
     s.split("y", "yo", "yi", 8)
+        .split("x", "xo", "xi", {4, 12, 8})
         .tile("x", "yi", "xo", "yio", "xi", "yii", 16, 4)
         .reorder({"xi", "yii", "c"})
         .fuse("xi", "yii", "f")
@@ -50,6 +51,7 @@ TEST(Schedule, PrintsEveryDirective) {
     for (const Directive &d : s.directives()) printed.push_back(d.to_string());
     std::vector<std::string> expected = {
         "split(y, yo, yi, 8)",
+        "split(x, xo, xi, {4, 12, 8})",
         "tile(x, yi, xo, yio, xi, yii, 16, 4)",
         "reorder(xi, yii, c)",
         "fuse(xi, yii, f)",
@@ -206,12 +208,18 @@ TEST(ScheduleJson, Loops) {
 
 TEST(ScheduleJson, Factors) {
     expect_json_error(R"([{"directive":"spill"}, {"directive":"spill"},
-                          {"directive":"split","loops":["y","yo","yi"],"factors":[8, 2]}])",
-                      "schedule JSON entry 2 (split): 'factors' must be an array of 1 integer");
-    expect_json_error(R"([{"directive":"split","loops":["y","yo","yi"],"factors":[8.5]}])",
-                      "schedule JSON entry 0 (split): 'factors' must be an array of 1 integer");
+                          {"directive":"split","loops":["y","yo","yi"],"factors":[]}])",
+                      "schedule JSON entry 2 (split): 'factors' must be a non-empty array of "
+                      "integers");
+    expect_json_error(R"([{"directive":"split","loops":["y","yo","yi"],"factors":[8, 8.5]}])",
+                      "schedule JSON entry 0 (split): 'factors' must be a non-empty array of "
+                      "integers");
     expect_json_error(R"([{"directive":"split","loops":["y","yo","yi"],"factors":"8"}])",
-                      "schedule JSON entry 0 (split): 'factors' must be an array of 1 integer");
+                      "schedule JSON entry 0 (split): 'factors' must be a non-empty array of "
+                      "integers");
+    expect_json_error(R"([{"directive":"vectorize","loops":["c"],"factors":[8, 2]}])",
+                      "schedule JSON entry 0 (vectorize): 'factors' must be an array of 1 "
+                      "integer");
     expect_json_error(R"([{"directive":"prefetch","factors":[18446744073709551615]}])",
                       "schedule JSON entry 0 (prefetch): 'factors' must be an array of 1 "
                       "integer");

@@ -50,13 +50,18 @@ Interval intersect(Interval a, Interval b) {
     return {std::max(a.begin, b.begin), std::min(a.end, b.end)};
 }
 
-// The values of `outer * stride + inner`. They form an interval when `outer` is one value or
-// `inner` covers its whole extent; resolution only builds loop nests where that holds.
-Interval combine(Interval outer, Interval inner, int64_t stride, int64_t inner_extent) {
+// The values of `inner` within the pieces `outer` of a split whose piece k covers
+// [starts[k], starts[k + 1]). They form an interval when `outer` is one piece or `inner` covers
+// its whole extent; resolution only builds loop nests where that holds.
+Interval combine(Interval outer, Interval inner, const std::vector<int64_t> &starts,
+                 int64_t inner_extent) {
     if (is_empty(outer) || is_empty(inner)) return {0, 0};
-    if (outer.extent() > 1 && !(inner == Interval{0, inner_extent}))
+    const int64_t begin = starts[size_t(outer.begin)];
+    if (outer.extent() == 1)
+        return {begin + inner.begin, std::min(begin + inner.end, starts[size_t(outer.end)])};
+    if (!(inner == Interval{0, inner_extent}))
         throw std::logic_error("loop nest: a task region is not a box");
-    return {outer.begin * stride + inner.begin, (outer.end - 1) * stride + inner.end};
+    return {begin, starts[size_t(outer.end)]};
 }
 
 // Sets the variables `rel` derives from the ones it made (the reverse of how it was applied).
@@ -67,8 +72,7 @@ void derive(const LoopRelation &rel, const std::vector<LoopVar> &vars,
     Interval &inner = range[size_t(rel.inner)];
     switch (rel.kind) {
     case LoopRelation::Kind::Split:
-        whole = intersect(combine(outer, inner, rel.factor, vars[size_t(rel.inner)].extent),
-                          {0, vars[size_t(rel.whole)].extent});
+        whole = combine(outer, inner, rel.starts, vars[size_t(rel.inner)].extent);
         return;
     case LoopRelation::Kind::Distribute: {
         if (rel.replicate) {
@@ -155,7 +159,7 @@ class Resolver {
         using K = Directive::Kind;
         switch (d.kind) {
         case K::Split:
-            split(d.loops[0], d.loops[1], d.loops[2], d.factors[0]);
+            split(d.loops[0], d.loops[1], d.loops[2], d.factors);
             return;
         case K::Tile:
             tile(d);
@@ -220,16 +224,19 @@ class Resolver {
         return channel_granule_ / std::gcd(channel_granule_, v.unit);
     }
 
-    // A split of a loop from c by `factor` puts task boundaries every `factor` iterations;
-    // on the DPU they must fall on whole channel granules (or there is one task).
-    void check_channel_split(const Loop &loop, int64_t factor) const {
+    // Task boundaries on a loop from c (`starts`, the pieces of a split) must fall on whole
+    // channel granules on the DPU.
+    void check_channel_split(const Loop &loop, const std::vector<int64_t> &starts,
+                             const std::string &what) const {
         const int64_t g = granule_iterations(loop);
-        if (g == 1 || factor % g == 0 || factor >= loop.extent) return;
-        fail("the DPU computes output channels in groups of " + std::to_string(channel_granule_) +
-             ", so tasks must start and end on them: factor " + std::to_string(factor) + " of '" +
-             loop.name + "' (" + std::to_string(var_of(loop).unit) +
-             " channel(s) per iteration) does not (legal: multiples of " + std::to_string(g) +
-             ", or " + std::to_string(loop.extent) + " and more; or on_shave())");
+        for (size_t k = 1; k + 1 < starts.size(); ++k)
+            if (starts[k] % g != 0)
+                fail("the DPU computes output channels in groups of " +
+                     std::to_string(channel_granule_) + ", so tasks must start and end on them: " +
+                     what + " of '" + loop.name + "' (" + std::to_string(var_of(loop).unit) +
+                     " channel(s) per iteration) puts a task boundary at " +
+                     std::to_string(starts[k]) + " (legal: multiples of " + std::to_string(g) +
+                     ", or " + std::to_string(loop.extent) + " and more; or on_shave())");
     }
 
     const LoopVar &var_of(const Loop &loop) const { return nest_.vars[size_t(loop.var)]; }
@@ -284,8 +291,29 @@ class Resolver {
 
     // --- loops -----------------------------------------------------------------------------
 
+    // Where the pieces of a split of `extent` iterations by `extents` begin, and the end: the
+    // last extent repeats until the loop is covered, and the last piece is clamped to it.
+    std::vector<int64_t> piece_starts(const std::string &v, int64_t extent,
+                                      const std::vector<int64_t> &extents) const {
+        for (int64_t e : extents)
+            if (e < 1)
+                fail((extents.size() == 1 ? "factor " : "extent ") + std::to_string(e) +
+                     " is not positive (legal: >= 1)");
+        std::vector<int64_t> starts{0};
+        for (size_t k = 0; starts.back() < extent; ++k)
+            starts.push_back(
+                std::min(extent, starts.back() + extents[std::min(k, extents.size() - 1)]));
+        const size_t pieces = starts.size() - 1;
+        if (pieces < extents.size())
+            fail((pieces == 1 ? std::string("the first extent already covers")
+                              : "the first " + std::to_string(pieces) + " extents already cover") +
+                 " the " + std::to_string(extent) + " iterations of '" + v + "' (legal: at most " +
+                 std::to_string(pieces) + (pieces == 1 ? " extent)" : " extents)"));
+        return starts;
+    }
+
     void split(const std::string &v, const std::string &outer, const std::string &inner,
-               int64_t factor) {
+               const std::vector<int64_t> &extents) {
         size_t at = find_loop(v);
         Loop old = nest_.loops[at];
         check_reshapable(old);
@@ -294,21 +322,30 @@ class Resolver {
                  "' is a fused loop inside a task; its parts would not be boxes (split before "
                  "fusing)");
         check_new_names({outer, inner}, {v});
-        if (factor < 1) fail("factor " + std::to_string(factor) + " is not positive (legal: >= 1)");
-        check_channel_split(old, factor);
+        const std::vector<int64_t> starts = piece_starts(v, old.extent, extents);
+        const bool uniform = extents.size() == 1;
+        check_channel_split(old, starts,
+                            uniform ? "factor " + std::to_string(extents[0]) : "a split");
+        int64_t largest = 0, common = 0; // common: of the pieces before the last
+        for (size_t k = 0; k + 1 < starts.size(); ++k) {
+            largest = std::max(largest, starts[k + 1] - starts[k]);
+            if (k + 2 < starts.size()) common = std::gcd(common, starts[k + 1] - starts[k]);
+        }
         const int dim = var_of(old).dim;
         const int64_t unit = var_of(old).unit;
         Loop in;
         in.name = inner;
-        in.extent = std::min(factor, old.extent);
+        in.extent = largest;
         in.task_loop = old.task_loop; // the iterations of a task loop stay tasks
         in.var = add_var(inner, in.extent, dim, unit);
         Loop out;
         out.name = outer;
-        out.extent = ceil_div(old.extent, factor);
+        out.extent = int64_t(starts.size()) - 1;
         out.task_loop = true;
-        out.var = add_var(outer, out.extent, dim, unit * factor);
-        nest_.relations.push_back({LoopRelation::Kind::Split, old.var, out.var, in.var, factor, 1});
+        // Every piece but the last is a multiple of `common` iterations of v.
+        out.var = add_var(outer, out.extent, dim, unit * (uniform ? extents[0] : common));
+        nest_.relations.push_back(
+            {LoopRelation::Kind::Split, old.var, out.var, in.var, 1, 1, false, starts});
         nest_.loops[at] = in;
         nest_.loops.insert(nest_.loops.begin() + long(at) + 1, out);
     }
@@ -316,8 +353,8 @@ class Resolver {
     void tile(const Directive &d) {
         const std::vector<std::string> &l = d.loops;
         if (l[0] == l[1]) fail("tile needs two different loops (got '" + l[0] + "' twice)");
-        split(l[0], l[2], l[4], d.factors[0]);
-        split(l[1], l[3], l[5], d.factors[1]);
+        split(l[0], l[2], l[4], {d.factors[0]});
+        split(l[1], l[3], l[5], {d.factors[1]});
         reorder({l[4], l[5], l[2], l[3]});
     }
 
@@ -356,7 +393,8 @@ class Resolver {
         f.extent = in.extent * out.extent;
         f.task_loop = in.task_loop;
         f.var = add_var(fused, f.extent, -1);
-        nest_.relations.push_back({LoopRelation::Kind::Fuse, f.var, out.var, in.var, in.extent, 1});
+        nest_.relations.push_back(
+            {LoopRelation::Kind::Fuse, f.var, out.var, in.var, in.extent, 1, false, {}});
         nest_.loops[i] = f;
         nest_.loops.erase(nest_.loops.begin() + long(o));
     }
@@ -553,8 +591,14 @@ class Resolver {
         tile.tiles = tiles;
         tile.strategy = strategy;
         tile.var = add_var(tile.name, tiles, -1);
-        nest_.relations.push_back({LoopRelation::Kind::Distribute, old.var, tile.var, rest.var,
-                                   tiles, granule, replicate});
+        nest_.relations.push_back({LoopRelation::Kind::Distribute,
+                                   old.var,
+                                   tile.var,
+                                   rest.var,
+                                   tiles,
+                                   granule,
+                                   replicate,
+                                   {}});
         nest_.loops[at] = rest;
         nest_.loops.insert(nest_.loops.begin() + long(at) + 1, tile);
         distributed_ = true;

@@ -38,7 +38,7 @@ Fields fields_of(Directive::Kind kind) {
     using K = Directive::Kind;
     switch (kind) {
     case K::Split:
-        return {3, 1, NameUse::None, false, false};
+        return {3, kOneOrMore, NameUse::None, false, false};
     case K::Tile:
         return {6, 2, NameUse::None, false, false};
     case K::Reorder:
@@ -81,6 +81,7 @@ std::string loops_rule(const Fields &f) {
 }
 
 std::string factors_rule(const Fields &f) {
+    if (f.factors == kOneOrMore) return "'factors' must be a non-empty array of integers";
     return "'factors' must be an array of " + plural(f.factors, "integer");
 }
 
@@ -100,7 +101,9 @@ std::string shape_error(const Directive &d) {
     Fields f = fields_of(d.kind);
     bool loops_ok = f.loops == kOneOrMore ? !d.loops.empty() : int(d.loops.size()) == f.loops;
     if (!loops_ok) return loops_rule(f);
-    if (int(d.factors.size()) != f.factors) return factors_rule(f);
+    bool factors_ok =
+        f.factors == kOneOrMore ? !d.factors.empty() : int(d.factors.size()) == f.factors;
+    if (!factors_ok) return factors_rule(f);
     if (f.name == NameUse::Required && d.name.empty()) return name_rule(f);
     return "";
 }
@@ -190,7 +193,13 @@ std::string Directive::to_string() const {
     std::vector<std::string> args;
     if (f.name != NameUse::None && !name.empty()) args.push_back(name);
     args.insert(args.end(), loops.begin(), loops.end());
-    for (int64_t v : factors) args.push_back(std::to_string(v));
+    if (kind == Kind::Split && factors.size() > 1) {
+        std::string list;
+        for (int64_t v : factors) list += (list.empty() ? "{" : ", ") + std::to_string(v);
+        args.push_back(list + "}");
+    } else {
+        for (int64_t v : factors) args.push_back(std::to_string(v));
+    }
     if (f.memory) args.push_back(dsl::to_string(memory));
     if (f.strategy) args.push_back(dsl::to_string(strategy));
     std::string s = std::string(dsl::to_string(kind)) + "(";
@@ -201,6 +210,11 @@ std::string Directive::to_string() const {
 Schedule &Schedule::split(const std::string &loop, const std::string &outer,
                           const std::string &inner, int64_t factor) {
     return add(make(Directive::Kind::Split, {loop, outer, inner}, {factor}));
+}
+
+Schedule &Schedule::split(const std::string &loop, const std::string &outer,
+                          const std::string &inner, const std::vector<int64_t> &extents) {
+    return add(make(Directive::Kind::Split, {loop, outer, inner}, extents));
 }
 
 Schedule &Schedule::tile(const std::string &x, const std::string &y, const std::string &xo,

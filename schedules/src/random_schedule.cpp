@@ -159,14 +159,39 @@ class Generator {
         return g * uniform(1, granules); // often not dividing it
     }
 
-    // resolve_loop_nest's split: outer (a task loop) and inner replace the loop in place.
+    // The extents of a split: usually one factor; sometimes (uneven) two to four pieces of
+    // whole granules, stopping once they cover the loop, since more would be an error.
+    std::vector<int64_t> extents_for(const GenLoop &l) {
+        const int64_t g = granule_of(l);
+        if (l.extent <= g || chance(70)) return {factor_for(l)};
+        const int64_t granules = (l.extent + g - 1) / g, pieces = uniform(2, 4);
+        std::vector<int64_t> extents;
+        int64_t covered = 0;
+        while (int64_t(extents.size()) < pieces && covered < l.extent) {
+            extents.push_back(g * uniform(1, std::max<int64_t>(1, granules / 2)));
+            covered += extents.back();
+        }
+        return extents;
+    }
+
+    // resolve_loop_nest's split: outer (a task loop) and inner replace the loop in place; the
+    // last extent repeats until the loop is covered.
     void apply_split(const std::string &name, const std::string &outer, const std::string &inner,
-                     int64_t factor) {
+                     const std::vector<int64_t> &extents) {
         size_t at = index_of(name);
         GenLoop old = loops_[at];
-        GenLoop in{inner, std::min(factor, old.extent), old.task, old.dim, false, old.unit};
-        GenLoop out{
-            outer, (old.extent + factor - 1) / factor, true, old.dim, false, old.unit * factor};
+        int64_t pieces = 0, largest = 0, common = 0;
+        for (int64_t begin = 0; begin < old.extent; ++pieces) {
+            const int64_t size =
+                std::min(extents[size_t(std::min<int64_t>(pieces, int64_t(extents.size()) - 1))],
+                         old.extent - begin);
+            largest = std::max(largest, size);
+            begin += size;
+            if (begin < old.extent) common = std::gcd(common, size);
+        }
+        const int64_t unit = extents.size() == 1 ? extents[0] : std::max<int64_t>(1, common);
+        GenLoop in{inner, largest, old.task, old.dim, false, old.unit};
+        GenLoop out{outer, pieces, true, old.dim, false, old.unit * unit};
         loops_[at] = in;
         loops_.insert(loops_.begin() + long(at) + 1, out);
     }
@@ -203,12 +228,12 @@ class Generator {
         const std::string name = pick(reshapable());
         const GenLoop old = loops_[index_of(name)];
         for (int attempt = 0; attempt < 8; ++attempt) {
-            const int64_t factor = factor_for(old);
+            const std::vector<int64_t> extents = extents_for(old);
             const auto saved = loops_;
             const auto [outer, inner] = new_names(old);
-            apply_split(name, outer, inner, factor);
+            apply_split(name, outer, inner, extents);
             if (task_count() <= budget_) {
-                emit([&](dsl::Schedule &s) { s.split(name, outer, inner, factor); });
+                emit([&](dsl::Schedule &s) { s.split(name, outer, inner, extents); });
                 return;
             }
             loops_ = saved;
@@ -236,8 +261,8 @@ class Generator {
             // Distinct: fresh names are unique and each split reuses only its own loop's name.
             const auto [ao, ai] = new_names(la);
             const auto [bo, bi] = new_names(lb);
-            apply_split(a, ao, ai, fa);
-            apply_split(b, bo, bi, fb);
+            apply_split(a, ao, ai, {fa});
+            apply_split(b, bo, bi, {fb});
             apply_reorder({ai, bi, ao, bo});
             if (task_count() <= budget_) {
                 emit([&](dsl::Schedule &s) { s.tile(a, b, ao, bo, ai, bi, fa, fb); });

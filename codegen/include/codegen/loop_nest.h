@@ -45,8 +45,10 @@ struct Loop {
 struct LoopVar {
     std::string name;
     int64_t extent = 1;
-    int dim = -1;     // 0, 1, 2: c, x or y or split from it; -1: fused, or a tile loop
-    int64_t unit = 1; // elements of its dim per iteration: 1 for c, x, y; factor for an outer split
+    int dim = -1; // 0, 1, 2: c, x or y or split from it; -1: fused, or a tile loop
+    // Elements of its dim per iteration: 1 for c, x, y; the factor for the outer loop of a
+    // split; for an uneven one, the gcd of the pieces before the last.
+    int64_t unit = 1;
 };
 
 // How variables derive from each other: the split tree (a DAG once fuse joins two loops).
@@ -55,7 +57,9 @@ struct LoopVar {
 struct LoopRelation {
     enum class Kind { Split, Distribute, Fuse };
     Kind kind = Kind::Split;
-    // Split:      whole = outer * factor + inner.
+    // Split:      whole = starts[outer] + inner, clamped to the piece [starts[outer],
+    //             starts[outer + 1]); a split by factor f has starts 0, f, 2f, ... (the last
+    //             one the extent of whole).
     // Distribute: whole = start of chunk `outer` + inner, where `whole` is cut into `factor`
     //             contiguous chunks of whole `granule`s (the last one may be cut short) whose
     //             granule counts differ by at most one, larger chunks first; with
@@ -63,9 +67,10 @@ struct LoopRelation {
     // Fuse:       `whole` is the fused loop: inner = whole % extent(inner),
     //             outer = whole / extent(inner).
     int whole = 0, outer = 0, inner = 0; // indices into LoopNest::vars
-    int64_t factor = 1;
+    int64_t factor = 1;                  // Distribute: the chunks; Fuse: the inner extent
     int64_t granule = 1;
     bool replicate = false;
+    std::vector<int64_t> starts; // Split
 };
 
 struct Task {
@@ -114,7 +119,9 @@ struct LoopNest {
 // - split(v, o, i, f): o, i replace v in place (i inside o). o is a task loop; i is one only if
 //   v was. New names are identifiers (letters, digits, '_') not used by another loop; v's own
 //   name may be reused. A fused loop that runs inside a task cannot be split (its parts would
-//   not be boxes).
+//   not be boxes). With extents {e0, e1, ...} (uneven), o has one iteration per piece and i the
+//   largest piece's extent; smaller pieces clamp i. Listing more extents than it takes to cover
+//   v is an error.
 // - reorder(...): the named loops are permuted among the positions they hold (Halide).
 // - fuse(inner, outer, f): inner must be directly inside outer and both task loops or neither;
 //   f takes inner's place with the product extent. A fused loop is not split from one pure

@@ -4,6 +4,9 @@
 // Vocabulary (Halide's, plus the VPU's). Loops are named; a layer starts with the loops of its
 // pure variables c, x, y (innermost first, as in Halide).
 //   split(v, outer, inner, f)    v becomes outer * f + inner
+//   split(v, outer, inner, {e0, e1, ...})   uneven: iteration k of outer covers the next e_k
+//                                iterations of v, the last extent repeating until v is covered
+//                                (split(v, o, i, f) is split(v, o, i, {f}))
 //   tile(x, y, xo, yo, xi, yi, fx, fy)   split x and y, then order xi, yi, xo, yo
 //   reorder(v0, v1, ...)         innermost first, as Halide
 //   fuse(inner, outer, fused)
@@ -60,7 +63,7 @@ struct Directive {
     };
     Kind kind = Kind::Split;
     std::vector<std::string> loops; // loop names, in the directive's argument order
-    std::vector<int64_t> factors;   // split factors, counts, tiles, depth
+    std::vector<int64_t> factors;   // split factors (extents), counts, tiles, depth
     std::string name;               // compute_at: the consumer layer; on_dpu: the MPE mode
     MemoryLevel memory = MemoryLevel::DDR;
     Strategy strategy = Strategy::SplitOverHeight;
@@ -75,6 +78,8 @@ class Schedule {
   public:
     Schedule &split(const std::string &loop, const std::string &outer, const std::string &inner,
                     int64_t factor);
+    Schedule &split(const std::string &loop, const std::string &outer, const std::string &inner,
+                    const std::vector<int64_t> &extents);
     Schedule &tile(const std::string &x, const std::string &y, const std::string &xo,
                    const std::string &yo, const std::string &xi, const std::string &yi, int64_t fx,
                    int64_t fy);
