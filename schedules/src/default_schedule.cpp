@@ -54,13 +54,12 @@ int64_t block_rows(const dsl::Layer &layer, const target::Target &target) {
     return best ? best->block_h : 1;
 }
 
-// DPUs of a tile worth a task each: all of them where the layer is bound by compute, one where
-// it is bound by DDR, since there more tasks only add DMA latencies (vpu20's depthwise conv is
-// slower as 20 tasks than as 4 on its one DMA engine). A weight is a MAC per output element; a
-// layer without weights (pools, eltwise) counts as bound by DDR.
-int64_t busy_dpus(const dsl::Layer &layer, const target::Target &target, int64_t tiles,
-                  int64_t weight_bytes) {
-    if (weight_bytes <= 0 || layer.inputs().empty() || target.dpus_per_tile <= 1) return 1;
+// The layer's time at the peak MAC rate of `tiles` tiles over its time moving its tensors and
+// weights across DDR: above 1 it is bound by compute. A weight is a MAC per output element; a
+// layer without weights (pools, eltwise) gives 0.
+double compute_over_ddr(const dsl::Layer &layer, const target::Target &target, int64_t tiles,
+                        int64_t weight_bytes) {
+    if (weight_bytes <= 0 || layer.inputs().empty()) return 0;
     const dsl::TensorDesc &out = layer.output();
     const dsl::ElemType type = layer.inputs()[0].output().type;
     const int64_t channels = out.shape[dsl::dims::C];
@@ -73,10 +72,45 @@ int64_t busy_dpus(const dsl::Layer &layer, const target::Target &target, int64_t
                               (target.dpu_clock_mhz / 1000);
     double bytes = double(out.bytes() + weight_bytes);
     for (const auto &in : layer.inputs()) bytes += double(in.output().bytes());
-    const double ddr_ns = bytes / target.ddr_bandwidth_gbps;
-    // The peak MAC rate flatters some layers (channel-major convolutions run far below it), so
-    // a layer near the balance gets all the DPUs too.
-    return compute_ns >= ddr_ns / 2 ? target.dpus_per_tile : 1;
+    return compute_ns / (bytes / target.ddr_bandwidth_gbps);
+}
+
+// DPUs of a tile worth a task each: all of them where the layer is bound by compute, one where
+// it is bound by DDR, since there more tasks only add DMA latencies (vpu20's depthwise conv is
+// slower as 20 tasks than as 4 on its one DMA engine). The peak MAC rate flatters some layers
+// (channel-major convolutions run far below it), so a layer near the balance gets all the DPUs
+// too.
+int64_t busy_dpus(const dsl::Layer &layer, const target::Target &target, int64_t tiles,
+                  int64_t weight_bytes) {
+    if (target.dpus_per_tile <= 1) return 1;
+    return compute_over_ddr(layer, target, tiles, weight_bytes) >= 0.5 ? target.dpus_per_tile : 1;
+}
+
+// The rows of each task of a tile, for an uneven split. With one task at a time on the tile,
+// three or more of them, and a layer bound by compute (so that the middle tasks' DMA hides
+// behind the DPU), only the first task's input load and the last task's store are exposed:
+// the pipeline's fill and drain. Those two tasks take one MPE block of rows each and the
+// middle ones the rest, in whole blocks, larger first, within the CMX share (`fit_rows`);
+// leftover rows go to the last task (even tasks if that outgrows the share). vpu27's 3x3 conv
+// 56x56x64->64: 4, 12, 8, 4 rows per tile take 27.07 us where four 8-row tasks take 27.96
+// (docs/benchmarks.md). On a layer bound by DDR the small tasks only add DMA latencies (the 1x1
+// conv 28x28x256->512: 34.4 us against 30.7). Empty when the tile's rows leave no middle, for an
+// even split.
+std::vector<int64_t> ramp_rows(int64_t rows_per_tile, int64_t tasks, int64_t block,
+                               int64_t fit_rows) {
+    if (tasks < 3) return {};
+    const int64_t middle_blocks = (rows_per_tile - 2 * block) / block;
+    const int64_t fit_blocks = fit_rows / block;
+    if (middle_blocks < 1 || fit_blocks < 1) return {};
+    const int64_t middle_tasks =
+        std::min(middle_blocks, std::max(tasks - 2, ceil_div(middle_blocks, fit_blocks)));
+    std::vector<int64_t> extents{block};
+    for (int64_t k = 0; k < middle_tasks; ++k)
+        extents.push_back(
+            block * (middle_blocks / middle_tasks + (k < middle_blocks % middle_tasks ? 1 : 0)));
+    extents.push_back(rows_per_tile - block * (1 + middle_blocks));
+    if (extents.back() > fit_rows) return {};
+    return extents;
 }
 
 } // namespace
@@ -136,12 +170,19 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
         group = std::max<int64_t>(16, weight_budget / per_channel / 16 * 16);
     }
 
+    const bool ramp_up = parallel == 1 && compute_over_ddr(layer, target, tiles, weight_bytes) >= 1;
+    const std::vector<int64_t> ramp =
+        ramp_up ? ramp_rows(rows_per_tile, tasks, block, fit_rows) : std::vector<int64_t>{};
+
     dsl::Schedule s;
     if (tiles > 1) s.distribute("y", tiles, dsl::Strategy::SplitOverHeight);
-    if (task_rows < rows_per_tile) s.split("y", "yo", "yi", task_rows);
+    if (!ramp.empty())
+        s.split("y", "yo", "yi", ramp);
+    else if (task_rows < rows_per_tile)
+        s.split("y", "yo", "yi", task_rows);
     if (group < channels) {
         s.split("c", "co", "ci", group);
-        if (task_rows < rows_per_tile) s.reorder({"yo", "co"});
+        if (!ramp.empty() || task_rows < rows_per_tile) s.reorder({"yo", "co"});
     }
     // Loads run ahead of the computation by one task per busy DPU: those DPUs then all compute
     // while the next inputs arrive (one is plain double buffering).

@@ -1,0 +1,68 @@
+// The default schedule's choices for a few layers whose shape decides them: an uneven split
+// (small first and last tasks) where the layer is bound by compute and a tile runs one task at
+// a time, even tasks elsewhere. lower_test.cpp checks that default schedules give the
+// reference's bytes; tutorial lesson 5 runs the uneven split of the first case.
+#include <gtest/gtest.h>
+
+#include "codegen/dpu_match.h"
+#include "lowering_fixtures.h"
+#include "schedules/default_schedule.h"
+
+using namespace vpuc;
+using test::activation;
+using test::conv3x3;
+
+namespace {
+
+std::string default_for(const dsl::Layer &layer, const std::string &target_name, int tiles = 0) {
+    const target::Target target = target::load_target(target_name);
+    return schedules::default_schedule(layer, target, tiles,
+                                       codegen::dpu_weight_bytes(layer, target))
+        .to_string();
+}
+
+dsl::Layer conv1x1(const std::string &name, const dsl::Layer &in, int oc, uint32_t seed) {
+    return algorithms::conv2d(name, in,
+                              test::weights(int(in.output().shape[dsl::dims::C]), 1, oc, seed),
+                              algorithms::Conv2dParams{});
+}
+
+// vpu27's 3x3 conv 56x56x64->64 (bound by compute): per tile, a 4-row task first and last, so
+// that the first input arrives and the last output leaves soon, and the middle in whole
+// 4-row blocks, larger first.
+TEST(DefaultSchedule, ComputeBoundLayersRampTheirTasks) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 56, 56));
+    dsl::Layer conv = conv3x3("conv", in, 64, 1);
+    EXPECT_EQ(default_for(conv, "vpu27"),
+              "distribute(y, 2, SOH).split(y, yo, yi, {4, 12, 8, 4}).prefetch(1)");
+    EXPECT_EQ(default_for(conv, "vpu27", 1), "split(y, yo, yi, {4, 24, 24, 4}).prefetch(1)");
+}
+
+// A layer bound by DDR gains nothing from small tasks but their DMA latencies.
+TEST(DefaultSchedule, DdrBoundLayersSplitEvenly) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 256, 28, 28));
+    dsl::Layer conv = conv1x1("conv", in, 512, 2);
+    const std::string schedule = default_for(conv, "vpu27");
+    EXPECT_NE(schedule.find("split(y, yo, yi, "), std::string::npos) << schedule;
+    EXPECT_EQ(schedule.find('{'), std::string::npos) << schedule;
+}
+
+// vpu20 runs five tasks at once per tile: no single first or last task to shorten.
+TEST(DefaultSchedule, SeveralDpusPerTileSplitEvenly) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 56, 56));
+    dsl::Layer conv = conv3x3("conv", in, 64, 3);
+    const std::string schedule = default_for(conv, "vpu20");
+    EXPECT_EQ(schedule.find('{'), std::string::npos) << schedule;
+    EXPECT_NE(schedule.find("prefetch(5)"), std::string::npos) << schedule;
+}
+
+// Rows that do not split into whole blocks: the leftover goes to the last task, and the tile
+// with fewer rows (57 over 2: 29 and 28) has its last task clamped.
+TEST(DefaultSchedule, LeftoverRowsGoToTheLastTask) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 56, 57));
+    dsl::Layer conv = conv3x3("conv", in, 64, 4);
+    EXPECT_EQ(default_for(conv, "vpu27"),
+              "distribute(y, 2, SOH).split(y, yo, yi, {4, 12, 8, 5}).prefetch(1)");
+}
+
+} // namespace
