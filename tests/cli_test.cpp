@@ -130,3 +130,15 @@ TEST_F(Cli, DumpAfterNeedsTheCompiledDemo) {
 }
 
 } // namespace
+
+// The benchmark table, with its blobs in a directory the command creates.
+TEST_F(Cli, BenchLayersWritesBlobsToANewDirectory) {
+    const fs::path dir = scratch() / "bench" / "blobs";
+    const Outcome run = vpuc_run("bench layers --blob-dir " + dir.string());
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("conv3x3 56x56x64->64"), std::string::npos) << run.output;
+    EXPECT_TRUE(fs::exists(dir / "conv3x3_56x56x64_64_int8_2t.vpub"));
+    const Outcome verify =
+        vpuc_run("verify " + (dir / "conv3x3_56x56x64_64_int8_2t.vpub").string());
+    EXPECT_EQ(verify.status, 0) << verify.output;
+}

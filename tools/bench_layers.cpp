@@ -2,6 +2,7 @@
 // simulated, against their roofline bound.
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -41,7 +42,8 @@ options:
   --target T      a bundled target name or a target file (default vpu27)
   --json          print the same as JSON
   --blob-dir DIR  also write each compiled blob to DIR/LAYER_DTYPE_Nt.vpub (N: the tiles
-                  the schedule could use), e.g. for `vpuc run BLOB --trace FILE`
+                  the schedule could use), e.g. for `vpuc run BLOB --trace FILE`; DIR is
+                  created if missing
   -h, --help      this text)";
 
 struct Row {
@@ -174,6 +176,13 @@ int run(const std::vector<std::string> &args) {
             throw std::runtime_error("unexpected argument '" + args[i] + "' (see --help)");
     }
     const target::Target target = target::load_target(target_name);
+    if (!blob_dir.empty()) {
+        std::error_code error;
+        std::filesystem::create_directories(blob_dir, error);
+        if (error)
+            throw std::runtime_error("cannot create the blob directory '" + blob_dir +
+                                     "': " + error.message());
+    }
     std::vector<Row> rows;
     for (const auto &spec : bench::standard_layers())
         for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
