@@ -134,11 +134,44 @@ TEST_F(Cli, DumpAfterNeedsTheCompiledDemo) {
 // The benchmark table, with its blobs in a directory the command creates.
 TEST_F(Cli, BenchLayersWritesBlobsToANewDirectory) {
     const fs::path dir = scratch() / "bench" / "blobs";
-    const Outcome run = vpuc_run("bench layers --blob-dir " + dir.string());
+    const Outcome run = vpuc_run("bench layers --layer conv3x3 --blob-dir " + dir.string());
     ASSERT_EQ(run.status, 0) << run.output;
     EXPECT_NE(run.output.find("conv3x3 56x56x64->64"), std::string::npos) << run.output;
     EXPECT_TRUE(fs::exists(dir / "conv3x3_56x56x64_64_int8_2t.vpub"));
     const Outcome verify =
         vpuc_run("verify " + (dir / "conv3x3_56x56x64_64_int8_2t.vpub").string());
     EXPECT_EQ(verify.status, 0) << verify.output;
+}
+
+// A schedule of one's own, as printed or as JSON, for the layers --layer selects: no one-tile
+// run and no speedup then.
+TEST_F(Cli, BenchLayersRunsAGivenSchedule) {
+    const std::string chain = "distribute(y, 2, SOH).split(y, yo, yi, {4, 8, 8, 8}).prefetch(1)";
+    const Outcome run = vpuc_run("bench layers --layer conv3x3 --schedule '" + chain + "'");
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("schedule: " + chain), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("conv3x3 56x56x64->64     int8      2"), std::string::npos)
+        << run.output;
+    EXPECT_EQ(run.output.find("conv1x1"), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("tiles over 1"), std::string::npos) << run.output;
+
+    const Outcome json = vpuc_run(
+        "bench layers --json --layer conv3x3 --schedule "
+        "'[{\"directive\":\"split\",\"loops\":[\"y\",\"yo\",\"yi\"],\"factors\":[4,52]}]'");
+    ASSERT_EQ(json.status, 0) << json.output;
+    EXPECT_NE(json.output.find("\"schedule\": \"split(y, yo, yi, {4, 52})\""), std::string::npos)
+        << json.output;
+}
+
+TEST_F(Cli, BenchLayersRejectsUnknownLayersAndBadSchedules) {
+    const Outcome layer = vpuc_run("bench layers --layer conv2");
+    EXPECT_EQ(layer.status, 1);
+    EXPECT_NE(layer.output.find("no standard layer's name starts with 'conv2' (layers: conv3x3 "
+                                "56x56x64->64, conv1x1"),
+              std::string::npos)
+        << layer.output;
+    const Outcome schedule = vpuc_run("bench layers --layer softmax --schedule 'split(y, yo, yi'");
+    EXPECT_EQ(schedule.status, 1);
+    EXPECT_NE(schedule.output.find("expected ')' at the end"), std::string::npos)
+        << schedule.output;
 }

@@ -400,7 +400,8 @@ INSTANTIATE_TEST_SUITE_P(Kinds, ScheduleProperty, ::testing::Range<size_t>(0, ki
 // ---- The generator itself ----------------------------------------------------------------
 
 // Cheap without compiling: many schedules per kind and target resolve, stay within the task
-// bound, are reproducible from their seed, survive JSON, and use every directive.
+// bound, are reproducible from their seed, survive JSON and their printed chain, and use every
+// directive.
 TEST(RandomSchedule, IsLegalBoundedReproducibleAndVaried) {
     std::set<std::string> used;
     std::set<std::string> modes;
@@ -416,6 +417,7 @@ TEST(RandomSchedule, IsLegalBoundedReproducibleAndVaried) {
                 dsl::Schedule s = schedules::random_schedule(c.layer, target, rng, engine);
                 ASSERT_EQ(s, schedules::random_schedule(c.layer, target, again, engine));
                 ASSERT_EQ(dsl::Schedule::from_json(s.to_json()), s);
+                ASSERT_EQ(dsl::Schedule::parse(s.to_string()), s) << s.to_string();
                 c.layer.schedule() = s;
                 codegen::LoopNest nest;
                 try {

@@ -1,4 +1,5 @@
-// The schedule as data: printing, JSON round trips and the errors malformed JSON gets.
+// The schedule as data: printing and parsing the chain back, JSON round trips, and the errors
+// malformed chains and JSON get.
 #include <gtest/gtest.h>
 
 #include "dsl/schedule.h"
@@ -34,13 +35,23 @@ Schedule every_kind() {
     return s;
 }
 
-void expect_json_error(const std::string &text, const std::string &message) {
+// Reading `text` with `read` (Schedule::from_json or Schedule::parse) throws `message`.
+void expect_read_error(Schedule (*read)(const std::string &), const std::string &text,
+                       const std::string &message) {
     try {
-        Schedule::from_json(text);
+        read(text);
         ADD_FAILURE() << "no error for " << text;
     } catch (const ScheduleError &e) {
         EXPECT_EQ(e.what(), message);
     }
+}
+
+void expect_json_error(const std::string &text, const std::string &message) {
+    expect_read_error(&Schedule::from_json, text, message);
+}
+
+void expect_parse_error(const std::string &text, const std::string &message) {
+    expect_read_error(&Schedule::parse, text, message);
 }
 
 } // namespace
@@ -99,6 +110,45 @@ TEST(Schedule, JsonRoundTripIsExactForEveryKind) {
     EXPECT_EQ(back, s);
     EXPECT_EQ(back.to_json(), s.to_json());
     EXPECT_EQ(Schedule::from_json(Schedule().to_json()), Schedule());
+}
+
+TEST(Schedule, PrintedChainParsesBackForEveryKind) {
+    Schedule s = every_kind();
+    EXPECT_EQ(Schedule::parse(s.to_string()), s);
+    EXPECT_EQ(Schedule::parse(""), Schedule());
+    EXPECT_EQ(Schedule::parse(" split( y,yo , yi,{4,12 , 8} ) .\n prefetch(1) "),
+              Schedule().split("y", "yo", "yi", {4, 12, 8}).prefetch(1));
+    EXPECT_EQ(Schedule::parse("split(y, yo, yi, {8})"), Schedule().split("y", "yo", "yi", 8));
+}
+
+TEST(Schedule, ParseErrorsNameTheDirectiveAndWhatIsWrong) {
+    expect_parse_error("splt(y, yo, yi, 8)",
+                       "schedule 'splt(y, yo, yi, 8)', at character 5 (splt): unknown directive "
+                       "'splt' (legal: split, tile, reorder, fuse, unroll, vectorize, "
+                       "compute_root, compute_at, store_in, on_dpu, on_shave, workloads, "
+                       "distribute, prefetch, spill)");
+    expect_parse_error("prefetch(1) on_dpu()",
+                       "schedule 'prefetch(1) on_dpu()', at character 13: expected '.', found 'o'");
+    expect_parse_error("split(y, yo, yi, eight)",
+                       "schedule 'split(y, yo, yi, eight)', at character 24 (split): 'eight' is "
+                       "not an integer");
+    expect_parse_error("split(y, yo, yi)",
+                       "schedule 'split(y, yo, yi)', at character 17 (split): missing a number");
+    expect_parse_error("split(y, yo, {4, 8}, 8)",
+                       "schedule 'split(y, yo, {4, 8}, 8)', at character 24 (split): expected a "
+                       "loop name, found a {list}");
+    expect_parse_error("prefetch(1, 2)",
+                       "schedule 'prefetch(1, 2)', at character 15 (prefetch): too many "
+                       "arguments (2, expected 1)");
+    expect_parse_error("distribute(y, 2, SOX)",
+                       "schedule 'distribute(y, 2, SOX)', at character 22 (distribute): 'SOX' is "
+                       "not one of SOH, SOK, Clustering, HKSwitch");
+    expect_parse_error("split(y, yo, yi, {})",
+                       "schedule 'split(y, yo, yi, {})', at character 19 (split): expected a name "
+                       "or a number");
+    expect_parse_error("prefetch(1",
+                       "schedule 'prefetch(1', at character 11 (prefetch): expected ')' at the "
+                       "end");
 }
 
 TEST(Schedule, JsonHasOnlyTheFieldsADirectiveUses) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -19,7 +20,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 const char *kUsage =
-    R"(usage: vpuc bench layers [--target T] [--json] [--blob-dir DIR]
+    R"(usage: vpuc bench layers [--target T] [--json] [--blob-dir DIR] [--layer NAME]
+                         [--schedule S]
 
 Compiles each standard layer (3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512,
 3x3 depthwise 112x112x32, 7x7/2 conv 224x224x3->64 pad 3, softmax over 1000) in
@@ -35,12 +37,23 @@ int8 and fp16 with its default schedule, simulates it (timing only) and prints:
   compile ms    wall clock of the lowering (codegen::lower)
 
 The 3x3 conv is also run with its default schedule limited to one tile, and the
-speedup of all tiles over one is printed last. A layer the lowering cannot compile (or
+speedup of all tiles over one is printed last (not with --schedule). A layer the lowering cannot compile (or
 the simulator cannot run) prints its error instead of numbers. Progress goes to stderr.
+
+A layer can also be run with a schedule of your own (--schedule), e.g. to reproduce a
+figure of docs/benchmarks.md:
+
+  vpuc bench layers --layer conv3x3 \
+      --schedule 'distribute(y, 2, SOH).split(y, yo, yi, {4, 8, 8, 8}).prefetch(1)'
 
 options:
   --target T      a bundled target name or a target file (default vpu27)
   --json          print the same as JSON
+  --layer NAME    only the layers whose name starts with NAME (conv3x3, conv1x1,
+                  dwconv3x3, conv7x7/2, softmax)
+  --schedule S    this schedule instead of the default for every layer run, as printed
+                  (a chain like 'split(y, yo, yi, 8).prefetch(1)') or as JSON ('[...]');
+                  no one-tile run then
   --blob-dir DIR  also write each compiled blob to DIR/LAYER_DTYPE_Nt.vpub (N: the tiles
                   the schedule could use), e.g. for `vpuc run BLOB --trace FILE`; DIR is
                   created if missing
@@ -89,9 +102,20 @@ double speedup(const std::vector<Row> &rows, bench::Precision precision, int all
     return one > 0 && all > 0 ? one / all : 0;
 }
 
-void print_table(const target::Target &t, const std::vector<Row> &rows) {
-    std::printf("vpuc bench layers: %s (%d tiles x %d DPUs, DPU clock %.0f MHz, DDR %.1f GB/s)\n\n",
+// Whether the scaling layer was also run on one tile (not with --schedule, or when --layer
+// leaves it out).
+bool measures_scaling(const std::vector<Row> &rows) {
+    for (const Row &r : rows)
+        if (r.spec == &bench::scaling_layer() && r.tiles == 1) return true;
+    return false;
+}
+
+void print_table(const target::Target &t, const std::vector<Row> &rows,
+                 const std::optional<dsl::Schedule> &schedule) {
+    std::printf("vpuc bench layers: %s (%d tiles x %d DPUs, DPU clock %.0f MHz, DDR %.1f GB/s)\n",
                 t.name.c_str(), t.tiles, t.dpus_per_tile, t.dpu_clock_mhz, t.ddr_bandwidth_gbps);
+    if (schedule) std::printf("schedule: %s\n", schedule->to_string().c_str());
+    std::printf("\n");
     std::printf("%-24s %-5s %5s %10s %9s %9s %-7s %8s %10s\n", "layer", "dtype", "tiles", "cycles",
                 "us", "roof us", "bound", "roof/sim", "compile ms");
     for (const Row &r : rows) {
@@ -106,7 +130,7 @@ void print_table(const target::Target &t, const std::vector<Row> &rows) {
                     r.m.latency_ns / 1e3, r.roof.bound_ns() / 1e3, r.roof.bound_by(),
                     r.roof.bound_ns() / r.m.latency_ns, r.m.compile_ms);
     }
-    if (t.tiles == 1) return;
+    if (!measures_scaling(rows)) return;
     std::printf("\n%s, %d tiles over 1:", bench::scaling_layer().name.c_str(), t.tiles);
     for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
         const double s = speedup(rows, p, t.tiles);
@@ -150,7 +174,7 @@ void print_json(const target::Target &t, const std::vector<Row> &rows) {
         list.push_back(std::move(row));
     }
     out["rows"] = std::move(list);
-    if (t.tiles > 1) {
+    if (measures_scaling(rows)) {
         Json speedups;
         for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
             const double s = speedup(rows, p, t.tiles);
@@ -162,20 +186,44 @@ void print_json(const target::Target &t, const std::vector<Row> &rows) {
     std::printf("%s\n", out.dump(2).c_str());
 }
 
+// The layers whose name starts with `prefix` (all for ""); an error lists the names.
+std::vector<const bench::LayerSpec *> select_layers(const std::string &prefix) {
+    std::vector<const bench::LayerSpec *> selected;
+    std::string names;
+    for (const auto &spec : bench::standard_layers()) {
+        if (spec.name.rfind(prefix, 0) == 0) selected.push_back(&spec);
+        names += (names.empty() ? "" : ", ") + spec.name;
+    }
+    if (selected.empty())
+        throw std::runtime_error("no standard layer's name starts with '" + prefix +
+                                 "' (layers: " + names + ")");
+    return selected;
+}
+
 int run(const std::vector<std::string> &args) {
-    std::string target_name = "vpu27", blob_dir;
+    std::string target_name = "vpu27", blob_dir, layer_prefix;
+    std::optional<dsl::Schedule> schedule;
     bool json = false;
     for (size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "--target" && i + 1 < args.size())
             target_name = args[++i];
         else if (args[i] == "--blob-dir" && i + 1 < args.size())
             blob_dir = args[++i];
-        else if (args[i] == "--json")
+        else if (args[i] == "--layer" && i + 1 < args.size())
+            layer_prefix = args[++i];
+        else if (args[i] == "--schedule" && i + 1 < args.size()) {
+            const std::string &text = args[++i];
+            const size_t first = text.find_first_not_of(" \t\n");
+            schedule = first != std::string::npos && text[first] == '['
+                           ? dsl::Schedule::from_json(text)
+                           : dsl::Schedule::parse(text);
+        } else if (args[i] == "--json")
             json = true;
         else
             throw std::runtime_error("unexpected argument '" + args[i] + "' (see --help)");
     }
     const target::Target target = target::load_target(target_name);
+    const std::vector<const bench::LayerSpec *> layers = select_layers(layer_prefix);
     if (!blob_dir.empty()) {
         std::error_code error;
         std::filesystem::create_directories(blob_dir, error);
@@ -184,11 +232,11 @@ int run(const std::vector<std::string> &args) {
                                      "': " + error.message());
     }
     std::vector<Row> rows;
-    for (const auto &spec : bench::standard_layers())
+    for (const bench::LayerSpec *spec : layers)
         for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
-            rows.push_back({&spec, p, target.tiles, bench::roofline(spec, p, target), {}});
-            if (&spec == &bench::scaling_layer() && target.tiles > 1)
-                rows.push_back({&spec, p, 1, bench::roofline(spec, p, target), {}});
+            rows.push_back({spec, p, target.tiles, bench::roofline(*spec, p, target), {}});
+            if (spec == &bench::scaling_layer() && target.tiles > 1 && !schedule)
+                rows.push_back({spec, p, 1, bench::roofline(*spec, p, target), {}});
         }
     for (size_t i = 0; i < rows.size(); ++i) {
         Row &r = rows[i];
@@ -198,7 +246,9 @@ int run(const std::vector<std::string> &args) {
         std::fflush(stderr);
         // All tiles: leave the layer unscheduled so lower() applies the default, as a user
         // gets it.
-        r.m = bench::measure(*r.spec, r.precision, target, r.tiles == target.tiles ? 0 : r.tiles);
+        r.m = schedule ? bench::measure(*r.spec, r.precision, target, *schedule)
+                       : bench::measure(*r.spec, r.precision, target,
+                                        r.tiles == target.tiles ? 0 : r.tiles);
         std::fprintf(stderr, "%s\n", r.m.error.empty() ? "done" : "failed");
         if (!blob_dir.empty() && !r.m.blob.empty())
             blob::write_file(blob_dir + "/" + blob_file_name(r), r.m.blob);
@@ -206,7 +256,7 @@ int run(const std::vector<std::string> &args) {
     if (json)
         print_json(target, rows);
     else
-        print_table(target, rows);
+        print_table(target, rows, schedule);
     return 0;
 }
 

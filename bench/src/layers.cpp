@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <optional>
 #include <random>
 #include <set>
@@ -177,8 +178,13 @@ Roofline roofline(const LayerSpec &spec, Precision precision, const target::Targ
     return r;
 }
 
-Measurement measure(const LayerSpec &spec, Precision precision, const target::Target &target,
-                    int tiles) {
+namespace {
+
+// Builds the layer, lets `schedule_layer` set its schedule (or leave it to lower()), compiles
+// and simulates it.
+Measurement measure_scheduled(const LayerSpec &spec, Precision precision,
+                              const target::Target &target,
+                              const std::function<void(dsl::Layer &)> &schedule_layer) {
     Measurement m;
     std::optional<dsl::Graph> graph;
     try {
@@ -190,9 +196,7 @@ Measurement measure(const LayerSpec &spec, Precision precision, const target::Ta
     dsl::Layer layer = graph->outputs().front();
     std::vector<uint8_t> blob;
     try {
-        if (tiles > 0)
-            layer.schedule() = schedules::default_schedule(
-                layer, target, tiles, codegen::dpu_weight_bytes(layer, target));
+        schedule_layer(layer);
         const auto start = std::chrono::steady_clock::now();
         blob = codegen::lower(*graph, target);
         m.compile_ms =
@@ -219,6 +223,23 @@ Measurement measure(const LayerSpec &spec, Precision precision, const target::Ta
         m.error = std::string("simulate: ") + e.what();
     }
     return m;
+}
+
+} // namespace
+
+Measurement measure(const LayerSpec &spec, Precision precision, const target::Target &target,
+                    int tiles) {
+    return measure_scheduled(spec, precision, target, [&](dsl::Layer &layer) {
+        if (tiles > 0)
+            layer.schedule() = schedules::default_schedule(
+                layer, target, tiles, codegen::dpu_weight_bytes(layer, target));
+    });
+}
+
+Measurement measure(const LayerSpec &spec, Precision precision, const target::Target &target,
+                    const dsl::Schedule &schedule) {
+    return measure_scheduled(spec, precision, target,
+                             [&](dsl::Layer &layer) { layer.schedule() = schedule; });
 }
 
 } // namespace vpuc::bench

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <limits>
 
 namespace vpuc::dsl {
@@ -307,6 +308,176 @@ std::string Schedule::to_string() const {
     std::string s;
     for (const Directive &d : directives_) s += (s.empty() ? "" : ".") + d.to_string();
     return s;
+}
+
+namespace {
+
+// Reads a chain as Schedule::to_string prints it, e.g.
+// "distribute(y, 2, SOH).split(y, yo, yi, {4, 12, 8, 4}).prefetch(1)": each directive's
+// arguments are words (names, numbers, enum values) or one braced list of numbers, in the
+// order to_string writes the fields.
+class ChainReader {
+  public:
+    explicit ChainReader(const std::string &text) : text_(text) {}
+
+    Schedule read() {
+        Schedule schedule;
+        skip_space();
+        if (at_ == text_.size()) return schedule;
+        while (true) {
+            schedule.add(directive());
+            skip_space();
+            if (at_ == text_.size()) return schedule;
+            expect('.');
+        }
+    }
+
+  private:
+    // One argument: a word, or the numbers of a braced list.
+    struct Arg {
+        std::string word;
+        std::vector<std::string> list;
+        bool is_list = false;
+    };
+
+    [[noreturn]] void fail(const std::string &what) const {
+        throw ScheduleError("schedule '" + text_ + "', at character " + std::to_string(at_ + 1) +
+                            (current_.empty() ? "" : " (" + current_ + ")") + ": " + what);
+    }
+
+    void skip_space() {
+        while (at_ < text_.size() && std::isspace((unsigned char)text_[at_])) ++at_;
+    }
+
+    void expect(char c) {
+        skip_space();
+        if (at_ == text_.size() || text_[at_] != c)
+            fail(std::string("expected '") + c + "'" +
+                 (at_ == text_.size() ? " at the end" : ", found '" + text_.substr(at_, 1) + "'"));
+        ++at_;
+    }
+
+    bool next_is(char c) {
+        skip_space();
+        return at_ < text_.size() && text_[at_] == c;
+    }
+
+    std::string word() {
+        skip_space();
+        const size_t begin = at_;
+        while (at_ < text_.size() && (std::isalnum((unsigned char)text_[at_]) ||
+                                      text_[at_] == '_' || text_[at_] == '.' || text_[at_] == '-'))
+            ++at_;
+        if (at_ == begin) fail("expected a name or a number");
+        return text_.substr(begin, at_ - begin);
+    }
+
+    Arg arg() {
+        Arg a;
+        if (!next_is('{')) {
+            a.word = word();
+            return a;
+        }
+        expect('{');
+        a.is_list = true;
+        while (true) {
+            a.list.push_back(word());
+            if (!next_is(',')) break;
+            expect(',');
+        }
+        expect('}');
+        return a;
+    }
+
+    int64_t number(const std::string &w) const {
+        size_t used = 0;
+        int64_t v = 0;
+        try {
+            v = std::stoll(w, &used);
+        } catch (const std::exception &) {
+            used = 0;
+        }
+        if (used != w.size() || w.empty()) fail("'" + w + "' is not an integer");
+        return v;
+    }
+
+    template <typename T, size_t N>
+    T enum_value(const std::string &w, const std::array<T, N> &all) {
+        for (T v : all)
+            if (w == to_string(v)) return v;
+        fail("'" + w + "' is not one of " + one_of(all));
+    }
+
+    Directive directive() {
+        // Directive names are identifiers, so the word stops before the '.' that chains.
+        skip_space();
+        const size_t begin = at_;
+        while (at_ < text_.size() && (std::isalnum((unsigned char)text_[at_]) || text_[at_] == '_'))
+            ++at_;
+        const std::string name = text_.substr(begin, at_ - begin);
+        current_ = name;
+        Directive d;
+        bool known = false;
+        for (Directive::Kind k : kAllKinds)
+            if (name == to_string(k)) {
+                d.kind = k;
+                known = true;
+            }
+        if (!known)
+            fail(name.empty()
+                     ? "expected a directive (" + one_of(kAllKinds) + ")"
+                     : "unknown directive '" + name + "' (legal: " + one_of(kAllKinds) + ")");
+        expect('(');
+        std::vector<Arg> args;
+        if (!next_is(')'))
+            while (true) {
+                args.push_back(arg());
+                if (!next_is(',')) break;
+                expect(',');
+            }
+        expect(')');
+        assign(d, args);
+        current_.clear();
+        return d;
+    }
+
+    // The arguments in to_string's order: name, loops, factors, memory, strategy.
+    void assign(Directive &d, const std::vector<Arg> &args) {
+        const Fields f = fields_of(d.kind);
+        size_t next = 0;
+        auto take_word = [&](const char *what) {
+            if (next == args.size()) fail(std::string("missing ") + what);
+            if (args[next].is_list) fail(std::string("expected ") + what + ", found a {list}");
+            return args[next++].word;
+        };
+        if (f.name == NameUse::Required || (f.name == NameUse::Optional && !args.empty()))
+            d.name = take_word("the name");
+        const size_t loops = f.loops == kOneOrMore ? args.size() - next : size_t(f.loops);
+        for (size_t k = 0; k < loops; ++k) d.loops.push_back(take_word("a loop name"));
+        if (f.factors == kOneOrMore && next < args.size() && args[next].is_list) {
+            for (const std::string &w : args[next++].list) d.factors.push_back(number(w));
+        } else {
+            const int factors = f.factors == kOneOrMore ? 1 : f.factors;
+            for (int k = 0; k < factors; ++k) d.factors.push_back(number(take_word("a number")));
+        }
+        if (f.memory) d.memory = enum_value(take_word("the memory level"), kAllLevels);
+        if (f.strategy) d.strategy = enum_value(take_word("the strategy"), kAllStrategies);
+        if (next != args.size())
+            fail("too many arguments (" + std::to_string(args.size()) + ", expected " +
+                 std::to_string(next) + ")");
+        const std::string error = shape_error(d);
+        if (!error.empty()) fail(error);
+    }
+
+    const std::string &text_;
+    size_t at_ = 0;
+    std::string current_; // the directive being read
+};
+
+} // namespace
+
+Schedule Schedule::parse(const std::string &chain) {
+    return ChainReader(chain).read();
 }
 
 // One directive per line, keys in a fixed order, so stored schedules diff well.

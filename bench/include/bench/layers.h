@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dsl/graph.h"
+#include "dsl/schedule.h"
 #include "vpu_target/target.h"
 
 namespace vpuc::bench {
@@ -74,5 +75,9 @@ struct Measurement {
 // "build: ", "compile: " or "simulate: ".
 Measurement measure(const LayerSpec &spec, Precision precision, const target::Target &target,
                     int tiles = 0);
+
+// The same with `schedule` as the layer's schedule instead of a default one.
+Measurement measure(const LayerSpec &spec, Precision precision, const target::Target &target,
+                    const dsl::Schedule &schedule);
 
 } // namespace vpuc::bench
