@@ -163,6 +163,20 @@ TEST_F(Cli, BenchLayersRunsAGivenSchedule) {
         << json.output;
 }
 
+// Another height: the layer is named after its shape, and gets its own default schedule.
+TEST_F(Cli, BenchLayersAtAnotherHeight) {
+    const Outcome run = vpuc_run("bench layers --json --layer conv3x3 --height 36");
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("\"layer\": \"conv3x3 56x36x64->64\""), std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("split(y, yo, yi, {4, 12, 2})"), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("speedup_over_one_tile"), std::string::npos) << run.output;
+    const Outcome bad = vpuc_run("bench layers --height 0");
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_NE(bad.output.find("--height needs a positive integer (got '0')"), std::string::npos)
+        << bad.output;
+}
+
 TEST_F(Cli, BenchLayersRejectsUnknownLayersAndBadSchedules) {
     const Outcome layer = vpuc_run("bench layers --layer conv2");
     EXPECT_EQ(layer.status, 1);

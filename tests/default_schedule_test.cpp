@@ -52,13 +52,16 @@ TEST(DefaultSchedule, SeveralDpusPerTileSplitEvenly) {
               "distribute(y, 4, SOH).split(y, yo, yi, 3).prefetch(5)");
 }
 
-// Rows that do not split into whole blocks: the leftover goes to the last task, and the tile
-// with fewer rows (57 over 2: 29 and 28) has its last task clamped.
-TEST(DefaultSchedule, LeftoverRowsGoToTheLastTask) {
-    dsl::Layer in = dsl::Layer::input(activation("in", 64, 56, 57));
-    dsl::Layer conv = conv3x3("conv", in, 64, 4);
-    EXPECT_EQ(default_for(conv, "vpu27"),
-              "distribute(y, 2, SOH).split(y, yo, yi, {4, 12, 8, 5}).prefetch(1)");
+// Rows that are not whole blocks: the rows left over are the last task, the smallest. With
+// 57 rows over 2 tiles (29 and 28), the extents fit the tile with fewer rows, and the other
+// repeats the last extent for its extra row.
+TEST(DefaultSchedule, LeftoverRowsAreTheLastTask) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 56, 36));
+    EXPECT_EQ(default_for(conv3x3("conv", in, 64, 4), "vpu27"),
+              "distribute(y, 2, SOH).split(y, yo, yi, {4, 12, 2}).prefetch(1)");
+    dsl::Layer odd = dsl::Layer::input(activation("odd", 64, 56, 57));
+    EXPECT_EQ(default_for(conv3x3("conv", odd, 64, 5), "vpu27"),
+              "distribute(y, 2, SOH).split(y, yo, yi, {4, 12, 8, 4}).prefetch(1)");
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // `vpuc bench layers`: the standard layers compiled with their default schedules and
 // simulated, against their roofline bound.
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -21,7 +22,7 @@ using Json = nlohmann::ordered_json;
 
 const char *kUsage =
     R"(usage: vpuc bench layers [--target T] [--json] [--blob-dir DIR] [--layer NAME]
-                         [--schedule S]
+                         [--schedule S] [--height H]
 
 Compiles each standard layer (3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512,
 3x3 depthwise 112x112x32, 7x7/2 conv 224x224x3->64 pad 3, softmax over 1000) in
@@ -37,7 +38,7 @@ int8 and fp16 with its default schedule, simulates it (timing only) and prints:
   compile ms    wall clock of the lowering (codegen::lower)
 
 The 3x3 conv is also run with its default schedule limited to one tile, and the
-speedup of all tiles over one is printed last (not with --schedule). A layer the lowering cannot compile (or
+speedup of all tiles over one is printed last (not with --schedule or --height). A layer the lowering cannot compile (or
 the simulator cannot run) prints its error instead of numbers. Progress goes to stderr.
 
 A layer can also be run with a schedule of your own (--schedule), e.g. to reproduce a
@@ -54,6 +55,9 @@ options:
   --schedule S    this schedule instead of the default for every layer run, as printed
                   (a chain like 'split(y, yo, yi, 8).prefetch(1)') or as JSON ('[...]');
                   no one-tile run then
+  --height H      the selected layers with H input rows instead of their own (names
+                  give width x height x channels: conv3x3 56x36x64->64); no one-tile
+                  run then
   --blob-dir DIR  also write each compiled blob to DIR/LAYER_DTYPE_Nt.vpub (N: the tiles
                   the schedule could use), e.g. for `vpuc run BLOB --trace FILE`; DIR is
                   created if missing
@@ -80,6 +84,11 @@ std::string blob_file_name(const Row &r) {
     return name + "_" + bench::to_string(r.precision) + "_" + std::to_string(r.tiles) + "t.vpub";
 }
 
+// The layer also run on one tile (at its standard height).
+bool is_scaling_layer(const bench::LayerSpec &spec) {
+    return spec.name == bench::scaling_layer().name;
+}
+
 // Errors can span lines (the verifier lists every problem); the table keeps one row a layer.
 std::string one_line(std::string text) {
     for (char &ch : text)
@@ -92,8 +101,7 @@ std::string one_line(std::string text) {
 double speedup(const std::vector<Row> &rows, bench::Precision precision, int all_tiles) {
     double one = 0, all = 0;
     for (const Row &r : rows) {
-        if (r.spec != &bench::scaling_layer() || r.precision != precision || !r.m.error.empty())
-            continue;
+        if (!is_scaling_layer(*r.spec) || r.precision != precision || !r.m.error.empty()) continue;
         if (r.tiles == 1)
             one = r.m.latency_ns;
         else if (r.tiles == all_tiles)
@@ -102,11 +110,11 @@ double speedup(const std::vector<Row> &rows, bench::Precision precision, int all
     return one > 0 && all > 0 ? one / all : 0;
 }
 
-// Whether the scaling layer was also run on one tile (not with --schedule, or when --layer
-// leaves it out).
+// Whether the scaling layer was also run on one tile (not with --schedule or --height, or
+// when --layer leaves it out).
 bool measures_scaling(const std::vector<Row> &rows) {
     for (const Row &r : rows)
-        if (r.spec == &bench::scaling_layer() && r.tiles == 1) return true;
+        if (is_scaling_layer(*r.spec) && r.tiles == 1) return true;
     return false;
 }
 
@@ -186,12 +194,20 @@ void print_json(const target::Target &t, const std::vector<Row> &rows) {
     std::printf("%s\n", out.dump(2).c_str());
 }
 
+int64_t positive_integer(const std::string &option, const std::string &text) {
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < 1)
+        throw std::runtime_error(option + " needs a positive integer (got '" + text + "')");
+    return value;
+}
+
 // The layers whose name starts with `prefix` (all for ""); an error lists the names.
-std::vector<const bench::LayerSpec *> select_layers(const std::string &prefix) {
-    std::vector<const bench::LayerSpec *> selected;
+std::vector<bench::LayerSpec> select_layers(const std::string &prefix) {
+    std::vector<bench::LayerSpec> selected;
     std::string names;
     for (const auto &spec : bench::standard_layers()) {
-        if (spec.name.rfind(prefix, 0) == 0) selected.push_back(&spec);
+        if (spec.name.rfind(prefix, 0) == 0) selected.push_back(spec);
         names += (names.empty() ? "" : ", ") + spec.name;
     }
     if (selected.empty())
@@ -203,6 +219,7 @@ std::vector<const bench::LayerSpec *> select_layers(const std::string &prefix) {
 int run(const std::vector<std::string> &args) {
     std::string target_name = "vpu27", blob_dir, layer_prefix;
     std::optional<dsl::Schedule> schedule;
+    std::optional<int64_t> height;
     bool json = false;
     for (size_t i = 0; i < args.size(); ++i) {
         if (args[i] == "--target" && i + 1 < args.size())
@@ -217,13 +234,17 @@ int run(const std::vector<std::string> &args) {
             schedule = first != std::string::npos && text[first] == '['
                            ? dsl::Schedule::from_json(text)
                            : dsl::Schedule::parse(text);
+        } else if (args[i] == "--height" && i + 1 < args.size()) {
+            height = positive_integer("--height", args[++i]);
         } else if (args[i] == "--json")
             json = true;
         else
             throw std::runtime_error("unexpected argument '" + args[i] + "' (see --help)");
     }
     const target::Target target = target::load_target(target_name);
-    const std::vector<const bench::LayerSpec *> layers = select_layers(layer_prefix);
+    std::vector<bench::LayerSpec> layers = select_layers(layer_prefix);
+    if (height)
+        for (bench::LayerSpec &spec : layers) spec = bench::with_height(spec, *height);
     if (!blob_dir.empty()) {
         std::error_code error;
         std::filesystem::create_directories(blob_dir, error);
@@ -232,11 +253,11 @@ int run(const std::vector<std::string> &args) {
                                      "': " + error.message());
     }
     std::vector<Row> rows;
-    for (const bench::LayerSpec *spec : layers)
+    for (const bench::LayerSpec &spec : layers)
         for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
-            rows.push_back({spec, p, target.tiles, bench::roofline(*spec, p, target), {}});
-            if (spec == &bench::scaling_layer() && target.tiles > 1 && !schedule)
-                rows.push_back({spec, p, 1, bench::roofline(*spec, p, target), {}});
+            rows.push_back({&spec, p, target.tiles, bench::roofline(spec, p, target), {}});
+            if (is_scaling_layer(spec) && target.tiles > 1 && !schedule && !height)
+                rows.push_back({&spec, p, 1, bench::roofline(spec, p, target), {}});
         }
     for (size_t i = 0; i < rows.size(); ++i) {
         Row &r = rows[i];

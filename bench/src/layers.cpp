@@ -113,16 +113,50 @@ int64_t LayerSpec::weight_elements() const {
     return 0;
 }
 
+namespace {
+
+// "conv3x3 56x56x64->64": the kind and kernel (and stride), then width x height x channels of
+// the input, and the output channels of a convolution; a softmax over one pixel gives its
+// channels alone.
+std::string shape_name(const LayerSpec &spec) {
+    const std::string kernel = std::to_string(spec.kernel) + "x" + std::to_string(spec.kernel) +
+                               (spec.stride > 1 ? "/" + std::to_string(spec.stride) : "");
+    const std::string input = std::to_string(spec.in_w) + "x" + std::to_string(spec.in_h) + "x" +
+                              std::to_string(spec.in_c);
+    switch (spec.kind) {
+    case LayerSpec::Kind::Conv:
+        return "conv" + kernel + " " + input + "->" + std::to_string(spec.out_c);
+    case LayerSpec::Kind::Depthwise:
+        return "dwconv" + kernel + " " + input;
+    case LayerSpec::Kind::Softmax:
+        return "softmax " + (spec.in_w == 1 && spec.in_h == 1 ? std::to_string(spec.in_c) : input);
+    }
+    return "?";
+}
+
+LayerSpec named(LayerSpec spec) {
+    spec.name = shape_name(spec);
+    return spec;
+}
+
+} // namespace
+
 const std::vector<LayerSpec> &standard_layers() {
     using K = LayerSpec::Kind;
     static const std::vector<LayerSpec> layers = {
-        {"conv3x3 56x56x64->64", K::Conv, 64, 56, 56, 64, 3, 1, 1},
-        {"conv1x1 28x28x256->512", K::Conv, 256, 28, 28, 512, 1, 1, 0},
-        {"dwconv3x3 112x112x32", K::Depthwise, 32, 112, 112, 32, 3, 1, 1},
-        {"conv7x7/2 224x224x3->64", K::Conv, 3, 224, 224, 64, 7, 2, 3},
-        {"softmax 1000", K::Softmax, 1000, 1, 1, 1000, 1, 1, 0},
+        named({"", K::Conv, 64, 56, 56, 64, 3, 1, 1}),
+        named({"", K::Conv, 256, 28, 28, 512, 1, 1, 0}),
+        named({"", K::Depthwise, 32, 112, 112, 32, 3, 1, 1}),
+        named({"", K::Conv, 3, 224, 224, 64, 7, 2, 3}),
+        named({"", K::Softmax, 1000, 1, 1, 1000, 1, 1, 0}),
     };
     return layers;
+}
+
+LayerSpec with_height(const LayerSpec &spec, int64_t height) {
+    LayerSpec taller = spec;
+    taller.in_h = height;
+    return named(taller);
 }
 
 const LayerSpec &scaling_layer() {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <limits>
 
 namespace vpuc::dsl {
@@ -390,14 +391,10 @@ class ChainReader {
     }
 
     int64_t number(const std::string &w) const {
-        size_t used = 0;
         int64_t v = 0;
-        try {
-            v = std::stoll(w, &used);
-        } catch (const std::exception &) {
-            used = 0;
-        }
-        if (used != w.size() || w.empty()) fail("'" + w + "' is not an integer");
+        const auto [end, error] = std::from_chars(w.data(), w.data() + w.size(), v);
+        if (error != std::errc() || end != w.data() + w.size())
+            fail("'" + w + "' is not an integer");
         return v;
     }
 

@@ -87,29 +87,28 @@ int64_t busy_dpus(const dsl::Layer &layer, const target::Target &target, int64_t
 }
 
 // The rows of each task of a tile, for an uneven split. With one task at a time on the tile,
-// three or more of them, and a layer bound by compute (so that the middle tasks' DMA hides
+// two or more of them, and a layer bound by compute (so that the middle tasks' DMA hides
 // behind the DPU), only the first task's input load and the last task's store are exposed:
-// the pipeline's fill and drain. Those two tasks take one MPE block of rows each and the
-// middle ones the rest, in whole blocks, larger first, within the CMX share (`fit_rows`);
-// leftover rows go to the last task (even tasks if that outgrows the share). vpu27's 3x3 conv
-// 56x56x64->64: 4, 12, 8, 4 rows per tile take 27.07 us where four 8-row tasks take 27.96
-// (docs/benchmarks.md). On a layer bound by DDR the small tasks only add DMA latencies (the 1x1
-// conv 28x28x256->512: 34.4 us against 30.7). Empty when the tile's rows leave no middle, for an
-// even split.
-std::vector<int64_t> ramp_rows(int64_t rows_per_tile, int64_t tasks, int64_t block,
-                               int64_t fit_rows) {
-    if (tasks < 3) return {};
-    const int64_t middle_blocks = (rows_per_tile - 2 * block) / block;
-    const int64_t fit_blocks = fit_rows / block;
-    if (middle_blocks < 1 || fit_blocks < 1) return {};
-    const int64_t middle_tasks =
-        std::min(middle_blocks, std::max(tasks - 2, ceil_div(middle_blocks, fit_blocks)));
+// the pipeline's fill and drain. The first task takes one MPE block of rows, the last the
+// rows left over from whole blocks (one block when none are), and the middle tasks the rest,
+// in whole blocks, larger first, within the CMX share (`fit_rows`). `rows` are those of the
+// tile with the fewest; one with a row more repeats the last extent for it. vpu27's 3x3 conv
+// 56x56x64->64: 4, 12, 8, 4 rows per tile take 27.07 us where four 8-row tasks take 27.96;
+// with 18 rows per tile, 4, 12, 2 take 19.20 us where 8, 8, 2 take 20.00 and 4, 8, 6
+// (leftover rows in the last block) 19.65 (docs/benchmarks.md). On a layer bound by DDR the
+// small tasks only add DMA latencies (the 1x1 conv 28x28x256->512: 34.4 us against 30.7).
+// Empty when the rows leave no middle block, for an even split.
+std::vector<int64_t> ramp_rows(int64_t rows, int64_t tasks, int64_t block, int64_t fit_rows) {
+    const int64_t fit_blocks = fit_rows / block, leftover = rows % block;
+    const int64_t middle_blocks = rows / block - (leftover > 0 ? 1 : 2);
+    if (tasks < 2 || middle_blocks < 1 || fit_blocks < 1) return {};
+    const int64_t middle_tasks = std::min(
+        middle_blocks, std::max({tasks - 2, int64_t(1), ceil_div(middle_blocks, fit_blocks)}));
     std::vector<int64_t> extents{block};
     for (int64_t k = 0; k < middle_tasks; ++k)
         extents.push_back(
             block * (middle_blocks / middle_tasks + (k < middle_blocks % middle_tasks ? 1 : 0)));
-    extents.push_back(rows_per_tile - block * (1 + middle_blocks));
-    if (extents.back() > fit_rows) return {};
+    extents.push_back(leftover > 0 ? leftover : block);
     return extents;
 }
 
@@ -172,7 +171,7 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
 
     const bool ramp_up = parallel == 1 && compute_over_ddr(layer, target, tiles, weight_bytes) >= 1;
     const std::vector<int64_t> ramp =
-        ramp_up ? ramp_rows(rows_per_tile, tasks, block, fit_rows) : std::vector<int64_t>{};
+        ramp_up ? ramp_rows(rows / tiles, tasks, block, fit_rows) : std::vector<int64_t>{};
 
     dsl::Schedule s;
     if (tiles > 1) s.distribute("y", tiles, dsl::Strategy::SplitOverHeight);

@@ -36,6 +36,10 @@ struct LayerSpec {
 // 7x7/2 conv 224x224x3->64 (pad 3), softmax over 1000 channels.
 const std::vector<LayerSpec> &standard_layers();
 
+// `spec` with `height` input rows (its constants unchanged), named after its new shape:
+// with_height(conv3x3 56x56x64->64, 36) is conv3x3 56x36x64->64 (width x height x channels).
+LayerSpec with_height(const LayerSpec &spec, int64_t height);
+
 // The standard layer also measured on one tile, to show what distribution over tiles gains:
 // the 3x3 conv.
 const LayerSpec &scaling_layer();
