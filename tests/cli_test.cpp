@@ -55,6 +55,12 @@ Outcome demo(const std::string &args) {
                     (scratch() / "demo.trace.json").string() + " " + args);
 }
 
+// The command failed (exit status 1) and said `message`.
+void expect_failure(const Outcome &run, const std::string &message) {
+    EXPECT_EQ(run.status, 1) << run.output;
+    EXPECT_NE(run.output.find(message), std::string::npos) << run.output;
+}
+
 class Cli : public ::testing::Test {
   protected:
     void SetUp() override {
@@ -122,11 +128,13 @@ TEST_F(Cli, DemoHelpDocumentsTheOptions) {
     EXPECT_NE(run.output.find("--list-passes"), std::string::npos) << run.output;
 }
 
+TEST_F(Cli, SeedMustBeAnUnsignedInteger) {
+    expect_failure(demo("--seed abc"), "--seed needs an integer in 0..4294967295 (got 'abc')");
+}
+
 TEST_F(Cli, DumpAfterNeedsTheCompiledDemo) {
-    const Outcome run = demo("--hand-built --dump-after build_tasks");
-    EXPECT_EQ(run.status, 1) << run.output;
-    EXPECT_NE(run.output.find("--dump-after needs the compiled network"), std::string::npos)
-        << run.output;
+    expect_failure(demo("--hand-built --dump-after build_tasks"),
+                   "--dump-after needs the compiled network");
 }
 
 } // namespace
@@ -171,21 +179,14 @@ TEST_F(Cli, BenchLayersAtAnotherHeight) {
         << run.output;
     EXPECT_NE(run.output.find("split(y, yo, yi, {4, 12, 2})"), std::string::npos) << run.output;
     EXPECT_EQ(run.output.find("speedup_over_one_tile"), std::string::npos) << run.output;
-    const Outcome bad = vpuc_run("bench layers --height 0");
-    EXPECT_EQ(bad.status, 1);
-    EXPECT_NE(bad.output.find("--height needs a positive integer (got '0')"), std::string::npos)
-        << bad.output;
+    expect_failure(vpuc_run("bench layers --height 0"),
+                   "--height needs an integer in 1..1048576 (got '0')");
 }
 
 TEST_F(Cli, BenchLayersRejectsUnknownLayersAndBadSchedules) {
-    const Outcome layer = vpuc_run("bench layers --layer conv2");
-    EXPECT_EQ(layer.status, 1);
-    EXPECT_NE(layer.output.find("no standard layer's name starts with 'conv2' (layers: conv3x3 "
-                                "56x56x64->64, conv1x1"),
-              std::string::npos)
-        << layer.output;
-    const Outcome schedule = vpuc_run("bench layers --layer softmax --schedule 'split(y, yo, yi'");
-    EXPECT_EQ(schedule.status, 1);
-    EXPECT_NE(schedule.output.find("expected ')' at the end"), std::string::npos)
-        << schedule.output;
+    expect_failure(vpuc_run("bench layers --layer conv2"),
+                   "no standard layer's name starts with 'conv2' (layers: conv3x3 56x56x64->64, "
+                   "conv1x1");
+    expect_failure(vpuc_run("bench layers --layer softmax --schedule 'split(y, yo, yi'"),
+                   "expected ')' at the end");
 }

@@ -119,6 +119,8 @@ TEST(Schedule, PrintedChainParsesBackForEveryKind) {
     EXPECT_EQ(Schedule::parse(" split( y,yo , yi,{4,12 , 8} ) .\n prefetch(1) "),
               Schedule().split("y", "yo", "yi", {4, 12, 8}).prefetch(1));
     EXPECT_EQ(Schedule::parse("split(y, yo, yi, {8})"), Schedule().split("y", "yo", "yi", 8));
+    EXPECT_EQ(Schedule::parse("compute_at(block1/conv.0, yo)"),
+              Schedule().compute_at("block1/conv.0", "yo"));
 }
 
 TEST(Schedule, ParseErrorsNameTheDirectiveAndWhatIsWrong) {

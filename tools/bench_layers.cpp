@@ -1,7 +1,6 @@
-// `vpuc bench layers`: the standard layers compiled with their default schedules and
-// simulated, against their roofline bound.
+// `vpuc bench layers`: the standard layers compiled with their default schedules (or one
+// given on the command line) and simulated, against their roofline bound.
 #include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -38,8 +37,9 @@ int8 and fp16 with its default schedule, simulates it (timing only) and prints:
   compile ms    wall clock of the lowering (codegen::lower)
 
 The 3x3 conv is also run with its default schedule limited to one tile, and the
-speedup of all tiles over one is printed last (not with --schedule or --height). A layer the lowering cannot compile (or
-the simulator cannot run) prints its error instead of numbers. Progress goes to stderr.
+speedup of all tiles over one is printed last (not with --schedule or --height). A
+layer the lowering cannot compile (or the simulator cannot run) prints its error
+instead of numbers. Progress goes to stderr.
 
 A layer can also be run with a schedule of your own (--schedule), e.g. to reproduce a
 figure of docs/benchmarks.md:
@@ -194,14 +194,6 @@ void print_json(const target::Target &t, const std::vector<Row> &rows) {
     std::printf("%s\n", out.dump(2).c_str());
 }
 
-int64_t positive_integer(const std::string &option, const std::string &text) {
-    int64_t value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size() || value < 1)
-        throw std::runtime_error(option + " needs a positive integer (got '" + text + "')");
-    return value;
-}
-
 // The layers whose name starts with `prefix` (all for ""); an error lists the names.
 std::vector<bench::LayerSpec> select_layers(const std::string &prefix) {
     std::vector<bench::LayerSpec> selected;
@@ -235,7 +227,7 @@ int run(const std::vector<std::string> &args) {
                            ? dsl::Schedule::from_json(text)
                            : dsl::Schedule::parse(text);
         } else if (args[i] == "--height" && i + 1 < args.size()) {
-            height = positive_integer("--height", args[++i]);
+            height = integer_option("--height", args[++i], 1, 1 << 20);
         } else if (args[i] == "--json")
             json = true;
         else

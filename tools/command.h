@@ -1,6 +1,7 @@
 // The vpuc subcommand registry: each tools/*.cpp registers its commands at start-up.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -21,5 +22,10 @@ const std::vector<Command> &commands();
 
 // True when args ask for help (-h / --help); the dispatcher prints `usage` then.
 bool wants_help(const std::vector<std::string> &args);
+
+// The value of `option` read as a whole integer in [low, high]; throws std::runtime_error
+// naming the option and the range otherwise ("--seed needs an integer in 0..4294967295").
+int64_t integer_option(const std::string &option, const std::string &text, int64_t low,
+                       int64_t high);
 
 } // namespace vpuc::tools

@@ -1,6 +1,7 @@
 // `vpuc run`: simulate a blob. `vpuc demo`: build and run the bundled example.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -69,7 +70,7 @@ std::vector<std::vector<uint8_t>> make_inputs(const blob::Blob &b, const Options
     if (!files.empty() && files.size() != count)
         throw std::runtime_error("the blob has " + std::to_string(count) + " inputs, " +
                                  std::to_string(files.size()) + " --input files were given");
-    std::mt19937 rng(uint32_t(std::stoul(o.get("--seed", "1"))));
+    std::mt19937 rng(uint32_t(integer_option("--seed", o.get("--seed", "1"), 0, UINT32_MAX)));
     for (size_t i = 0; i < count; ++i) {
         const auto *io = ios->Get(uint32_t(i));
         if (!files.empty()) {
@@ -189,7 +190,7 @@ int demo_command(const std::vector<std::string> &args) {
         throw std::runtime_error("--dump-after needs the compiled network; the --hand-built blob "
                                  "is not lowered");
     target::Target target = target::load_target(o.get("--target", "vpu27"));
-    const auto seed = uint32_t(std::stoul(o.get("--seed", "1")));
+    const auto seed = uint32_t(integer_option("--seed", o.get("--seed", "1"), 0, UINT32_MAX));
     return o.has("--hand-built") ? demo_hand_built(target, seed, o)
                                  : demo_compiled(target, seed, o);
 }

@@ -1,8 +1,10 @@
 // vpuc: the command-line driver. Subcommands register themselves (tools/command.h).
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,16 @@ const std::vector<Command> &commands() {
 bool wants_help(const std::vector<std::string> &args) {
     return std::any_of(args.begin(), args.end(),
                        [](const std::string &a) { return a == "-h" || a == "--help"; });
+}
+
+int64_t integer_option(const std::string &option, const std::string &text, int64_t low,
+                       int64_t high) {
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size() || value < low || value > high)
+        throw std::runtime_error(option + " needs an integer in " + std::to_string(low) + ".." +
+                                 std::to_string(high) + " (got '" + text + "')");
+    return value;
 }
 
 } // namespace vpuc::tools

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
+#include <string_view>
 
 namespace vpuc::dsl {
 
@@ -316,7 +317,8 @@ namespace {
 // Reads a chain as Schedule::to_string prints it, e.g.
 // "distribute(y, 2, SOH).split(y, yo, yi, {4, 12, 8, 4}).prefetch(1)": each directive's
 // arguments are words (names, numbers, enum values) or one braced list of numbers, in the
-// order to_string writes the fields.
+// order to_string writes the fields. A name with spaces, commas, parentheses or braces does
+// not read back; JSON carries any name.
 class ChainReader {
   public:
     explicit ChainReader(const std::string &text) : text_(text) {}
@@ -363,11 +365,12 @@ class ChainReader {
         return at_ < text_.size() && text_[at_] == c;
     }
 
+    // Anything up to a space or a delimiter, so that layer names such as "block1/conv.0" read.
     std::string word() {
         skip_space();
         const size_t begin = at_;
-        while (at_ < text_.size() && (std::isalnum((unsigned char)text_[at_]) ||
-                                      text_[at_] == '_' || text_[at_] == '.' || text_[at_] == '-'))
+        while (at_ < text_.size() && !std::isspace((unsigned char)text_[at_]) &&
+               std::string_view(",(){}").find(text_[at_]) == std::string_view::npos)
             ++at_;
         if (at_ == begin) fail("expected a name or a number");
         return text_.substr(begin, at_ - begin);

@@ -107,8 +107,9 @@ class Schedule {
 
     // "split(y, yo, yi, 8).on_dpu(CUBOID_16x16).prefetch(1)"
     std::string to_string() const;
-    // The printed chain read back: parse(s.to_string()) == s. Throws ScheduleError naming the
-    // directive and what is wrong with it.
+    // The printed chain read back: parse(s.to_string()) == s, unless a name holds a space, a
+    // comma, a parenthesis or a brace. Throws ScheduleError naming the directive and what is
+    // wrong with it.
     static Schedule parse(const std::string &chain);
     // JSON text: an array of {"directive": "split", "loops": [...], ...}.
     std::string to_json() const;
