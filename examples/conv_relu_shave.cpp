@@ -89,7 +89,7 @@ constexpr uint64_t kWeightsAt = 0, kTableAt = 4096, kInputAt = 8192, kConvAt = 1
 
 ExampleBlob conv_relu_shave(const target::Target &target, uint32_t seed) {
     Data d = random_data(seed);
-    BlobWriter w(target.name, "conv_relu_shave");
+    BlobWriter w(target, "conv_relu_shave");
     w.add_input("input", {1, C, H, W}, DType::U8, Layout::NHWC, {Quant(1.0f, kInputZeroPoint)});
     w.add_output("output", {1, C, H, W}, DType::U8, Layout::NHWC);
 

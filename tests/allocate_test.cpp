@@ -106,7 +106,10 @@ TEST(Allocate, ALostWriteAfterReadDependencyIsARace) {
     } catch (const codegen::LoweringError &e) {
         const std::string what = e.what();
         EXPECT_EQ(
-            what.rfind("the assembled blob has data races (missing dependencies):\n'conv.load0", 0),
+            what.rfind("the assembled blob does not verify:\ndata races: tasks touch the same "
+                       "bytes, one writing, and neither waits for the other (a missing "
+                       "dependency; results would depend on timing):\n'conv.",
+                       0),
             0u)
             << what;
         EXPECT_NE(what.find("writes CMX of tile 0+"), std::string::npos) << what;

@@ -6,6 +6,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include "codegen/lower.h"
@@ -70,7 +72,7 @@ class Cli : public ::testing::Test {
 };
 
 TEST_F(Cli, VerifyReportsDataRaces) {
-    blob::BlobWriter w("vpu27", "racy");
+    blob::BlobWriter w(vpuc::target::load_target("vpu27"), "racy");
     w.add_input("x", {64}, blob::DType::U8, blob::Layout::ND);
     w.add_dma(0, "a", blob::input_at(0), blob::cmx_at(0, 0), 64);
     w.add_dma(1, "b", blob::input_at(0), blob::cmx_at(0, 0), 64);
@@ -79,7 +81,10 @@ TEST_F(Cli, VerifyReportsDataRaces) {
     const Outcome run = vpuc_run("verify " + file.string());
     EXPECT_EQ(run.status, 1);
     EXPECT_EQ(run.output, file.string() +
-                              ": data races (tasks not ordered by barriers or queues):\n"
+                              ": invalid blob:\n"
+                              "  data races: tasks touch the same bytes, one writing, and neither "
+                              "waits for the other (a missing dependency; results would depend on "
+                              "timing):\n"
                               "  'b' (DMA queue 1) writes CMX of tile 0+0..64, which 'a' (DMA "
                               "queue 0) writes, and neither waits for the other\n");
 }
@@ -189,4 +194,208 @@ TEST_F(Cli, BenchLayersRejectsUnknownLayersAndBadSchedules) {
                    "conv1x1");
     expect_failure(vpuc_run("bench layers --layer softmax --schedule 'split(y, yo, yi'"),
                    "expected ')' at the end");
+}
+
+// ---- Bad input: every failure says what is wrong, names the file or option, and exits 1 --
+
+namespace {
+
+// A blob copying its 64-byte input to an output named `output_name`; with `valid` false the
+// copy reads past the input, which the verifier rejects.
+fs::path copy_blob(const std::string &file, const std::string &output_name, bool valid = true) {
+    blob::BlobWriter w(vpuc::target::load_target("vpu27"), "copy");
+    w.add_input("x", {64}, blob::DType::U8, blob::Layout::ND);
+    w.add_output(output_name, {64}, blob::DType::U8, blob::Layout::ND);
+    w.add_dma(0, "copy", blob::input_at(0, valid ? 0 : 32), blob::output_at(0), 64);
+    const fs::path path = scratch() / file;
+    blob::write_file(path.string(), w.finish());
+    return path;
+}
+
+fs::path file_with(const std::string &name, const std::string &bytes) {
+    const fs::path path = scratch() / name;
+    std::ofstream(path, std::ios::binary) << bytes;
+    return path;
+}
+
+// A group of commands without, or with an unknown, subcommand: status 2 and the subcommands.
+void expect_subcommands_listed(const Outcome &run, const std::string &message) {
+    EXPECT_EQ(run.status, 2) << run.output;
+    EXPECT_NE(run.output.find(message), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("  bench layers "), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("  bench timing-model "), std::string::npos) << run.output;
+}
+
+} // namespace
+
+TEST_F(Cli, BenchNeedsAKnownSubcommand) {
+    expect_subcommands_listed(vpuc_run("bench"),
+                              "vpuc: 'bench' needs a subcommand: layers, sandbox, timing-model");
+    expect_subcommands_listed(vpuc_run("bench foo"),
+                              "vpuc: unknown command 'bench foo' (bench subcommands: layers, "
+                              "sandbox, timing-model)");
+    const Outcome help = vpuc_run("bench --help");
+    EXPECT_EQ(help.status, 0) << help.output;
+    EXPECT_NE(help.output.find("usage: vpuc bench SUBCOMMAND"), std::string::npos) << help.output;
+}
+
+TEST_F(Cli, FilesThatAreNotRegularAreNamed) {
+    const std::string dir = scratch().string();
+    expect_failure(vpuc_run("verify " + dir), "vpuc verify: error: blob file '" + dir +
+                                                  "' is a directory, not a regular file");
+    expect_failure(vpuc_run("inspect /dev/zero"),
+                   "blob file '/dev/zero' is a character device, not a regular file");
+    expect_failure(vpuc_run("verify /nonexistent"),
+                   "cannot open blob file '/nonexistent': No such file or directory");
+    expect_failure(vpuc_run("bench timing-model --reference " + dir),
+                   "reference CSV file '" + dir + "' is a directory, not a regular file");
+    expect_failure(vpuc_run("demo --target " + dir),
+                   "target file '" + dir + "' is a directory, not a regular file");
+}
+
+TEST_F(Cli, SizeLimitsNameTheFileAndTheOption) {
+    const fs::path blob = copy_blob("limited.vpub", "y");
+    const std::string size = std::to_string(fs::file_size(blob));
+    expect_failure(vpuc_run("verify --max-blob-size 1K " + blob.string()),
+                   "blob file '" + blob.string() + "' is " + size +
+                       " bytes, over the limit of 1 KiB for blob files (raise it with "
+                       "--max-blob-size)");
+    const Outcome raised = vpuc_run("verify --max-blob-size 1M " + blob.string());
+    EXPECT_EQ(raised.status, 0) << raised.output;
+    expect_failure(vpuc_run("verify --max-blob-size 4X " + blob.string()),
+                   "--max-blob-size needs a size: a positive number of bytes, or of K, M or G "
+                   "(KiB, MiB, GiB), e.g. 4G, at most 1024G (got '4X')");
+    expect_failure(vpuc_run("bench timing-model --max-reference-size 0 --reference x.csv"),
+                   "--max-reference-size needs a size");
+}
+
+TEST_F(Cli, OptionValuesMustBeGiven) {
+    const fs::path blob = copy_blob("options.vpub", "y");
+    expect_failure(vpuc_run("verify " + blob.string() + " --target ''"),
+                   "vpuc verify: error: --target needs a value, got an empty one");
+    expect_failure(vpuc_run("run " + blob.string() + " --seed"), "--seed needs a value");
+    expect_failure(vpuc_run("run " + blob.string() + " --input --timing-only"),
+                   "--input needs a value, got the option '--timing-only'");
+    expect_failure(vpuc_run("bench layers --layer ''"), "--layer needs a value, got an empty one");
+    expect_failure(vpuc_run("bench timing-model --reference ''"),
+                   "--reference needs a value, got an empty one");
+    expect_failure(vpuc_run("run " + blob.string() + " --seed 1 --seed 2"),
+                   "--seed given more than once");
+}
+
+TEST_F(Cli, RunInputFilesAreNamedAndSized) {
+    const fs::path blob = copy_blob("inputs.vpub", "y");
+    expect_failure(vpuc_run("run " + blob.string() + " --input /nonexistent"),
+                   "input 'x': cannot open input file '/nonexistent': No such file or directory");
+    const fs::path small = file_with("small.bin", std::string(10, 'a'));
+    expect_failure(vpuc_run("run " + blob.string() + " --input " + small.string()),
+                   "input 'x': input file '" + small.string() + "' is 10 bytes, expected 64");
+    const fs::path large = file_with("large.bin", std::string(100, 'a'));
+    expect_failure(vpuc_run("run " + blob.string() + " --input " + large.string()),
+                   "input 'x': input file '" + large.string() +
+                       "' is 100 bytes, over the 64 bytes expected");
+}
+
+TEST_F(Cli, RunOutputDirMustExist) {
+    const fs::path blob = copy_blob("outdir.vpub", "y");
+    const fs::path missing = scratch() / "no_such_dir";
+    expect_failure(vpuc_run("run " + blob.string() + " --output-dir " + missing.string()),
+                   "--output-dir '" + missing.string() + "': no such directory");
+    EXPECT_FALSE(fs::exists(missing));
+    expect_failure(vpuc_run("run " + blob.string() + " --output-dir " + blob.string()),
+                   "--output-dir '" + blob.string() + "': not a directory");
+    expect_failure(
+        vpuc_run("run " + blob.string() + " --timing-only --output-dir " + scratch().string()),
+        "--output-dir has no use with --timing-only, which computes nothing");
+}
+
+// An output's name from the blob cannot lead its file out of --output-dir.
+TEST_F(Cli, RunOutputFilesStayInTheDirectory) {
+    const fs::path blob = copy_blob("escape.vpub", "../escape\n");
+    const fs::path dir = scratch() / "outputs";
+    fs::create_directories(dir);
+    const fs::path input = file_with("input.bin", std::string(64, '\x07'));
+    const Outcome run = vpuc_run("run " + blob.string() + " --input " + input.string() +
+                                 " --output-dir " + dir.string());
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("output '../escape\\x0a': " + (dir / ".._escape_.bin").string()),
+              std::string::npos)
+        << run.output;
+    EXPECT_EQ(fs::file_size(dir / ".._escape_.bin"), 64u);
+    EXPECT_FALSE(fs::exists(scratch() / "escape\n.bin"));
+}
+
+TEST_F(Cli, TargetNumbersOutOfRangeAreReportedAsWritten) {
+    std::ifstream in(std::string(VPUC_SOURCE_DIR) + "/vpu_target/targets/vpu27.json");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string field = "\"bytes\": 536870912,";
+    ASSERT_NE(text.find(field), std::string::npos);
+    text.replace(text.find(field), field.size(), "\"bytes\": 9223372036854775808,");
+    const fs::path target = file_with("huge_ddr.json", text);
+    expect_failure(vpuc_run("demo --target " + target.string()),
+                   target.string() +
+                       ": ddr.bytes: must be in [1048576, 68719476736], got 9223372036854775808");
+}
+
+// Bytes from files are escaped in messages: a schedule read from a file, a CSV cell.
+TEST_F(Cli, FileTextInMessagesIsEscaped) {
+    const fs::path schedule = file_with("schedule.txt", "split(y, yo, yi, 8).\xff\x1b[2J\n");
+    const Outcome bad_schedule =
+        vpuc_run("bench layers --layer conv3x3 --schedule @" + schedule.string());
+    expect_failure(bad_schedule, "schedule file '" + schedule.string() +
+                                     "': schedule 'split(y, yo, yi, 8).\\xff\\x1b[2J\\x0a'");
+    EXPECT_EQ(bad_schedule.output.find('\xff'), std::string::npos) << bad_schedule.output;
+    EXPECT_EQ(bad_schedule.output.find('\x1b'), std::string::npos) << bad_schedule.output;
+
+    const fs::path csv =
+        file_with("reference.csv", "device,direction,bytes,num_planes,length,src_width,dst_width,"
+                                   "src_stride,dst_stride,src_plane_stride,dst_plane_stride,"
+                                   "cycles\n"
+                                   "VPU\xc3\xa9,DDR2CMX,64,0,64,64,64,0,0,0,0,100\n");
+    const Outcome bad_cell = vpuc_run("bench timing-model --reference " + csv.string());
+    expect_failure(bad_cell, csv.string() + ":2: unknown device 'VPU\\xc3\\xa9'");
+    EXPECT_EQ(bad_cell.output.find('\xc3'), std::string::npos) << bad_cell.output;
+
+    // A schedule that reads but does not compile: the row's error quotes it, and JSON, which
+    // must be UTF-8, still prints.
+    const fs::path loop = file_with("loop.txt", "split(\xff, yo, yi, 8)");
+    const Outcome table = vpuc_run("bench layers --layer conv3x3 --schedule @" + loop.string());
+    expect_failure(table, "split(\\xff, yo, yi, 8): no loop '\\xff'");
+    EXPECT_EQ(table.output.find('\xff'), std::string::npos) << table.output;
+    expect_failure(vpuc_run("bench layers --json --layer conv3x3 --schedule @" + loop.string()),
+                   "\"error\": \"compile: ");
+}
+
+TEST_F(Cli, ScheduleFromAFile) {
+    const fs::path schedule =
+        file_with("schedule.json", "[{\"directive\": \"split\", \"loops\": [\"y\", \"yo\", "
+                                   "\"yi\"], \"factors\": [4, 52]}]\n");
+    const Outcome run =
+        vpuc_run("bench layers --json --layer conv3x3 --schedule @" + schedule.string());
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("\"schedule\": \"split(y, yo, yi, {4, 52})\""), std::string::npos)
+        << run.output;
+}
+
+// A failure in one row still prints the table, and the exit status says it failed.
+TEST_F(Cli, BenchLayersFailsWhenAScheduleDoesNotCompile) {
+    const Outcome run = vpuc_run("bench layers --layer conv3x3 --schedule 'split(z, zo, zi, 8)'");
+    EXPECT_EQ(run.status, 1) << run.output;
+    EXPECT_NE(run.output.find("conv3x3 56x56x64->64     int8      2 error: "), std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("no loop 'z'"), std::string::npos) << run.output;
+}
+
+// inspect prints a blob the verifier rejects, with the verdict, and exits 1.
+TEST_F(Cli, InspectFailsOnABlobThatFailsVerification) {
+    const fs::path bad = copy_blob("bad.vpub", "y", false);
+    const Outcome run = vpuc_run("inspect " + bad.string());
+    EXPECT_EQ(run.status, 1) << run.output;
+    EXPECT_NE(run.output.find("verification: FAILED"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("'copy'"), std::string::npos) << run.output;
+    const Outcome json = vpuc_run("inspect --json " + bad.string());
+    EXPECT_EQ(json.status, 1) << json.output;
+    EXPECT_NE(json.output.find("\"ok\": false"), std::string::npos) << json.output;
+    const Outcome good = vpuc_run("inspect " + copy_blob("good.vpub", "y").string());
+    EXPECT_EQ(good.status, 0) << good.output;
 }

@@ -5,11 +5,11 @@
 // schedules, give the CPU reference's bytes on both targets. The same chains with CMX cut to a
 // few kilobytes spill, and still give them.
 //
-// VPUC_PROPERTY_SCHEDULES sets the number of chains (30 when unset); seeds are fixed. A
-// failure prints the seed and every layer's schedule.
+// Each test runs 30 chains, or as many as VPUC_PROPERTY_SCHEDULES or VPUC_PROPERTY_MINUTES
+// ask (property_budget.h; the two tests are the kinds the time is split between); seeds are
+// fixed. A failure prints the seed and every layer's schedule.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <random>
 #include <sstream>
 #include <string>
@@ -17,6 +17,7 @@
 
 #include "codegen/loop_nest.h"
 #include "lowering_fixtures.h"
+#include "property_budget.h"
 #include "schedules/random_schedule.h"
 
 using namespace vpuc;
@@ -25,12 +26,7 @@ using vpuc::test::bytes_of;
 namespace {
 
 constexpr int kDefaultChains = 30;
-
-int chains() {
-    const char *env = std::getenv("VPUC_PROPERTY_SCHEDULES");
-    const int n = env && *env ? std::atoi(env) : kDefaultChains;
-    return n > 0 ? n : kDefaultChains;
-}
+constexpr size_t kKinds = 2; // the two tests below
 
 int draw(std::mt19937 &rng, int lo, int hi) {
     return lo + int(rng() % uint32_t(hi - lo + 1));
@@ -174,9 +170,9 @@ bool matches_reference(const Chain &c, const target::Target &target, std::mt1993
 }
 
 TEST(ComputeAtProperty, RandomFusedChainsGiveTheReferenceResult) {
-    const int n = chains();
-    int failures = 0;
-    for (int i = 0; i < n; ++i) {
+    const test::PropertyBudget budget(kDefaultChains, kKinds);
+    int n = 0, failures = 0;
+    for (int i = 0; budget.runs(i); ++i, ++n) {
         const uint32_t seed = 9000 + uint32_t(i);
         std::mt19937 rng(seed);
         const std::string target_name = i % 2 ? "vpu20" : "vpu27";
@@ -185,25 +181,28 @@ TEST(ComputeAtProperty, RandomFusedChainsGiveTheReferenceResult) {
         try {
             if (!matches_reference(chain, target, rng)) {
                 ADD_FAILURE() << "seed " << seed << " on " << target_name
-                              << ": result differs from the reference\n"
+                              << ": result differs from the reference (" << budget.reproduce(i)
+                              << ")\n"
                               << chain.schedules;
                 ++failures;
             }
         } catch (const std::exception &e) {
-            ADD_FAILURE() << "seed " << seed << " on " << target_name << ": " << e.what() << "\n"
+            ADD_FAILURE() << "seed " << seed << " on " << target_name << " (" << budget.reproduce(i)
+                          << "): " << e.what() << "\n"
                           << chain.schedules;
             ++failures;
         }
     }
+    test::PropertyBudget::report("compute_at chains", n, "chains", failures);
     EXPECT_EQ(failures, 0) << failures << " of " << n << " chains failed";
 }
 
 // With CMX cut to a few kilobytes, chains spill: the results stay the reference's, or the
 // lowering says which buffer does not fit; never a wrong result.
 TEST(ComputeAtProperty, ChainsThatSpillGiveTheReferenceResult) {
-    const int n = chains();
-    int failures = 0, spilled = 0;
-    for (int i = 0; i < n; ++i) {
+    const test::PropertyBudget budget(kDefaultChains, kKinds);
+    int n = 0, failures = 0, spilled = 0;
+    for (int i = 0; budget.runs(i); ++i, ++n) {
         const uint32_t seed = 9500 + uint32_t(i);
         std::mt19937 rng(seed);
         target::Target target = target::load_target(i % 2 ? "vpu20" : "vpu27");
@@ -213,7 +212,8 @@ TEST(ComputeAtProperty, ChainsThatSpillGiveTheReferenceResult) {
         try {
             if (!matches_reference(chain, target, rng, &ir)) {
                 ADD_FAILURE() << "seed " << seed << " on " << target.name << " with "
-                              << target.cmx_usable_bytes << " B of CMX: result differs\n"
+                              << target.cmx_usable_bytes << " B of CMX: result differs ("
+                              << budget.reproduce(i) << ")\n"
                               << chain.schedules;
                 ++failures;
             }
@@ -221,11 +221,14 @@ TEST(ComputeAtProperty, ChainsThatSpillGiveTheReferenceResult) {
                        ir.find(".refetch.") != std::string::npos;
         } catch (const codegen::LoweringError &e) {
             if (std::string(e.what()).find("does not fit in CMX") == std::string::npos) {
-                ADD_FAILURE() << "seed " << seed << ": " << e.what() << "\n" << chain.schedules;
+                ADD_FAILURE() << "seed " << seed << " (" << budget.reproduce(i) << "): " << e.what()
+                              << "\n"
+                              << chain.schedules;
                 ++failures;
             }
         }
     }
+    test::PropertyBudget::report("compute_at chains on small CMX", n, "chains", failures);
     EXPECT_EQ(failures, 0) << failures << " of " << n << " chains failed";
     EXPECT_GT(spilled, 0);
 }

@@ -1,6 +1,9 @@
-// find_races: tasks touching the same bytes, one of them writing, must be ordered by barriers
-// or queue order; every race is reported with both tasks and the memory.
+// Data races: tasks touching the same bytes, one of them writing, must be ordered by barriers
+// or queue order; the verifier rejects a blob with races, reporting each with both tasks and
+// the memory (find_races).
 #include <gtest/gtest.h>
+
+#include <sstream>
 
 #include "vpu_target/blob_writer.h"
 #include "vpu_target/races.h"
@@ -10,14 +13,31 @@ using namespace vpuc::blob;
 
 namespace {
 
+// The races the verifier reports, one per line after its first line, which says what a race
+// is; find_races must report the same.
 std::vector<std::string> races_of(BlobWriter &w) {
     static const vpuc::target::Target target = vpuc::target::load_target("vpu27");
     const std::vector<uint8_t> bytes = w.finish();
-    return find_races(verify(bytes, target));
+    std::vector<std::string> reported;
+    try {
+        verify(bytes, target);
+    } catch (const BlobError &e) {
+        std::istringstream lines(e.what());
+        std::string line;
+        std::getline(lines, line);
+        EXPECT_EQ(line.rfind("data races: tasks touch the same bytes, one writing, and neither "
+                             "waits for the other",
+                             0),
+                  0u)
+            << line;
+        while (std::getline(lines, line)) reported.push_back(line);
+    }
+    EXPECT_EQ(find_races(verify_structure(bytes)), reported);
+    return reported;
 }
 
 BlobWriter with_input() {
-    BlobWriter w("vpu27", "races");
+    BlobWriter w(vpuc::target::load_target("vpu27"), "races");
     w.add_input("x", {256}, DType::U8, Layout::ND);
     return w;
 }

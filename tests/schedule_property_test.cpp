@@ -4,18 +4,18 @@
 // (schedules/random_schedule.h) compile, run on the simulator and give the default schedule's
 // output byte for byte, which is also the CPU reference's (algorithms::run_reference).
 //
-// Each kind gets VPUC_PROPERTY_SCHEDULES random schedules (50 when unset), cycling through
-// kTargets, on small layers (16..48 channels, 7..20 pixels, odd sizes included) that change
-// every kSchedulesPerShape schedules. Seeds are fixed, so a run is reproducible; a longer
-// search:
+// Each kind gets 50 random schedules, cycling through kTargets, on small layers (16..48
+// channels, 7..20 pixels, odd sizes included) that change every kSchedulesPerShape schedules.
+// Seeds are fixed, so a run is reproducible; a longer search (property_budget.h), by count or
+// by time:
 //
 //   VPUC_PROPERTY_SCHEDULES=5000 ./build/tests/schedule_property_test
+//   VPUC_PROPERTY_MINUTES=60 ./build/tests/schedule_property_test
 //
 // A failure prints the kind, shape index, target, seed and the schedule as a chain and as
 // JSON (dsl::Schedule::from_json reads it back).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <functional>
 #include <iterator>
 #include <map>
@@ -30,6 +30,7 @@
 #include "codegen/dpu_match.h"
 #include "codegen/loop_nest.h"
 #include "codegen/lower.h"
+#include "property_budget.h"
 #include "schedules/default_schedule.h"
 #include "schedules/random_schedule.h"
 #include "vpu_target/simulator.h"
@@ -42,18 +43,6 @@ namespace {
 constexpr int kDefaultSchedules = 50;
 constexpr int kSchedulesPerShape = 10;
 const char *const kTargets[] = {"vpu27", "vpu20"};
-
-int schedules_per_kind() {
-    const char *env = std::getenv("VPUC_PROPERTY_SCHEDULES");
-    if (env == nullptr || *env == '\0') return kDefaultSchedules;
-    char *end = nullptr;
-    long n = std::strtol(env, &end, 10);
-    if (*end != '\0' || n < 1) {
-        ADD_FAILURE() << "VPUC_PROPERTY_SCHEDULES=" << env << ": not a positive integer";
-        return kDefaultSchedules;
-    }
-    return int(n);
-}
 
 const target::Target &target_named(const std::string &name) {
     static std::map<std::string, target::Target> loaded;
@@ -324,14 +313,15 @@ class ScheduleProperty : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
     const Kind &kind = kinds()[GetParam()];
-    const int total = schedules_per_kind();
+    const test::PropertyBudget budget(kDefaultSchedules, kinds().size());
     // Every schedule runs (a long search should count all failures); the first few print.
     constexpr int kPrinted = 10;
     int failures = 0;
     auto fail = [&](const std::string &message) {
         if (++failures <= kPrinted) ADD_FAILURE() << message;
     };
-    for (int first = 0; first < total; first += kSchedulesPerShape) {
+    int run = 0;
+    for (int first = 0; budget.runs(first); first += kSchedulesPerShape) {
         const int shape_index = first / kSchedulesPerShape;
         Draw draw(seed_of(kind.name, "shape", shape_index));
         Case c = kind.make(draw, shape_index);
@@ -361,7 +351,7 @@ TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
                 << c.layer.schedule().to_string() << " differs from the reference";
         }
 
-        for (int i = first; i < std::min(total, first + kSchedulesPerShape); ++i) {
+        for (int i = first; i < first + kSchedulesPerShape && budget.runs(i); ++i, ++run) {
             const std::string target_name = kTargets[i % std::size(kTargets)];
             const target::Target &target = target_named(target_name);
             const uint32_t seed = seed_of(kind.name, "schedule", i);
@@ -370,8 +360,8 @@ TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
             const dsl::Schedule &s = c.layer.schedule();
             auto describe = [&] {
                 return where + " on " + target_name + ", schedule " + std::to_string(i) +
-                       " (seed " + std::to_string(seed) + "):\n  " + s.to_string() + "\n" +
-                       s.to_json();
+                       " (seed " + std::to_string(seed) + "; " + budget.reproduce(i) + "):\n  " +
+                       s.to_string() + "\n" + s.to_json();
             };
             // Illegal schedules are the generator's bug, not the lowering's.
             try {
@@ -388,7 +378,8 @@ TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
             if (!error.empty()) fail(error + "\n" + describe());
         }
     }
-    EXPECT_EQ(failures, 0) << kind.name << ": " << failures << " of " << total
+    test::PropertyBudget::report(kind.name, run, "schedules", failures);
+    EXPECT_EQ(failures, 0) << kind.name << ": " << failures << " of " << run
                            << " schedules failed (the first " << kPrinted << " are shown)";
 }
 

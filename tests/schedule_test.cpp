@@ -153,6 +153,16 @@ TEST(Schedule, ParseErrorsNameTheDirectiveAndWhatIsWrong) {
                        "end");
 }
 
+// A chain may hold any bytes in a name, JSON only UTF-8: to_json writes U+FFFD for the rest
+// rather than throw (found by fuzzing), and UTF-8 names round-trip.
+TEST(Schedule, JsonOfANameThatIsNotUtf8) {
+    const Schedule raw = Schedule::parse("compute_at(conv\xff\xc3, yo)");
+    EXPECT_EQ(Schedule::from_json(raw.to_json()),
+              Schedule().compute_at("conv\xef\xbf\xbd\xef\xbf\xbd", "yo"));
+    const Schedule accented = Schedule::parse("compute_at(conv_\xc3\xa9, y\xe2\x82\xac)");
+    EXPECT_EQ(Schedule::from_json(accented.to_json()), accented);
+}
+
 TEST(Schedule, JsonHasOnlyTheFieldsADirectiveUses) {
     Schedule s;
     s.split("y", "yo", "yi", 8)

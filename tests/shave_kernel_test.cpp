@@ -1,8 +1,8 @@
-// SHAVE kernels end to end: Halide pipeline -> object in a blob -> linked with the allow-list
-// -> called on halide_buffer_t's, compared bit-exactly with the same algorithm run by Halide's
-// JIT. Kernels are compiled once per test binary (Halide compilation is the slow part). Then
-// SHAVE layers through the lowering: schedules of the loops inside a task reach the kernel,
-// and results match the CPU reference bit-exactly.
+// SHAVE kernels end to end: Halide pipeline -> object in a blob -> checked by the verifier ->
+// loaded by the sandboxed SHAVE worker -> called on views of its shared memory, compared
+// bit-exactly with the same algorithm run by Halide's JIT. Kernels are compiled once per test
+// binary (Halide compilation is the slow part). Then SHAVE layers through the lowering: schedules
+// of the loops inside a task reach the kernel, and results match the CPU reference bit-exactly.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,8 +14,10 @@
 #include "codegen/lower.h"
 #include "codegen/shave_kernel.h"
 #include "lowering_fixtures.h"
-#include "vpu_target/shave_linker.h"
+#include "vpu_target/blob_writer.h"
+#include "vpu_target/shave_sandbox.h"
 #include "vpu_target/simulator.h"
+#include "vpu_target/verifier.h"
 
 using namespace vpuc;
 using codegen::ShaveKernelBinary;
@@ -147,19 +149,13 @@ const ShaveKernelBinary &blur_x_kernel() {
     return k;
 }
 
-// ---- Blobs ---------------------------------------------------------------------------------
+// ---- Blobs ----------------------------------------------------------------------------------
 
+// A blob for vpu27 holding `kernels` (and nothing else to run).
 std::vector<uint8_t> make_blob(std::vector<std::unique_ptr<blob::KernelT>> kernels) {
-    blob::BlobT b;
-    b.header = std::make_unique<blob::HeaderT>();
-    b.header->version = std::make_unique<blob::VersionT>();
-    b.header->version->major = blob::kVersionMajor;
-    b.header->version->minor = blob::kVersionMinor;
-    b.header->target = "vpu27";
-    b.kernels = std::move(kernels);
-    flatbuffers::FlatBufferBuilder builder;
-    blob::FinishBlobBuffer(builder, blob::Blob::Pack(builder, &b));
-    return {builder.GetBufferPointer(), builder.GetBufferPointer() + builder.GetSize()};
+    blob::BlobWriter w(target::load_target("vpu27"), "kernels");
+    for (auto &k : kernels) w.add_kernel(std::move(*k));
+    return w.finish();
 }
 
 std::vector<uint8_t> blob_of(const std::vector<const ShaveKernelBinary *> &kernels) {
@@ -168,23 +164,84 @@ std::vector<uint8_t> blob_of(const std::vector<const ShaveKernelBinary *> &kerne
     return make_blob(std::move(out));
 }
 
-// The blob of the kernels that run, linked once: index 0 int8_add, 1 sigmoid_f32,
-// 2 sigmoid_f16, 3 blur_x.
-const sim::LinkedKernels &linked() {
-    static const std::vector<uint8_t> bytes = blob_of(
-        {&int8_add_kernel(), &sigmoid_f32_kernel(), &sigmoid_f16_kernel(), &blur_x_kernel()});
-    static const std::unique_ptr<sim::LinkedKernels> kernels =
-        sim::LinkedKernels::link(*blob::GetBlob(bytes.data()));
-    return *kernels;
-}
-
-std::string link_error(const std::vector<uint8_t> &bytes) {
+// The verifier's verdict on a blob of kernels: "" when it accepts them.
+std::string kernel_error(const std::vector<uint8_t> &bytes) {
     try {
-        sim::LinkedKernels::link(*blob::GetBlob(bytes.data()));
+        blob::verify(bytes, target::load_target("vpu27"));
     } catch (const blob::BlobError &e) {
         return e.what();
     }
-    return "(linked)";
+    return "";
+}
+
+// A buffer or a float scalar, as a kernel's argument.
+struct Arg {
+    const halide_buffer_t *buffer = nullptr;
+    float scalar = 0;
+};
+
+// The kernels of a blob loaded by a SHAVE worker, with shared memory to run them on. Inputs are
+// copied in, the output is read back; each run is one task (the worker's call or calls).
+class Sandboxed {
+  public:
+    explicit Sandboxed(std::vector<uint8_t> bytes)
+        : bytes_(std::move(bytes)), memory_(1 << 20),
+          sandbox_(sim::KernelImages::of(*blob::GetBlob(bytes_.data())), memory_) {}
+
+    // Copies a dense buffer into the memory; its argument keeps the buffer's mins.
+    sim::ShaveArgument place(const halide_buffer_t &b, blob::ArgKind kind) {
+        sim::ShaveArgument arg;
+        arg.kind = kind;
+        arg.dtype = dtype_of(b.type);
+        arg.offset = used_;
+        const size_t bytes = Halide::Runtime::Buffer<>(b).size_in_bytes();
+        std::memcpy(memory_.data() + used_, b.host, bytes);
+        used_ += (bytes + 63) / 64 * 64;
+        for (int d = 0; d < b.dimensions; ++d)
+            arg.dims.push_back({b.dim[d].min, b.dim[d].extent, b.dim[d].stride});
+        return arg;
+    }
+
+    std::vector<sim::ShaveArgument> inputs(const std::vector<Arg> &args) {
+        std::vector<sim::ShaveArgument> out;
+        for (const Arg &a : args) {
+            if (a.buffer) {
+                out.push_back(place(*a.buffer, blob::ArgKind::InputBuffer));
+            } else {
+                sim::ShaveArgument scalar;
+                scalar.kind = blob::ArgKind::ScalarFloat;
+                scalar.dtype = blob::DType::F32;
+                scalar.float_value = a.scalar;
+                out.push_back(scalar);
+            }
+        }
+        return out;
+    }
+
+    void run(uint32_t kernel, const std::vector<sim::ShaveArgument> &args, uint32_t shaves) {
+        sandbox_.run(kernel, args, shaves, "test");
+    }
+
+    uint8_t *memory() { return memory_.data(); }
+
+  private:
+    static blob::DType dtype_of(halide_type_t t) {
+        if (t.code == halide_type_float) return t.bits == 16 ? blob::DType::F16 : blob::DType::F32;
+        if (t.code == halide_type_uint) return blob::DType::U8;
+        return t.bits == 8 ? blob::DType::I8 : blob::DType::I32;
+    }
+
+    std::vector<uint8_t> bytes_;
+    sim::SharedMemory memory_;
+    sim::ShaveSandbox sandbox_;
+    uint64_t used_ = 0;
+};
+
+// The kernels that run, loaded once: index 0 int8_add, 1 sigmoid_f32, 2 sigmoid_f16, 3 blur_x.
+Sandboxed &sandboxed() {
+    static Sandboxed kernels(blob_of(
+        {&int8_add_kernel(), &sigmoid_f32_kernel(), &sigmoid_f16_kernel(), &blur_x_kernel()}));
+    return kernels;
 }
 
 // ---- Data ----------------------------------------------------------------------------------
@@ -213,30 +270,44 @@ template <typename T> void expect_equal(const Buffer<T> &expected, const Buffer<
     EXPECT_EQ(mismatches, 0);
 }
 
-// Runs a kernel on the whole output, then again as two SHAVEs on the two halves of dimension
-// `split`; both must equal the reference.
+// Runs a kernel on the whole output, then as two calls on the two halves of each dimension
+// (as two SHAVEs would), then split by the worker across two SHAVEs; all must equal the
+// reference.
 template <typename T>
-void run_and_compare(sim::KernelEntry entry, std::vector<void *> inputs,
+void run_and_compare(Sandboxed &kernels, uint32_t kernel, const std::vector<Arg> &inputs,
                      const Buffer<T> &reference) {
-    Buffer<T> whole(kW, kH, kC);
-    std::vector<void *> argv = inputs;
-    argv.push_back(whole.raw_buffer());
-    ASSERT_EQ(entry(argv.data()), 0);
-    expect_equal(reference, whole);
+    Buffer<T> zeros(kW, kH, kC);
+    zeros.fill(T(0));
+    auto result = [&](const sim::ShaveArgument &out) {
+        Buffer<T> got(kW, kH, kC);
+        std::memcpy(got.data(), kernels.memory() + out.offset, got.size_in_bytes());
+        return got;
+    };
+    std::vector<sim::ShaveArgument> args = kernels.inputs(inputs);
+    args.push_back(kernels.place(*zeros.raw_buffer(), blob::ArgKind::OutputBuffer));
+    kernels.run(kernel, args, 1);
+    expect_equal(reference, result(args.back()));
 
     for (int split = 0; split < 3; ++split) {
-        SCOPED_TRACE("split across two SHAVEs along dimension " + std::to_string(split));
-        Buffer<T> halves(kW, kH, kC);
-        halves.fill(T(0));
-        const int extent = halves.dim(split).extent(), first = extent / 2;
-        for (Halide::Runtime::Buffer<T> crop :
-             {halves.get()->cropped(split, 0, first),
-              halves.get()->cropped(split, first, extent - first)}) {
-            argv.back() = crop.raw_buffer();
-            ASSERT_EQ(entry(argv.data()), 0);
+        SCOPED_TRACE("two calls on the halves of dimension " + std::to_string(split));
+        args.back() = kernels.place(*zeros.raw_buffer(), blob::ArgKind::OutputBuffer);
+        const sim::ShaveArgument whole = args.back();
+        const int32_t extent = whole.dims[size_t(split)].extent, first = extent / 2;
+        for (auto [begin, size] :
+             {std::make_pair(0, first), std::make_pair(first, extent - first)}) {
+            sim::ShaveArgument crop = whole;
+            crop.dims[size_t(split)].min = begin;
+            crop.dims[size_t(split)].extent = size;
+            crop.offset += uint64_t(begin) * uint64_t(whole.dims[size_t(split)].stride) * sizeof(T);
+            args.back() = crop;
+            kernels.run(kernel, args, 1);
         }
-        expect_equal(reference, halves);
+        expect_equal(reference, result(whole));
     }
+    SCOPED_TRACE("split by the worker across two SHAVEs");
+    args.back() = kernels.place(*zeros.raw_buffer(), blob::ArgKind::OutputBuffer);
+    kernels.run(kernel, args, 2);
+    expect_equal(reference, result(args.back()));
 }
 
 // ---- Tests ---------------------------------------------------------------------------------
@@ -293,8 +364,7 @@ TEST(ShaveKernel, Int8AddMatchesJit) {
     reference.images[1].set(b);
     Buffer<int8_t> expected = reference.output.realize({kW, kH, kC}, reference_target());
 
-    ASSERT_EQ(linked().size(), 4u);
-    run_and_compare(linked().entry(0), {a.raw_buffer(), b.raw_buffer()}, expected);
+    run_and_compare(sandboxed(), 0, {{a.raw_buffer()}, {b.raw_buffer()}}, expected);
 }
 
 template <typename T> void check_sigmoid(uint32_t kernel_index, Halide::Type type) {
@@ -305,7 +375,7 @@ template <typename T> void check_sigmoid(uint32_t kernel_index, Halide::Type typ
     reference.scalars[0].set(gain);
     Buffer<T> expected = reference.output.realize({kW, kH, kC}, reference_target());
 
-    run_and_compare(linked().entry(kernel_index), {in.raw_buffer(), &gain}, expected);
+    run_and_compare(sandboxed(), kernel_index, {{in.raw_buffer()}, {nullptr, gain}}, expected);
 }
 
 TEST(ShaveKernel, SigmoidF32MatchesJit) {
@@ -321,17 +391,21 @@ TEST(ShaveKernel, HeapProducerMatchesJit) {
     reference.images[0].set(in);
     Buffer<float> expected = reference.output.realize({kW, kH, kC}, reference_target());
 
-    run_and_compare(linked().entry(3), {in.raw_buffer()}, expected);
+    run_and_compare(sandboxed(), 3, {{in.raw_buffer()}}, expected);
 }
 
 TEST(ShaveKernel, ForbiddenSymbolIsRefused) {
     // Compiling works: the allow-list is enforced where native code enters the simulator.
     const ShaveKernelBinary bad = compile(calls_system(), "calls_system");
-    const std::string error = link_error(blob_of({&int8_add_kernel(), &bad}));
+    const std::string error = kernel_error(blob_of({&int8_add_kernel(), &bad}));
     EXPECT_NE(error.find("kernel 'calls_system': references symbol 'system', which is not in "
                          "the SHAVE allow-list (allowed: halide_malloc, "),
               std::string::npos)
         << error;
+    for (const char *allowed : {"memcpy", "tanhf", "halide_error_access_out_of_bounds"})
+        EXPECT_NE(error.find(std::string(allowed) + ","), std::string::npos) << allowed;
+    for (const char *refused : {"getenv", "dlopen", "halide_do_par_for"})
+        EXPECT_EQ(error.find(refused), std::string::npos) << refused;
 }
 
 TEST(ShaveKernel, GarbageObjectIsRefused) {
@@ -341,7 +415,7 @@ TEST(ShaveKernel, GarbageObjectIsRefused) {
     garbage->object.assign(text.begin(), text.end());
     std::vector<std::unique_ptr<blob::KernelT>> kernels;
     kernels.push_back(std::move(garbage));
-    const std::string error = link_error(make_blob(std::move(kernels)));
+    const std::string error = kernel_error(make_blob(std::move(kernels)));
     EXPECT_NE(error.find("kernel 'garbage': object is not a valid ELF object"), std::string::npos)
         << error;
 }
@@ -351,15 +425,16 @@ TEST(ShaveKernel, TruncatedObjectIsRefused) {
     truncated->object.resize(truncated->object.size() / 2);
     std::vector<std::unique_ptr<blob::KernelT>> kernels;
     kernels.push_back(std::move(truncated));
-    const std::string error = link_error(make_blob(std::move(kernels)));
+    const std::string error = kernel_error(make_blob(std::move(kernels)));
     EXPECT_NE(error.find("kernel 'int8_add': object is malformed: section table: "),
               std::string::npos)
         << error;
 }
 
-TEST(ShaveKernel, CorruptObjectsNeverCrashTheLinker) {
-    // A few bytes of a valid object overwritten, many times over: each object links or is
-    // refused with a BlobError. (The linked ones are never run: their code may be corrupt.)
+TEST(ShaveKernel, CorruptObjectsAreRefusedOrLoad) {
+    // A few bytes of a valid object overwritten, many times over (and the kernel's hash made to
+    // match, as by someone who meant it): each object is refused by the verifier with a
+    // BlobError, or the worker loads it. (Loaded ones are not run: their code may be corrupt.)
     uint32_t state = 7;
     auto next = [&] { return (state = state * 1664525u + 1013904223u) >> 8; };
     int refused = 0;
@@ -369,9 +444,30 @@ TEST(ShaveKernel, CorruptObjectsNeverCrashTheLinker) {
             corrupt->object[next() % corrupt->object.size()] = uint8_t(next());
         std::vector<std::unique_ptr<blob::KernelT>> kernels;
         kernels.push_back(std::move(corrupt));
-        if (link_error(make_blob(std::move(kernels))) != "(linked)") ++refused;
+        const std::vector<uint8_t> bytes = make_blob(std::move(kernels));
+        if (!kernel_error(bytes).empty()) {
+            ++refused;
+            continue;
+        }
+        sim::SharedMemory memory(4096);
+        EXPECT_NO_THROW(
+            sim::ShaveSandbox(sim::KernelImages::of(*blob::GetBlob(bytes.data())), memory)
+                .wait_for_kernels())
+            << "object " << i;
     }
     EXPECT_GT(refused, 50);
+}
+
+TEST(ShaveKernel, CorruptedKernelIsCaughtByItsHash) {
+    auto kernel = codegen::to_blob_kernel(int8_add_kernel());
+    blob::BlobWriter w(target::load_target("vpu27"), "kernels");
+    w.add_kernel(*kernel);
+    w.blob().kernels[0]->object[100] ^= 1;
+    EXPECT_NE(kernel_error(w.finish())
+                  .find("kernel 0 'int8_add': sha256: does not match the "
+                        "kernel's entry, contract and object: the kernel is "
+                        "corrupted"),
+              std::string::npos);
 }
 
 TEST(ShaveKernel, MissingEntryIsRefused) {
@@ -379,7 +475,7 @@ TEST(ShaveKernel, MissingEntryIsRefused) {
     wrong_entry->entry = "int8_add_main";
     std::vector<std::unique_ptr<blob::KernelT>> kernels;
     kernels.push_back(std::move(wrong_entry));
-    const std::string error = link_error(make_blob(std::move(kernels)));
+    const std::string error = kernel_error(make_blob(std::move(kernels)));
     EXPECT_NE(error.find("kernel 'int8_add': object does not define its entry point "
                          "'int8_add_main'"),
               std::string::npos)
@@ -437,14 +533,6 @@ TEST(ShaveKernel, BadPipelinesAreRefused) {
               "int8, float16, float32 or int32");
 }
 
-TEST(ShaveKernel, AllowList) {
-    const auto &allowed = sim::LinkedKernels::allowed_symbols();
-    for (const char *name : {"halide_malloc", "halide_free", "memcpy", "tanhf"})
-        EXPECT_NE(std::find(allowed.begin(), allowed.end(), name), allowed.end()) << name;
-    for (const char *name : {"system", "getenv", "dlopen", "halide_do_par_for"})
-        EXPECT_EQ(std::find(allowed.begin(), allowed.end(), name), allowed.end()) << name;
-}
-
 // ---- Multi-stage kernels --------------------------------------------------------------------
 
 TEST(ShaveKernel, ReductionsAreComputedOncePerKernel) {
@@ -467,8 +555,6 @@ TEST(ShaveKernel, ReductionsAreComputedOncePerKernel) {
 TEST(ShaveKernel, ReductionAtRootMatchesJit) {
     Pipeline kernel_pipeline = row_normalize();
     const ShaveKernelBinary k = compile(kernel_pipeline, "row_normalize");
-    const std::vector<uint8_t> bytes = blob_of({&k});
-    const auto kernels = sim::LinkedKernels::link(*blob::GetBlob(bytes.data()));
 
     auto in = random_buffer<float>(kW, kH, kC, 5, 0.5f);
     // Rows of positive values, so that no total is near 0.
@@ -478,7 +564,8 @@ TEST(ShaveKernel, ReductionAtRootMatchesJit) {
     Buffer<float> expected = reference.output.realize({kW, kH, kC}, reference_target());
 
     // Every crop, along x too, reads whole input rows.
-    run_and_compare(kernels->entry(0), {in.raw_buffer()}, expected);
+    Sandboxed own(blob_of({&k}));
+    run_and_compare(own, 0, {{in.raw_buffer()}}, expected);
 }
 
 TEST(ShaveKernel, ShaveShareIsTheSimulatorsLargestSlice) {
@@ -604,6 +691,47 @@ TEST(ShaveLowering, UnsupportedLoopNamesLayerAndDirective) {
                             "fuse: ci, x, y)"),
                   std::string::npos)
             << what;
+    }
+}
+
+} // namespace
+
+namespace {
+
+// A blob whose kernel says it reads its input 7 columns to the right of where it does (its
+// hash recomputed to match, as a hostile author would): the verifier accepts a window there,
+// and the kernel's own bounds check refuses the call. Native code can lie; it cannot read
+// outside its windows.
+TEST(ShaveKernel, AKernelThatLiesAboutItsReadsFailsItsOwnCheck) {
+    auto kernel = codegen::to_blob_kernel(int8_add_kernel());
+    ASSERT_EQ(kernel->args[0]->reads.size(), 3u);
+    blob::ReadBound &x = kernel->args[0]->reads[0];
+    x = blob::ReadBound(x.source(), x.scale(), x.divisor(), x.shift(), x.min_offset() + 7,
+                        x.max_offset() + 7, x.min_lo(), x.min_hi(), x.max_lo(), x.max_hi());
+    blob::BlobWriter w(target::load_target("vpu27"), "lying");
+    blob::ShaveTaskT task;
+    task.kernel = w.add_kernel(std::move(*kernel));
+    auto buffer = [](uint64_t at, int32_t x_min) {
+        auto arg = std::make_unique<blob::ShaveArgT>();
+        arg->tensor = std::make_unique<blob::TensorRefT>(
+            blob::dense(blob::cmx_at(0, at), blob::DType::I8, {16, 2, 2}));
+        arg->mins = {x_min, 0, 0};
+        return arg;
+    };
+    task.args.push_back(buffer(0, 7));
+    task.args.push_back(buffer(1024, 0));
+    task.args.push_back(buffer(2048, 0));
+    w.add_shave(0, "add", std::move(task));
+    const std::vector<uint8_t> bytes = w.finish();
+    ASSERT_EQ(kernel_error(bytes), "");
+    sim::Simulator simulator(target::load_target("vpu27"), bytes);
+    try {
+        simulator.run({});
+        FAIL() << "the kernel read outside its window";
+    } catch (const blob::BlobError &e) {
+        EXPECT_EQ(std::string(e.what()), "task 'add': kernel 'int8_add' failed (status -4): "
+                                         "Input buffer a: dimension 0 is read at 0..15, outside "
+                                         "its window 7..22");
     }
 }
 

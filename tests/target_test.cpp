@@ -110,3 +110,50 @@ TEST(Target, UnknownTargetListsBundled) {
         EXPECT_NE(std::string(e.what()).find("vpu20, vpu27"), std::string::npos) << e.what();
     }
 }
+
+// Numbers beyond what a field holds are reported as written, with the legal range.
+TEST(Target, HugeIntegerIsReportedAsWritten) {
+    std::string text =
+        replace(kMinimal, R"("bytes": 536870912)", R"("bytes": 9223372036854775808)");
+    EXPECT_EQ(error_of(text),
+              "t.json: ddr.bytes: must be in [1048576, 68719476736], got 9223372036854775808");
+    text = replace(kMinimal, R"("bytes": 536870912)", R"("bytes": 18446744073709551616)");
+    EXPECT_EQ(error_of(text), "t.json: ddr.bytes: must be an integer in [1048576, 68719476736], "
+                              "got 1.8446744073709552e+19");
+}
+
+TEST(Target, NegativeAndFractionalIntegersAreReportedAsWritten) {
+    std::string text = replace(kMinimal, R"("tiles": 2)", R"("tiles": -9223372036854775809)");
+    EXPECT_EQ(error_of(text), "t.json: tiles: must be an integer in [1, 64], got "
+                              "-9.223372036854776e+18");
+    text = replace(kMinimal, R"("tiles": 2)", R"("tiles": 2.5)");
+    EXPECT_EQ(error_of(text), "t.json: tiles: must be an integer in [1, 64], got 2.5");
+    text = replace(kMinimal, R"("tiles": 2)", R"("tiles": 2.0)");
+    EXPECT_EQ(error_of(text), "t.json: tiles: must be an integer in [1, 64], got 2.0");
+}
+
+TEST(Target, RealOutOfRangeIsReportedAsWritten) {
+    std::string text = replace(kMinimal, R"("latency_ns": 500)", R"("latency_ns": 1e300)");
+    EXPECT_EQ(error_of(text), "t.json: ddr.latency_ns: must be in [0, 1e+06], got 1e+300");
+}
+
+// JSON has no NaN or infinity; a number too large for a double is a JSON error.
+TEST(Target, NumberBeyondADoubleIsInvalidJson) {
+    std::string text = replace(kMinimal, R"("latency_ns": 500)", R"("latency_ns": 1e400)");
+    EXPECT_NE(error_of(text).find("t.json: not valid JSON: "), std::string::npos);
+    EXPECT_NE(error_of(text).find("1e400"), std::string::npos) << error_of(text);
+    text = replace(kMinimal, R"("latency_ns": 500)", R"("latency_ns": NaN)");
+    EXPECT_NE(error_of(text).find("t.json: not valid JSON: "), std::string::npos);
+}
+
+// Text from the file is escaped in messages: a key made of an MPE mode's name, and what the
+// JSON parser quotes.
+TEST(Target, FileTextInMessagesIsEscaped) {
+    std::string text = replace(kMinimal, R"("name": "CUBOID_16x16", "block_w")",
+                               R"("name": "CUBOID_\u001b[31m\u00e9", "block_w")");
+    EXPECT_EQ(error_of(text), "t.json: timing.dpu.modes.CUBOID_\\x1b[31m\\xc3\\xa9: missing field");
+    const std::string invalid = error_of("{ \"name\": \x01\xff }");
+    EXPECT_NE(invalid.find("t.json: not valid JSON: "), std::string::npos) << invalid;
+    EXPECT_EQ(invalid.find('\x01'), std::string::npos) << invalid;
+    EXPECT_EQ(invalid.find('\xff'), std::string::npos) << invalid;
+}

@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
+#include <limits>
 #include <random>
 
+#include "codegen/shave_kernel.h"
 #include "examples/conv_relu_shave.h"
 #include "vpu_target/blob_writer.h"
 #include "vpu_target/verifier.h"
@@ -32,7 +35,7 @@ constexpr uint32_t kTableBytes = 16 * kC;
 // `loaded`), a 3x3 u8 convolution on the DPU (barrier `computed`), DMA the result out.
 // Tests break one thing through blob() or the accessors, then look for the message.
 struct ConvNet {
-    BlobWriter w{"vpu27", "conv"};
+    BlobWriter w{vpuc::target::load_target("vpu27"), "conv"};
     uint32_t loaded = 0, computed = 0;
 
     ConvNet() {
@@ -70,33 +73,27 @@ struct ConvNet {
         return d;
     }
 
-    // A SHAVE kernel (input buffer, output buffer, int scalar) run on the conv's output.
+    // A SHAVE task of a real kernel: square(c, x, y, n) from in(c, x, y, n) and a scalar k,
+    // reading its input where it writes its output.
     void add_shave_task() {
-        KernelT k;
-        k.name = "square";
-        k.entry = "square_argv";
-        k.object = {0x7f, 'E', 'L', 'F'};
-        k.args.push_back(kernel_arg("in", ArgKind::InputBuffer, DType::U8, 4));
-        k.args.push_back(kernel_arg("out", ArgKind::OutputBuffer, DType::U8, 4));
-        k.args.push_back(kernel_arg("n", ArgKind::ScalarInt, DType::I32, 0));
+        static const KernelT square = [] {
+            Halide::ImageParam in(Halide::UInt(8), 4, "in");
+            Halide::Param<int32_t> k("k");
+            Halide::Var c, x, y, n;
+            Halide::Func out("square");
+            Halide::Expr v = Halide::cast<int32_t>(in(c, x, y, n));
+            out(c, x, y, n) = Halide::cast<uint8_t>(Halide::min(v * v / 255 + k, 255));
+            return *vpuc::codegen::to_blob_kernel(
+                vpuc::codegen::compile_shave_kernel("square", out, {in, k}, 128));
+        }();
         ShaveTaskT s;
-        s.kernel = w.add_kernel(std::move(k));
+        s.kernel = w.add_kernel(square);
         s.shaves = 2;
         s.args.push_back(buffer_arg(nhwc(cmx_at(0, kOutAt), DType::U8, kC, kW, kH)));
-        s.args.push_back(buffer_arg(nhwc(cmx_at(0, kShaveOutAt), DType::U8, kC, kW, kH)));
         s.args.push_back(std::make_unique<ShaveArgT>());
         s.args.back()->int_value = 7;
+        s.args.push_back(buffer_arg(nhwc(cmx_at(0, kShaveOutAt), DType::U8, kC, kW, kH)));
         w.add_shave(0, "square0", std::move(s)).wait(computed);
-    }
-
-    static std::unique_ptr<KernelArgT> kernel_arg(const std::string &name, ArgKind kind,
-                                                  DType dtype, uint8_t rank) {
-        auto a = std::make_unique<KernelArgT>();
-        a->name = name;
-        a->kind = kind;
-        a->dtype = dtype;
-        a->rank = rank;
-        return a;
     }
 
     static std::unique_ptr<ShaveArgT> buffer_arg(TensorRefT tensor) {
@@ -174,7 +171,7 @@ TEST(Verifier, ExampleBlobsPassOnEveryTarget) {
 TEST(Verifier, StructureOnlyReadsTheHeader) {
     ConvNet net;
     net.task("conv0").wait_barriers.push_back(99);
-    EXPECT_EQ(verify_structure(net.bytes()).header()->target()->str(), "vpu27");
+    EXPECT_EQ(verify_structure(net.bytes()).header()->target()->name()->str(), "vpu27");
 }
 
 // ---- Structure --------------------------------------------------------------------------
@@ -198,14 +195,21 @@ TEST(Verifier, RejectsTruncatedBuffer) {
 TEST(Verifier, RejectsVersionMismatch) {
     ConvNet net;
     net.w.blob().header->version->major = kVersionMajor + 1;
-    EXPECT_TRUE(rejected(net.bytes(), "header: version: blob format 2.0, this vpuc reads "
-                                      "format 1.x"));
+    EXPECT_TRUE(rejected(net.bytes(), "header: version: blob format 3.0, this vpuc reads "
+                                      "formats 2.0 to 2.0 (recompile the network)"));
+    net.w.blob().header->version->major = kVersionMajor;
+    net.w.blob().header->version->minor = kVersionMinor + 1;
+    EXPECT_TRUE(rejected(net.bytes(), "header: version: blob format 2.1, this vpuc reads "
+                                      "formats 2.0 to 2.0 (recompile the network)"));
 }
 
 TEST(Verifier, RejectsTargetMismatch) {
     EXPECT_TRUE(rejected(ConvNet().bytes(),
-                         "header: target: blob compiled for 'vpu27', not "
-                         "'vpu20'",
+                         "header: target: blob compiled for 'vpu27' (description sha256 ",
+                         vpuc::target::load_target("vpu20")));
+    EXPECT_TRUE(rejected(ConvNet().bytes(),
+                         "), not for 'vpu20' (sha256 2af612373042b616...): a blob runs on the "
+                         "target it was compiled for",
                          vpuc::target::load_target("vpu20")));
 }
 
@@ -569,7 +573,11 @@ TEST(Verifier, RejectsUnsupportedOutputDtype) {
     ConvNet net;
     net.conv().output->dtype = DType::I32;
     EXPECT_TRUE(rejected(net.bytes(), "task 'conv0' (DPU queue tile 0 dpu 0): output: dtype I32 "
-                                      "not supported by the DPU (U8, I8, F16 or F32)"));
+                                      "not supported by the DPU (U8, I8 or F16)"));
+    // Nor F32, which no DPU timing was ever calibrated for.
+    net.conv().output->dtype = DType::F32;
+    EXPECT_TRUE(rejected(net.bytes(), "task 'conv0' (DPU queue tile 0 dpu 0): output: dtype F32 "
+                                      "not supported by the DPU (U8, I8 or F16)"));
 }
 
 TEST(Verifier, RejectsWeightsOfAnotherTypeClass) {
@@ -747,17 +755,17 @@ TEST(Verifier, RejectsWrongArgumentCount) {
 TEST(Verifier, RejectsBufferArgumentWithoutTensor) {
     ConvNet net;
     net.add_shave_task();
-    net.shave().args[1]->tensor.reset();
-    EXPECT_TRUE(rejected(net.bytes(), "task 'square0' (SHAVE queue tile 0): args[1] 'out': a "
+    net.shave().args[2]->tensor.reset();
+    EXPECT_TRUE(rejected(net.bytes(), "task 'square0' (SHAVE queue tile 0): args[2] 'square': a "
                                       "buffer argument needs a tensor"));
 }
 
 TEST(Verifier, RejectsScalarArgumentWithTensor) {
     ConvNet net;
     net.add_shave_task();
-    net.shave().args[2]->tensor =
+    net.shave().args[1]->tensor =
         std::make_unique<TensorRefT>(dense(cmx_at(0, 0), DType::I32, {1}));
-    EXPECT_TRUE(rejected(net.bytes(), "task 'square0' (SHAVE queue tile 0): args[2] 'n': a "
+    EXPECT_TRUE(rejected(net.bytes(), "task 'square0' (SHAVE queue tile 0): args[1] 'k': a "
                                       "scalar argument must not have a tensor"));
 }
 
@@ -870,7 +878,7 @@ TEST(Verifier, RejectsConsumerWithoutProducer) {
 // ---- Deadlock ---------------------------------------------------------------------------
 
 TEST(Verifier, RejectsTwoQueuesWaitingOnEachOther) {
-    BlobWriter w("vpu27", "deadlock");
+    BlobWriter w(vpuc::target::load_target("vpu27"), "deadlock");
     w.add_input("x", {64}, DType::U8, Layout::ND);
     uint32_t a_done = w.add_barrier(0), b_done = w.add_barrier(1);
     w.add_dma(0, "a", input_at(0), cmx_at(0, 0), 64).wait(b_done).update(a_done);
@@ -881,7 +889,7 @@ TEST(Verifier, RejectsTwoQueuesWaitingOnEachOther) {
 }
 
 TEST(Verifier, RejectsWaitOnALaterTaskOfTheSameQueue) {
-    BlobWriter w("vpu27", "deadlock");
+    BlobWriter w(vpuc::target::load_target("vpu27"), "deadlock");
     w.add_input("x", {64}, DType::U8, Layout::ND);
     uint32_t late = w.add_barrier(0);
     w.add_dma(0, "first", input_at(0), cmx_at(0, 0), 64).wait(late);
@@ -915,7 +923,7 @@ TEST(Verifier, AcceptsPhysicalReuseAfterRelease) {
 }
 
 TEST(Verifier, RejectsReuseOfABarrierNobodyWaitsOnBeforeItsProducersFinish) {
-    BlobWriter w("vpu27", "reuse");
+    BlobWriter w(vpuc::target::load_target("vpu27"), "reuse");
     w.add_input("x", {64}, DType::U8, Layout::ND);
     uint32_t first = w.add_barrier(5), second = w.add_barrier(5);
     w.add_dma(0, "a", input_at(0), cmx_at(0, 0), 64).update(first);
@@ -929,7 +937,7 @@ TEST(Verifier, RejectsReuseOfABarrierNobodyWaitsOnBeforeItsProducersFinish) {
 // round-robin: the deadlock and reuse checks must stay fast on 100k tasks.
 TEST(Verifier, LargePipelineVerifiesQuickly) {
     constexpr uint32_t kTasks = 100000;
-    BlobWriter w("vpu27", "pipeline");
+    BlobWriter w(vpuc::target::load_target("vpu27"), "pipeline");
     w.add_input("x", {64}, DType::U8, Layout::ND);
     for (uint32_t i = 0; i < kTasks; ++i) {
         uint32_t done = w.add_barrier(uint16_t(i % 64));
@@ -962,7 +970,7 @@ TEST(Verifier, NeutralizesControlCharactersInNames) {
     net.handle("evil\x1b[2J" + std::string(200, 'x')).update(9);
     std::string error = error_of(net.bytes());
     EXPECT_EQ(error.find('\x1b'), std::string::npos);
-    EXPECT_NE(error.find("task 'evil?[2Jxxx"), std::string::npos) << error;
+    EXPECT_NE(error.find("task 'evil\\x1b[2Jxxx"), std::string::npos) << error;
     EXPECT_LT(error.size(), 300u);
 }
 
@@ -972,7 +980,11 @@ TEST(Verifier, SharedTablesExhaustTheBudget) {
     constexpr uint32_t kBarriers = 30000, kRefs = 10000;
     flatbuffers::FlatBufferBuilder fbb;
     auto version = CreateVersion(fbb, kVersionMajor, kVersionMinor);
-    auto header = CreateHeader(fbb, version, fbb.CreateString("vpu27"));
+    const Target vpu27 = vpuc::target::load_target("vpu27");
+    auto description = CreateTargetDescription(
+        fbb, fbb.CreateString(vpu27.name), fbb.CreateString(vpu27.description_json),
+        fbb.CreateVector(vpu27.description_sha256.data(), vpu27.description_sha256.size()));
+    auto header = CreateHeader(fbb, version, description);
     auto barrier = CreateBarrier(fbb, 0, 0, 0);
     std::vector<flatbuffers::Offset<Barrier>> barriers(kBarriers, barrier);
     std::vector<uint32_t> waits(kBarriers);
@@ -1045,4 +1057,174 @@ TEST(Verifier, SurvivesExtremeFieldValues) {
         }
     }
     EXPECT_GT(rejected_count, 400);
+}
+
+// ---- What running needs: every fault run would meet is the verifier's ---------------------
+
+TEST(Verifier, RejectsZeroPointsOutsideTheirType) {
+    ConvNet net;
+    net.conv().input->zero_point = std::numeric_limits<int32_t>::min();
+    net.conv().weights_zero_point = 200;
+    const std::vector<uint8_t> bytes = net.bytes();
+    EXPECT_TRUE(rejected(bytes, "task 'conv0' (DPU queue tile 0 dpu 0): input: zero point "
+                                "-2147483648 not in [0, 255] for U8"));
+    EXPECT_TRUE(rejected(bytes, "task 'conv0' (DPU queue tile 0 dpu 0): weights_zero_point: zero "
+                                "point 200 not in [-128, 127] for I8"));
+}
+
+TEST(Verifier, RejectsPpeFieldsTheArithmeticCannotTake) {
+    ConvNet net;
+    net.conv().ppe->mult = 70000;
+    net.conv().ppe->relux_max = -1;
+    net.conv().ppe->clamp_low = 10;
+    net.conv().ppe->clamp_high = 5;
+    net.conv().ppe->fp_clamp_low = std::numeric_limits<float>::quiet_NaN();
+    net.conv().ppe->fp_scale = std::numeric_limits<float>::infinity();
+    const std::vector<uint8_t> bytes = net.bytes();
+    const std::string conv = "task 'conv0' (DPU queue tile 0 dpu 0): ";
+    EXPECT_TRUE(rejected(bytes, conv + "ppe.mult: 70000 not in [0, 65535]"));
+    EXPECT_TRUE(rejected(bytes, conv + "ppe.relux_max: -1 is negative"));
+    EXPECT_TRUE(rejected(bytes, conv + "ppe.clamp_low: 10 above clamp_high 5"));
+    EXPECT_TRUE(rejected(bytes, conv + "ppe.fp_clamp_low: nan is not at most fp_clamp_high"));
+    EXPECT_TRUE(rejected(bytes, conv + "ppe.fp_scale: inf is not finite"));
+}
+
+TEST(Verifier, RejectsADmaMovingMoreThanATaskMay) {
+    ConvNet net;
+    // Stride 0 keeps every line inside memory; the count makes the copy endless.
+    net.dma("load_x").dims = {DmaDim(1u << 20, 0, 0), DmaDim(1u << 20, 0, 0)};
+    net.dma("load_x").line_bytes = 16;
+    EXPECT_TRUE(rejected(net.bytes(), "task 'load_x' (DMA queue 0): dims: the copy moves more "
+                                      "than a DMA task may (16777216 lines and 1073741824 bytes "
+                                      "over all destinations)"));
+}
+
+TEST(Verifier, RejectsADpuTaskComputingMoreThanATaskMay) {
+    ConvNet net;
+    // Channels aliased with stride 0 fit in CMX, and make 2^20 x 64 outputs of 2^20 MACs.
+    DpuTaskT &conv = net.conv();
+    conv.kernel_w = conv.kernel_h = 1;
+    conv.pad_left = conv.pad_right = conv.pad_top = conv.pad_bottom = 0;
+    conv.input->dims = {Dim(1u << 20, 0), Dim(8, 0), Dim(8, 0), Dim(1, 0)};
+    conv.output->dims = {Dim(1u << 20, 0), Dim(8, 0), Dim(8, 0), Dim(1, 0)};
+    conv.weights->dims = {Dim(1u << 20, 0), Dim(1, 0), Dim(1, 0), Dim(1u << 20, 0)};
+    conv.weight_table->dims = {Dim(4, 1), Dim(1u << 20, 0)};
+    conv.variants.clear();
+    conv.variants.push_back(
+        std::make_unique<DpuVariantT>(variant({0, 0, 0}, {8, 8, 1u << 20}, "CUBOID_16x16")));
+    EXPECT_TRUE(rejected(net.bytes(), "task 'conv0' (DPU queue tile 0 dpu 0): variants: the task "
+                                      "computes 70368744177664 multiply-accumulates, more than a "
+                                      "task may (2147483648)"));
+}
+
+TEST(Verifier, RejectsKernelFiguresTheTimingModelCannotTake) {
+    for (float ops : {std::numeric_limits<float>::quiet_NaN(),
+                      std::numeric_limits<float>::infinity(), 1e38f, -1.0f, 0.0f}) {
+        ConvNet net;
+        net.add_shave_task();
+        net.kernel().ops_per_vector = ops;
+        net.kernel().vector_lanes = 0;
+        const std::vector<uint8_t> bytes = net.bytes();
+        EXPECT_TRUE(rejected(bytes, "kernel 0 'square': ops_per_vector: ")) << ops;
+        EXPECT_TRUE(rejected(bytes, "kernel 0 'square': vector_lanes: 0 not in [1, 16]")) << ops;
+    }
+}
+
+TEST(Verifier, RejectsMinsPastTheLargestCoordinate) {
+    ConvNet net;
+    net.add_shave_task();
+    net.shave().args[0]->mins = {std::numeric_limits<int32_t>::max(),
+                                 std::numeric_limits<int32_t>::max(),
+                                 std::numeric_limits<int32_t>::max(), 0};
+    EXPECT_TRUE(rejected(net.bytes(), "task 'square0' (SHAVE queue tile 0): args[0] 'in': "
+                                      "mins[0]: 2147483647 + extent 16 passes the largest "
+                                      "coordinate (2^31 - 1)"));
+}
+
+// A window shifted against the output reads other bytes than the kernel's input: its own
+// checks would fail the call, so the verifier refuses it first.
+TEST(Verifier, RejectsAnInputWindowThatMissesWhatTheKernelReads) {
+    ConvNet net;
+    net.add_shave_task();
+    net.shave().args[0]->mins = {0, 7, 0, 0};
+    EXPECT_TRUE(rejected(net.bytes(), "task 'square0' (SHAVE queue tile 0): args[0] 'in': the "
+                                      "kernel reads 0..7 of dimension 1 for its output, outside "
+                                      "the window 7..14"));
+    net.shave().args[0]->mins.clear();
+    net.shave().args[2]->mins = {0, 0, 1, 0};
+    EXPECT_TRUE(rejected(net.bytes(), "args[0] 'in': the kernel reads 1..8 of dimension 2 for "
+                                      "its output, outside the window 0..7"));
+}
+
+TEST(Verifier, RejectsScalarsOutsideTheirType) {
+    ConvNet net;
+    net.add_shave_task();
+    net.shave().args[1]->int_value = int64_t(1) << 32;
+    EXPECT_TRUE(rejected(net.bytes(), "task 'square0' (SHAVE queue tile 0): args[1] 'k': "
+                                      "int_value 4294967296 not in [-2147483648, 2147483647] for "
+                                      "I32"));
+}
+
+TEST(Verifier, RejectsMalformedReadBounds) {
+    ConvNet net;
+    net.add_shave_task();
+    ASSERT_EQ(net.kernel().args[0]->reads.size(), 4u);
+    net.kernel().args[0]->reads[1] = ReadBound(9, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    EXPECT_TRUE(rejected(net.bytes(), "kernel 0 'square': args[0] 'in' reads[1]: source 9, "
+                                      "scale 1, divisor 0"));
+    net.kernel().args[0]->reads.pop_back();
+    EXPECT_TRUE(rejected(net.bytes(), "kernel 0 'square': args[0] 'in': reads: 3 bounds; an "
+                                      "input buffer has one per dimension (or none)"));
+}
+
+TEST(Verifier, RejectsACorruptedTargetDescription) {
+    ConvNet net;
+    net.w.blob().header->target->json[10] ^= 1;
+    EXPECT_TRUE(rejected(net.bytes(), "header: target: sha256 does not match the description it "
+                                      "carries (corrupted blob)"));
+}
+
+TEST(Verifier, TheBlobCarriesItsTarget) {
+    // A target of one's own, as a file would give it: the blob runs on its description.
+    std::string json = vpu27().description_json;
+    const std::string name = "\"name\":\"vpu27\"";
+    json.replace(json.find(name), name.size(), "\"name\":\"mine\"");
+    const Target mine = vpuc::target::parse_target(json, "mine.json");
+    BlobWriter w(mine, "own");
+    w.add_input("x", {64}, DType::U8, Layout::ND);
+    w.add_dma(0, "load", input_at(0), cmx_at(0, 0), 64);
+    const std::vector<uint8_t> bytes = w.finish();
+    const Target carried = embedded_target(verify_structure(bytes));
+    EXPECT_EQ(carried.name, "mine");
+    EXPECT_EQ(carried.description_sha256, mine.description_sha256);
+    EXPECT_EQ(error_of(bytes, carried), "");
+    EXPECT_TRUE(rejected(bytes, "header: target: blob compiled for 'mine'", vpu27()));
+}
+
+// ---- Weight tables ---------------------------------------------------------------------------
+
+TEST(Verifier, RejectsAWeightOffsetOutsideCmx) {
+    ConvNet net;
+    std::vector<uint8_t> &constants = net.w.blob().constants;
+    const uint64_t table = (kWeightBytes + 63) / 64 * 64;
+    const int32_t offset = 0x7ffffff0;
+    std::memcpy(&constants[table + 5 * 16], &offset, 4);
+    EXPECT_TRUE(rejected(net.bytes(), "task 'conv0' (DPU queue tile 0 dpu 0): weight_table: "
+                                      "entry 5: weights offset 2147483632 puts the 144 bytes of "
+                                      "the channel's weights past the end of CMX tile 0 "
+                                      "(2097152 bytes)"));
+}
+
+TEST(Verifier, RejectsAWeightTableNotCopiedFromTheConstants) {
+    ConvNet net;
+    // The table loaded from the input instead: its contents are not known.
+    net.dma("load_wt").src = std::make_unique<Address>(input_at(0));
+    EXPECT_TRUE(rejected(net.bytes(), "task 'conv0' (DPU queue tile 0 dpu 0): weight_table: "
+                                      "entry 0: its weights offset is not a copy of the constant "
+                                      "section when the task runs (last written by 'load_wt' "
+                                      "(DMA queue 1))"));
+    ConvNet never;
+    never.dma("load_wt").dst[0] = cmx_at(0, kTableAt + 8192);
+    EXPECT_TRUE(rejected(never.bytes(), "entry 0: its weights offset is not a copy of the "
+                                        "constant section when the task runs (nothing wrote it)"));
 }

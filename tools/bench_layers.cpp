@@ -1,5 +1,6 @@
 // `vpuc bench layers`: the standard layers compiled with their default schedules (or one
 // given on the command line) and simulated, against their roofline bound.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
@@ -11,7 +12,9 @@
 
 #include "bench/layers.h"
 #include "command.h"
+#include "options.h"
 #include "vpu_target/blob.h"
+#include "vpu_target/printable.h"
 
 namespace vpuc::tools {
 
@@ -19,9 +22,11 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
+const std::vector<files::FileKind> kReads = {files::FileKind::Target, files::FileKind::Schedule};
+
 const char *kUsage =
     R"(usage: vpuc bench layers [--target T] [--json] [--blob-dir DIR] [--layer NAME]
-                         [--schedule S] [--height H]
+                         [--schedule S|@FILE] [--height H]
 
 Compiles each standard layer (3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512,
 3x3 depthwise 112x112x32, 7x7/2 conv 224x224x3->64 pad 3, softmax over 1000) in
@@ -39,7 +44,7 @@ int8 and fp16 with its default schedule, simulates it (timing only) and prints:
 The 3x3 conv is also run with its default schedule limited to one tile, and the
 speedup of all tiles over one is printed last (not with --schedule or --height). A
 layer the lowering cannot compile (or the simulator cannot run) prints its error
-instead of numbers. Progress goes to stderr.
+instead of numbers, and the exit status is then 1. Progress goes to stderr.
 
 A layer can also be run with a schedule of your own (--schedule), e.g. to reproduce a
 figure of docs/benchmarks.md:
@@ -54,14 +59,15 @@ options:
                   dwconv3x3, conv7x7/2, softmax)
   --schedule S    this schedule instead of the default for every layer run, as printed
                   (a chain like 'split(y, yo, yi, 8).prefetch(1)') or as JSON ('[...]');
-                  no one-tile run then
+                  no one-tile run then; @FILE reads it from FILE
   --height H      the selected layers with H input rows instead of their own (names
                   give width x height x channels: conv3x3 56x36x64->64); no one-tile
                   run then
   --blob-dir DIR  also write each compiled blob to DIR/LAYER_DTYPE_Nt.vpub (N: the tiles
                   the schedule could use), e.g. for `vpuc run BLOB --trace FILE`; DIR is
                   created if missing
-  -h, --help      this text)";
+  -h, --help      this text
+)";
 
 struct Row {
     const bench::LayerSpec *spec;
@@ -90,10 +96,11 @@ bool is_scaling_layer(const bench::LayerSpec &spec) {
 }
 
 // Errors can span lines (the verifier lists every problem); the table keeps one row a layer.
+// They may quote a schedule read from a file: escaped, but not cut.
 std::string one_line(std::string text) {
     for (char &ch : text)
         if (ch == '\n') ch = ' ';
-    return text;
+    return printable(text, kWholeText);
 }
 
 // The speedup of all tiles over one for the scaling layer in `precision`, or 0 when either
@@ -121,8 +128,10 @@ bool measures_scaling(const std::vector<Row> &rows) {
 void print_table(const target::Target &t, const std::vector<Row> &rows,
                  const std::optional<dsl::Schedule> &schedule) {
     std::printf("vpuc bench layers: %s (%d tiles x %d DPUs, DPU clock %.0f MHz, DDR %.1f GB/s)\n",
-                t.name.c_str(), t.tiles, t.dpus_per_tile, t.dpu_clock_mhz, t.ddr_bandwidth_gbps);
-    if (schedule) std::printf("schedule: %s\n", schedule->to_string().c_str());
+                printable(t.name).c_str(), t.tiles, t.dpus_per_tile, t.dpu_clock_mhz,
+                t.ddr_bandwidth_gbps);
+    if (schedule)
+        std::printf("schedule: %s\n", printable(schedule->to_string(), kWholeText).c_str());
     std::printf("\n");
     std::printf("%-24s %-5s %5s %10s %9s %9s %-7s %8s %10s\n", "layer", "dtype", "tiles", "cycles",
                 "us", "roof us", "bound", "roof/sim", "compile ms");
@@ -191,7 +200,8 @@ void print_json(const target::Target &t, const std::vector<Row> &rows) {
         out["speedup_over_one_tile"] = {{"layer", bench::scaling_layer().name},
                                         {"by_dtype", std::move(speedups)}};
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    // A schedule from a file need not be UTF-8: replace what is not, rather than fail.
+    std::printf("%s\n", out.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
 }
 
 // The layers whose name starts with `prefix` (all for ""); an error lists the names.
@@ -208,33 +218,35 @@ std::vector<bench::LayerSpec> select_layers(const std::string &prefix) {
     return selected;
 }
 
-int run(const std::vector<std::string> &args) {
-    std::string target_name = "vpu27", blob_dir, layer_prefix;
-    std::optional<dsl::Schedule> schedule;
-    std::optional<int64_t> height;
-    bool json = false;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--target" && i + 1 < args.size())
-            target_name = args[++i];
-        else if (args[i] == "--blob-dir" && i + 1 < args.size())
-            blob_dir = args[++i];
-        else if (args[i] == "--layer" && i + 1 < args.size())
-            layer_prefix = args[++i];
-        else if (args[i] == "--schedule" && i + 1 < args.size()) {
-            const std::string &text = args[++i];
-            const size_t first = text.find_first_not_of(" \t\n");
-            schedule = first != std::string::npos && text[first] == '['
-                           ? dsl::Schedule::from_json(text)
-                           : dsl::Schedule::parse(text);
-        } else if (args[i] == "--height" && i + 1 < args.size()) {
-            height = integer_option("--height", args[++i], 1, 1 << 20);
-        } else if (args[i] == "--json")
-            json = true;
-        else
-            throw std::runtime_error("unexpected argument '" + args[i] + "' (see --help)");
+// The --schedule option: a chain or JSON, given in place or, after '@', in a file.
+dsl::Schedule schedule_option(const std::string &value) {
+    const bool in_file = value[0] == '@';
+    const std::string text =
+        in_file ? files::read_text_file(value.substr(1), files::FileKind::Schedule) : value;
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    try {
+        return first != std::string::npos && text[first] == '[' ? dsl::Schedule::from_json(text)
+                                                                : dsl::Schedule::parse(text);
+    } catch (const dsl::ScheduleError &e) {
+        if (!in_file) throw;
+        throw std::runtime_error("schedule file '" + value.substr(1) + "': " + e.what());
     }
-    const target::Target target = target::load_target(target_name);
-    std::vector<bench::LayerSpec> layers = select_layers(layer_prefix);
+}
+
+int run(const std::vector<std::string> &args) {
+    const Options o = parse_options(
+        args, {"--target", "--blob-dir", "--layer", "--schedule", "--height"}, {"--json"}, kReads);
+    if (!o.positional.empty())
+        throw std::runtime_error("unexpected argument '" + o.positional[0] + "' (see --help)");
+    const std::string blob_dir = o.get("--blob-dir");
+    std::optional<dsl::Schedule> schedule;
+    if (!o.get("--schedule").empty()) schedule = schedule_option(o.get("--schedule"));
+    std::optional<int64_t> height;
+    if (!o.get("--height").empty())
+        height = integer_option("--height", o.get("--height"), 1, 1 << 20);
+    const bool json = o.has("--json");
+    const target::Target target = target::load_target(o.get("--target", "vpu27"));
+    std::vector<bench::LayerSpec> layers = select_layers(o.get("--layer"));
     if (height)
         for (bench::LayerSpec &spec : layers) spec = bench::with_height(spec, *height);
     if (!blob_dir.empty()) {
@@ -270,11 +282,14 @@ int run(const std::vector<std::string> &args) {
         print_json(target, rows);
     else
         print_table(target, rows, schedule);
-    return 0;
+    const bool failed =
+        std::any_of(rows.begin(), rows.end(), [](const Row &r) { return !r.m.error.empty(); });
+    return failed ? 1 : 0;
 }
 
 const bool registered = register_command(
-    {"bench layers", "simulated time of the standard layers against their roofline", kUsage, run});
+    {"bench layers", "simulated time of the standard layers against their roofline",
+     kUsage + size_options_help(kReads), run});
 
 } // namespace
 

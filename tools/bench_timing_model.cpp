@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "command.h"
+#include "options.h"
 #include "vpu_target/timing_calibration.h"
 
 namespace {
@@ -25,25 +26,26 @@ options:
   --reference FILE  the VPUNN reference CSV (required)
   --target T        evaluate only the rows of T's device, with T: a bundled target
                     name or a target file, e.g. an edited copy of vpu27.json
-  -h, --help        this text)";
+  -h, --help        this text
+)";
+
+const std::vector<vpuc::files::FileKind> kReads = {vpuc::files::FileKind::ReferenceCsv,
+                                                   vpuc::files::FileKind::Target};
 
 int run(const std::vector<std::string> &args) {
-    std::string reference, target;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string &a = args[i];
-        if ((a == "--reference" || a == "--target") && i + 1 < args.size()) {
-            (a == "--reference" ? reference : target) = args[++i];
-        } else {
-            throw std::runtime_error("unexpected argument '" + a + "' (see --help)");
-        }
-    }
+    const vpuc::tools::Options o =
+        vpuc::tools::parse_options(args, {"--reference", "--target"}, {}, kReads);
+    if (!o.positional.empty())
+        throw std::runtime_error("unexpected argument '" + o.positional[0] + "' (see --help)");
+    const std::string reference = o.get("--reference");
     if (reference.empty()) throw std::runtime_error("--reference FILE is required (see --help)");
-    auto report = vpuc::target::calibrate_timing_model_file(reference, target);
+    auto report = vpuc::target::calibrate_timing_model_file(reference, o.get("--target"));
     std::fputs(vpuc::target::format_calibration_report(report).c_str(), stdout);
     return 0;
 }
 
 const bool registered = vpuc::tools::register_command(
-    {"bench timing-model", "compare the DPU/DMA timing model with VPUNN predictions", kUsage, run});
+    {"bench timing-model", "compare the DPU/DMA timing model with VPUNN predictions",
+     kUsage + vpuc::tools::size_options_help(kReads), run});
 
 } // namespace

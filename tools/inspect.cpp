@@ -10,7 +10,8 @@
 #include <stdexcept>
 
 #include "command.h"
-#include "vpu_target/races.h"
+#include "options.h"
+#include "vpu_target/printable.h"
 #include "vpu_target/verifier.h"
 
 namespace vpuc::tools {
@@ -28,12 +29,9 @@ template <typename... Args> std::string cat(const Args &...args) {
     return out.str();
 }
 
-// Blob strings may hold anything: keep control characters away from the terminal.
+// Blob strings may hold anything: escaped and cut (vpu_target/printable.h).
 std::string safe(const flatbuffers::String *s) {
-    std::string text = s ? s->str() : "";
-    for (char &ch : text)
-        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-    return text;
+    return s ? printable(s->string_view()) : "";
 }
 
 std::string quoted(const flatbuffers::String *s) {
@@ -287,10 +285,8 @@ void print_queues(const Blob &b) {
 std::vector<std::string> problems_of(const std::vector<uint8_t> &bytes, const Blob &b) {
     std::string message;
     try {
-        blob::verify(bytes, target::load_target(b.header()->target()->str()));
+        blob::verify(bytes, blob::embedded_target(b));
         return {};
-    } catch (const target::TargetError &e) {
-        message = cat("target ", quoted(b.header()->target()), " not available: ", e.what());
     } catch (const blob::BlobError &e) {
         message = e.what();
     }
@@ -300,11 +296,12 @@ std::vector<std::string> problems_of(const std::vector<uint8_t> &bytes, const Bl
     return lines;
 }
 
-void print_text(const std::string &path, const std::vector<uint8_t> &bytes, const Blob &b) {
+// Both printers return whether the blob passes verification.
+bool print_text(const std::string &path, const std::vector<uint8_t> &bytes, const Blob &b) {
     const blob::Header &h = *b.header();
     std::printf("blob %s: %zu bytes, format %u.%u, target %s, network %s\n", path.c_str(),
                 bytes.size(), h.version()->major(), h.version()->minor(),
-                quoted(h.target()).c_str(), quoted(h.name()).c_str());
+                quoted(h.target()->name()).c_str(), quoted(h.name()).c_str());
     std::vector<std::string> problems = problems_of(bytes, b);
     std::printf("verification: %s\n", problems.empty() ? "ok" : "FAILED");
     for (const auto &p : problems) std::printf("  %s\n", p.c_str());
@@ -314,6 +311,7 @@ void print_text(const std::string &path, const std::vector<uint8_t> &bytes, cons
     print_kernels(b);
     print_barriers(b);
     print_queues(b);
+    return problems.empty();
 }
 
 // ---- JSON -----------------------------------------------------------------------------
@@ -501,13 +499,13 @@ Json json_queues(const Blob &b) {
     return out;
 }
 
-void print_json(const std::string &path, const std::vector<uint8_t> &bytes, const Blob &b) {
+bool print_json(const std::string &path, const std::vector<uint8_t> &bytes, const Blob &b) {
     const blob::Header &h = *b.header();
     std::vector<std::string> problems = problems_of(bytes, b);
     Json j = {{"file", path},
               {"bytes", bytes.size()},
               {"version", cat(h.version()->major(), ".", h.version()->minor())},
-              {"target", h.target()->str()},
+              {"target", safe(h.target()->name())},
               {"name", h.name() ? h.name()->str() : ""},
               {"verification", {{"ok", problems.empty()}, {"problems", problems}}},
               {"inputs", json_io(h.inputs())},
@@ -520,58 +518,42 @@ void print_json(const std::string &path, const std::vector<uint8_t> &bytes, cons
               {"queues", json_queues(b)}};
     // Blob strings need not be UTF-8: replace what is not, rather than fail.
     std::printf("%s\n", j.dump(2, ' ', false, Json::error_handler_t::replace).c_str());
+    return problems.empty();
 }
 
 // ---- Commands -------------------------------------------------------------------------
 
-// The BLOB argument and the options, "--name value" pairs and flags.
+const std::vector<files::FileKind> kVerifyReads = {files::FileKind::Blob, files::FileKind::Target};
+const std::vector<files::FileKind> kInspectReads = {files::FileKind::Blob};
+
+// The BLOB argument and the options.
 struct Args {
     std::string blob;
     std::string target;
     bool json = false;
 };
 
-Args parse(const std::vector<std::string> &args, bool takes_target, bool takes_json) {
-    Args out;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string &a = args[i];
-        if (takes_target && a == "--target") {
-            if (i + 1 >= args.size()) throw std::runtime_error("--target needs a value");
-            out.target = args[++i];
-        } else if (takes_json && a == "--json") {
-            out.json = true;
-        } else if (a.rfind("--", 0) == 0) {
-            throw std::runtime_error("unknown option '" + a + "' (see --help)");
-        } else if (out.blob.empty()) {
-            out.blob = a;
-        } else {
-            throw std::runtime_error("expected one BLOB argument, got '" + out.blob + "' and '" +
-                                     a + "'");
-        }
-    }
-    if (out.blob.empty()) throw std::runtime_error("expected a BLOB argument (see --help)");
-    return out;
+Args parse(const std::vector<std::string> &argv, bool takes_target, bool takes_json,
+           const std::vector<files::FileKind> &reads) {
+    const Options o = parse_options(
+        argv, takes_target ? std::vector<std::string>{"--target"} : std::vector<std::string>{},
+        takes_json ? std::vector<std::string>{"--json"} : std::vector<std::string>{}, reads);
+    if (o.positional.empty()) throw std::runtime_error("expected a BLOB argument (see --help)");
+    if (o.positional.size() > 1)
+        throw std::runtime_error("expected one BLOB argument, got '" + o.positional[0] + "' and '" +
+                                 o.positional[1] + "'");
+    return {o.positional[0], o.get("--target"), o.has("--json")};
 }
 
 int verify_command(const std::vector<std::string> &argv) {
-    Args args = parse(argv, true, false);
+    Args args = parse(argv, true, false, kVerifyReads);
     std::vector<uint8_t> bytes = blob::read_file(args.blob);
     try {
-        const Blob &header_only = blob::verify_structure(bytes);
-        std::string name =
-            args.target.empty() ? header_only.header()->target()->str() : args.target;
-        target::Target target = target::load_target(name);
+        target::Target target = blob_target(blob::verify_structure(bytes), args.target);
         const Blob &b = blob::verify(bytes, target);
-        const std::vector<std::string> races = blob::find_races(b);
-        if (!races.empty()) {
-            std::fprintf(stderr, "%s: data races (tasks not ordered by barriers or queues):\n",
-                         args.blob.c_str());
-            for (const std::string &race : races) std::fprintf(stderr, "  %s\n", race.c_str());
-            return 1;
-        }
         std::printf("%s: ok (%llu tasks, %u barriers, target %s)\n", args.blob.c_str(),
                     static_cast<unsigned long long>(task_count(b)), size_of(b.barriers()),
-                    target.name.c_str());
+                    printable(target.name).c_str());
         return 0;
     } catch (const blob::BlobError &e) {
         std::fprintf(stderr, "%s: invalid blob:\n", args.blob.c_str());
@@ -583,15 +565,13 @@ int verify_command(const std::vector<std::string> &argv) {
 }
 
 int inspect_command(const std::vector<std::string> &argv) {
-    Args args = parse(argv, false, true);
+    Args args = parse(argv, false, true, kInspectReads);
     std::vector<uint8_t> bytes = blob::read_file(args.blob);
     const Blob &b = blob::verify_structure(bytes);
     set_element_budget(bytes.size());
-    if (args.json)
-        print_json(args.blob, bytes, b);
-    else
-        print_text(args.blob, bytes, b);
-    return 0;
+    const bool verified =
+        args.json ? print_json(args.blob, bytes, b) : print_text(args.blob, bytes, b);
+    return verified ? 0 : 1;
 }
 
 const bool registered_verify = register_command(
@@ -603,11 +583,14 @@ const bool registered_verify = register_command(
      "(docs/blob.md lists every check). Then looks for data races: two tasks touching the\n"
      "same bytes, one writing, with neither ordered before the other (the simulator would\n"
      "run such a blob, with results that depend on timing).\n\n"
-     "  --target NAME|FILE  verify against this target (a bundled name such as vpu27, or a\n"
-     "                      target file) instead of the one named in the blob's header\n\n"
-     "Prints 'BLOB: ok (N tasks, M barriers, target T)', or every problem found (one per\n"
-     "line, naming the task and field; races naming both tasks and the memory) on stderr\n"
-     "and exits with status 1.",
+     "  --target NAME|FILE  also check that the blob was compiled for this target (a\n"
+     "                      bundled name such as vpu27, or a target file); by default the\n"
+     "                      blob is checked against the target description it carries\n" +
+         size_options_help(kVerifyReads) +
+         "\n\n"
+         "Prints 'BLOB: ok (N tasks, M barriers, target T)', or every problem found (one per\n"
+         "line, naming the task and field; races naming both tasks and the memory) on stderr\n"
+         "and exits with status 1.",
      verify_command});
 
 const bool registered_inspect = register_command(
@@ -617,8 +600,10 @@ const bool registered_inspect = register_command(
      "against its target (and the problems if not), the I/O tensors with shape, dtype,\n"
      "layout and quantization, section sizes, SHAVE kernels with their argument contracts,\n"
      "barriers with physical ids and counts, then every queue with its tasks: name, wait and\n"
-     "update barriers, and a one-line description of the DMA, DPU or SHAVE work.\n\n"
-     "  --json  print the same as one JSON document (every field of every task)",
+     "update barriers, and a one-line description of the DMA, DPU or SHAVE work. Exits with\n"
+     "status 1 when the blob fails verification, after printing what it holds.\n\n"
+     "  --json  print the same as one JSON document (every field of every task)\n" +
+         size_options_help(kInspectReads),
      inspect_command});
 
 } // namespace

@@ -1,8 +1,13 @@
 // `vpuc run`: simulate a blob. `vpuc demo`: build and run the bundled example.
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <random>
 #include <stdexcept>
@@ -12,56 +17,21 @@
 #include "command.h"
 #include "examples/conv_relu_shave.h"
 #include "examples/small_net.h"
+#include "options.h"
 #include "run_report.h"
+#include "vpu_target/printable.h"
 #include "vpu_target/verifier.h"
 
 namespace vpuc::tools {
 
 namespace {
 
-// Minimal option parsing: "--name value" pairs and flags, in any order.
-struct Options {
-    std::vector<std::string> positional;
-    std::vector<std::pair<std::string, std::string>> values;
-    std::vector<std::string> flags;
+// Files `vpuc run` reads besides its raw inputs, whose size the blob fixes.
+const std::vector<files::FileKind> kRunReads = {files::FileKind::Blob, files::FileKind::Target};
+// Longer output names are cut in file names (NAME_MAX is 255).
+constexpr size_t kMaxOutputNameChars = 200;
 
-    std::string get(const std::string &name, const std::string &fallback = "") const {
-        for (const auto &[k, v] : values)
-            if (k == name) return v;
-        return fallback;
-    }
-    std::vector<std::string> all(const std::string &name) const {
-        std::vector<std::string> out;
-        for (const auto &[k, v] : values)
-            if (k == name) out.push_back(v);
-        return out;
-    }
-    bool has(const std::string &flag) const {
-        for (const auto &f : flags)
-            if (f == flag) return true;
-        return false;
-    }
-};
-
-Options parse(const std::vector<std::string> &args, const std::vector<std::string> &with_value,
-              const std::vector<std::string> &known_flags) {
-    Options o;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string &a = args[i];
-        if (a.rfind("--", 0) != 0) {
-            o.positional.push_back(a);
-        } else if (std::find(with_value.begin(), with_value.end(), a) != with_value.end()) {
-            if (i + 1 >= args.size()) throw std::runtime_error(a + " needs a value");
-            o.values.emplace_back(a, args[++i]);
-        } else if (std::find(known_flags.begin(), known_flags.end(), a) != known_flags.end()) {
-            o.flags.push_back(a);
-        } else {
-            throw std::runtime_error("unknown option '" + a + "' (see --help)");
-        }
-    }
-    return o;
-}
-
+// The blob's inputs: the --input files, each exactly the size of its input, or random bytes.
 std::vector<std::vector<uint8_t>> make_inputs(const blob::Blob &b, const Options &o) {
     std::vector<std::vector<uint8_t>> inputs;
     const auto *ios = b.header()->inputs();
@@ -74,12 +44,17 @@ std::vector<std::vector<uint8_t>> make_inputs(const blob::Blob &b, const Options
     for (size_t i = 0; i < count; ++i) {
         const auto *io = ios->Get(uint32_t(i));
         if (!files.empty()) {
-            inputs.push_back(blob::read_file(files[i]));
+            const std::string input = "input '" + printable(io->name()->string_view()) + "': ";
+            try {
+                inputs.push_back(
+                    files::read_input_file(files[i], files::FileKind::RawInput, io->bytes()));
+            } catch (const files::InputFileError &e) {
+                throw std::runtime_error(input + e.what());
+            }
             if (inputs.back().size() != io->bytes())
-                throw std::runtime_error("input '" + io->name()->str() + "' (" + files[i] +
-                                         "): expected " + std::to_string(io->bytes()) +
-                                         " bytes, the file has " +
-                                         std::to_string(inputs.back().size()));
+                throw std::runtime_error(input + "input file '" + files[i] + "' is " +
+                                         std::to_string(inputs.back().size()) +
+                                         " bytes, expected " + std::to_string(io->bytes()));
         } else {
             std::vector<uint8_t> data(io->bytes());
             for (auto &v : data) v = uint8_t(rng());
@@ -89,29 +64,76 @@ std::vector<std::vector<uint8_t>> make_inputs(const blob::Blob &b, const Options
     return inputs;
 }
 
+// --output-dir must name an existing directory: a mistyped name fails before the run rather
+// than after it, and nothing is created where the user did not ask.
+void require_directory(const std::string &dir) {
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(dir, error);
+    if (!std::filesystem::exists(status))
+        throw std::runtime_error("--output-dir '" + dir + "': " +
+                                 (error && error != std::errc::no_such_file_or_directory
+                                      ? error.message()
+                                      : "no such directory"));
+    if (!std::filesystem::is_directory(status))
+        throw std::runtime_error("--output-dir '" + dir + "': not a directory");
+}
+
+// The file an output goes to in DIR: NAME.bin with every character of the blob's name other
+// than letters, digits, '.', '_' and '-' made '_', so that no name reaches outside DIR.
+std::string output_file_name(const flatbuffers::String &name) {
+    std::string file;
+    for (char ch : name.string_view().substr(0, kMaxOutputNameChars))
+        file += std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '_' || ch == '-'
+                    ? ch
+                    : '_';
+    return file + ".bin";
+}
+
+void write_outputs(const blob::Blob &b, const sim::RunResult &result, const std::string &dir) {
+    const auto *outs = b.header()->outputs();
+    std::vector<std::string> written;
+    for (uint32_t i = 0; i < result.outputs.size(); ++i) {
+        const std::string name = printable(outs->Get(i)->name()->string_view());
+        const std::string path = dir + "/" + output_file_name(*outs->Get(i)->name());
+        if (std::find(written.begin(), written.end(), path) != written.end())
+            throw std::runtime_error("output '" + name + "': " + path +
+                                     " is already another output's file");
+        std::ofstream out(path, std::ios::binary);
+        out.write(reinterpret_cast<const char *>(result.outputs[i].data()),
+                  std::streamsize(result.outputs[i].size()));
+        if (!out)
+            throw std::runtime_error("output '" + name + "': cannot write '" + path +
+                                     "': " + std::strerror(errno));
+        written.push_back(path);
+        std::printf("output '%s': %s\n", name.c_str(), path.c_str());
+    }
+}
+
 int run_command(const std::vector<std::string> &args) {
-    Options o = parse(args, {"--target", "--input", "--seed", "--trace", "--output-dir"},
-                      {"--timing-only"});
+    Options o = parse_options(
+        args, {"--target", "--input", "--seed", "--trace", "--output-dir", "--kernel-time-limit"},
+        {"--timing-only"}, kRunReads);
     if (o.positional.size() != 1) throw std::runtime_error("expected one BLOB argument");
-    auto bytes = blob::read_file(o.positional[0]);
-    std::string target_name =
-        o.get("--target", blob::verify_structure(bytes).header()->target()->str());
-    sim::Simulator simulator(target::load_target(target_name), std::move(bytes));
     const bool timing_only = o.has("--timing-only");
+    for (const char *option : {"--input", "--output-dir"})
+        if (timing_only && !o.all(option).empty())
+            throw std::runtime_error(std::string(option) +
+                                     " has no use with --timing-only, which computes nothing");
+    const std::string dir = o.get("--output-dir");
+    if (!dir.empty()) require_directory(dir);
+    auto bytes = blob::read_file(o.positional[0]);
+    target::Target target = blob_target(blob::verify_structure(bytes), o.get("--target"));
+    sim::Simulator simulator(std::move(target), std::move(bytes));
+    sim::SandboxOptions sandbox;
+    sandbox.task_time_limit_s =
+        real_option("--kernel-time-limit", o.get("--kernel-time-limit", "10"), 0.001, 3600);
+    simulator.set_sandbox_options(sandbox);
     auto inputs =
         timing_only ? std::vector<std::vector<uint8_t>>{} : make_inputs(simulator.blob(), o);
     auto result =
         simulator.run(inputs, timing_only ? sim::Mode::TimingOnly : sim::Mode::Functional);
     print_run_report(simulator, result);
-    std::string dir = o.get("--output-dir");
-    if (!dir.empty() && !timing_only) {
-        const auto *outs = simulator.blob().header()->outputs();
-        for (uint32_t i = 0; i < result.outputs.size(); ++i) {
-            std::string path = dir + "/" + outs->Get(i)->name()->str() + ".bin";
-            blob::write_file(path, result.outputs[i]);
-            std::printf("output '%s': %s\n", outs->Get(i)->name()->c_str(), path.c_str());
-        }
-    }
+    if (!dir.empty()) write_outputs(simulator.blob(), result, dir);
     if (!o.get("--trace").empty()) write_trace(result, o.positional[0], o.get("--trace"));
     return 0;
 }
@@ -179,8 +201,8 @@ int demo_hand_built(const target::Target &target, uint32_t seed, const Options &
 }
 
 int demo_command(const std::vector<std::string> &args) {
-    Options o = parse(args, {"--target", "--seed", "--trace", "--blob", "--dump-after"},
-                      {"--hand-built", "--list-passes"});
+    Options o = parse_options(args, {"--target", "--seed", "--trace", "--blob", "--dump-after"},
+                              {"--hand-built", "--list-passes"}, {files::FileKind::Target});
     if (!o.positional.empty()) throw std::runtime_error("demo takes no positional arguments");
     if (o.has("--list-passes")) {
         for (const std::string &pass : codegen::pass_names()) std::printf("%s\n", pass.c_str());
@@ -201,13 +223,27 @@ const bool registered_run = register_command(
      "Verifies BLOB, then runs it on the simulator and prints latency, per-engine busy time\n"
      "and a per-layer table.\n\n"
      "options:\n"
-     "  --target T|FILE    target to run on (default: the one named in the blob)\n"
-     "  --input FILE       raw bytes of an input, once per blob input, in order\n"
-     "                     (default: random bytes from --seed)\n"
+     "  --target T|FILE    check that the blob was compiled for this target (a bundled\n"
+     "                     name or a target file); by default it runs on the target\n"
+     "                     description it carries\n"
+     "  --input FILE       raw bytes of an input, once per blob input, in order, each file\n"
+     "                     exactly the input's size (default: random bytes from --seed)\n"
      "  --seed N           seed for random inputs (default 1)\n"
-     "  --timing-only      skip functional execution (fast; no outputs)\n"
-     "  --output-dir DIR   write each output's raw bytes to DIR/NAME.bin\n"
-     "  --trace FILE       write a Chrome trace-event JSON (Perfetto) to FILE",
+     "  --timing-only      skip functional execution (fast; no outputs; not with --input\n"
+     "                     or --output-dir)\n"
+     "  --output-dir DIR   write each output's raw bytes to DIR/NAME.bin; DIR must exist,\n"
+     "                     and characters of NAME other than letters, digits, '.', '_'\n"
+     "                     and '-' become '_'\n"
+     "  --trace FILE       write a Chrome trace-event JSON (Perfetto) to FILE\n"
+     "  --kernel-time-limit S\n"
+     "                     stop a SHAVE kernel that runs longer than S seconds of wall\n"
+     "                     clock (default 10); kernels run in a sandboxed worker process\n"
+     "                     (docs/RELIABILITY.md), and one that crashes, hangs or makes a\n"
+     "                     forbidden system call is reported with its task and signal\n" +
+         size_options_help(kRunReads) +
+         "\n\nexit status: 0 when the run completes; 1 on an error (an invalid blob, a wrong "
+         "input);\n3 when a SHAVE kernel fails in its sandbox (the blob's native code, which no\n"
+         "verifier can check: the message names the task, the kernel and the signal)",
      run_command});
 
 const bool registered_demo = register_command(
@@ -226,7 +262,8 @@ const bool registered_demo = register_command(
      "  --trace FILE       where to write the trace (default demo.trace.json)\n"
      "  --dump-after PASS  print the lowering's pass log and the IR after PASS (an unknown\n"
      "                     pass is an error that lists them)\n"
-     "  --list-passes      print the lowering's passes, in order, and exit",
+     "  --list-passes      print the lowering's passes, in order, and exit\n" +
+         size_options_help({files::FileKind::Target}),
      demo_command});
 
 } // namespace

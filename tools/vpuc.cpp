@@ -1,7 +1,9 @@
 // vpuc: the command-line driver. Subcommands register themselves (tools/command.h).
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <sstream>
 #include <stdexcept>
@@ -9,6 +11,9 @@
 #include <vector>
 
 #include "command.h"
+#include "vpu_target/printable.h"
+#include "vpu_target/shave_sandbox.h"
+#include "vpu_target/verifier.h"
 
 namespace vpuc::tools {
 
@@ -33,6 +38,10 @@ bool wants_help(const std::vector<std::string> &args) {
                        [](const std::string &a) { return a == "-h" || a == "--help"; });
 }
 
+target::Target blob_target(const blob::Blob &blob, const std::string &target_option) {
+    return target_option.empty() ? blob::embedded_target(blob) : target::load_target(target_option);
+}
+
 int64_t integer_option(const std::string &option, const std::string &text, int64_t low,
                        int64_t high) {
     int64_t value = 0;
@@ -43,18 +52,68 @@ int64_t integer_option(const std::string &option, const std::string &text, int64
     return value;
 }
 
+double real_option(const std::string &option, const std::string &text, double low, double high) {
+    double value = 0;
+    char *end = nullptr;
+    if (!text.empty() && !std::isspace(static_cast<unsigned char>(text[0])))
+        value = std::strtod(text.c_str(), &end);
+    if (!end || *end != '\0' || !(value >= low && value <= high)) {
+        char range[64];
+        std::snprintf(range, sizeof range, "%g..%g", low, high);
+        throw std::runtime_error(option + " needs a number in " + range + " (got '" +
+                                 printable(text) + "')");
+    }
+    return value;
+}
+
 } // namespace vpuc::tools
 
 namespace {
+
+// The commands whose name starts with `prefix` (all for ""), sorted by name.
+std::vector<const vpuc::tools::Command *> commands_named(const std::string &prefix) {
+    std::vector<const vpuc::tools::Command *> found;
+    for (const auto &c : vpuc::tools::commands())
+        if (c.name.rfind(prefix, 0) == 0) found.push_back(&c);
+    std::sort(found.begin(), found.end(), [](auto *a, auto *b) { return a->name < b->name; });
+    return found;
+}
+
+void print_commands(std::FILE *out, const std::vector<const vpuc::tools::Command *> &list) {
+    for (const auto *c : list)
+        std::fprintf(out, "  %-22s %s\n", c->name.c_str(), c->summary.c_str());
+}
 
 void print_overview() {
     std::printf("vpuc: a Halide-style scheduling DSL, code generator and simulator for "
                 "Intel-VPU-style NPUs\n\nusage: vpuc COMMAND [ARGS...]   (vpuc COMMAND --help "
                 "for details)\n\ncommands:\n");
-    auto sorted = vpuc::tools::commands();
-    std::sort(sorted.begin(), sorted.end(),
-              [](const auto &a, const auto &b) { return a.name < b.name; });
-    for (const auto &c : sorted) std::printf("  %-22s %s\n", c.name.c_str(), c.summary.c_str());
+    print_commands(stdout, commands_named(""));
+}
+
+// `vpuc GROUP ...` where GROUP is the first word of commands such as "bench layers" but what
+// follows is none of them: help for GROUP alone, else an error listing the subcommands.
+int group_without_subcommand(const std::vector<std::string> &args,
+                             const std::vector<const vpuc::tools::Command *> &group) {
+    const std::string &name = args[0];
+    const bool missing = args.size() == 1 || args[1].rfind('-', 0) == 0;
+    if (missing && vpuc::tools::wants_help(args)) {
+        std::printf("usage: vpuc %s SUBCOMMAND [ARGS...]   (vpuc %s SUBCOMMAND --help for "
+                    "details)\n\nsubcommands:\n",
+                    name.c_str(), name.c_str());
+        print_commands(stdout, group);
+        return 0;
+    }
+    std::string names;
+    for (const auto *c : group)
+        names += (names.empty() ? "" : ", ") + c->name.substr(name.size() + 1);
+    if (missing)
+        std::fprintf(stderr, "vpuc: '%s' needs a subcommand: %s\n\n", name.c_str(), names.c_str());
+    else
+        std::fprintf(stderr, "vpuc: unknown command '%s %s' (%s subcommands: %s)\n\n", name.c_str(),
+                     args[1].c_str(), name.c_str(), names.c_str());
+    print_commands(stderr, group);
+    return 2;
 }
 
 // The command whose (possibly two-word) name matches the most leading arguments.
@@ -85,6 +144,8 @@ int main(int argc, char **argv) {
     size_t words = 0;
     const vpuc::tools::Command *command = match(args, words);
     if (!command) {
+        const auto group = commands_named(args[0] + " ");
+        if (!group.empty()) return group_without_subcommand(args, group);
         std::fprintf(stderr, "vpuc: unknown command '%s'\n\n", args[0].c_str());
         print_overview();
         return 2;
@@ -96,6 +157,10 @@ int main(int argc, char **argv) {
     }
     try {
         return command->run(rest);
+    } catch (const vpuc::sim::KernelFault &e) {
+        // Native code of the blob failed in its sandbox: the one way a verified blob can fail.
+        std::fprintf(stderr, "vpuc %s: kernel fault: %s\n", command->name.c_str(), e.what());
+        return 3;
     } catch (const std::exception &e) {
         std::fprintf(stderr, "vpuc %s: error: %s\n", command->name.c_str(), e.what());
         return 1;

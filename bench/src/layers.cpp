@@ -69,6 +69,8 @@ const char *layer_name(LayerSpec::Kind kind) {
         return "dwconv";
     case LayerSpec::Kind::Softmax:
         return "softmax";
+    case LayerSpec::Kind::Sigmoid:
+        return "sigmoid";
     }
     return "layer";
 }
@@ -95,6 +97,7 @@ int64_t LayerSpec::macs() const {
     case Kind::Depthwise:
         return out_w() * out_h() * in_c * taps;
     case Kind::Softmax:
+    case Kind::Sigmoid:
         return 0;
     }
     return 0;
@@ -108,6 +111,7 @@ int64_t LayerSpec::weight_elements() const {
     case Kind::Depthwise:
         return in_c * taps;
     case Kind::Softmax:
+    case Kind::Sigmoid:
         return 0;
     }
     return 0;
@@ -130,16 +134,18 @@ std::string shape_name(const LayerSpec &spec) {
         return "dwconv" + kernel + " " + input;
     case LayerSpec::Kind::Softmax:
         return "softmax " + (spec.in_w == 1 && spec.in_h == 1 ? std::to_string(spec.in_c) : input);
+    case LayerSpec::Kind::Sigmoid:
+        return "sigmoid " + input;
     }
     return "?";
 }
+
+} // namespace
 
 LayerSpec named(LayerSpec spec) {
     spec.name = shape_name(spec);
     return spec;
 }
-
-} // namespace
 
 const std::vector<LayerSpec> &standard_layers() {
     using K = LayerSpec::Kind;
@@ -190,6 +196,9 @@ dsl::Graph build_graph(const LayerSpec &spec, Precision precision) {
         break;
     case LayerSpec::Kind::Softmax:
         layer = algorithms::softmax(name, in);
+        break;
+    case LayerSpec::Kind::Sigmoid:
+        layer = algorithms::sigmoid(name, in);
         break;
     }
     return dsl::Graph(spec.name, {layer});

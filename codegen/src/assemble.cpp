@@ -2,7 +2,6 @@
 #include <sstream>
 
 #include "passes.h"
-#include "vpu_target/races.h"
 #include "vpu_target/verifier.h"
 
 namespace vpuc::codegen {
@@ -73,7 +72,7 @@ std::string describe(const Program &p, const View &v) {
 
 void assemble(LoweringState &s) {
     const Program &p = s.program;
-    blob::BlobWriter w(s.target.name, p.name);
+    blob::BlobWriter w(s.target, p.name);
     for (const auto &io : p.inputs) w.add_input(io.name, io.shape, io.dtype, io.layout, io.quant);
     for (const auto &io : p.outputs) w.add_output(io.name, io.shape, io.dtype, io.layout, io.quant);
     w.add_constant(p.constants.data(), p.constants.size(), 64);
@@ -127,20 +126,14 @@ void assemble(LoweringState &s) {
     s.blob = w.finish();
 }
 
-// The blob verifies against the target, and its dependencies order every two tasks that
-// touch the same bytes (one writing): a race would be a dependency some pass lost.
+// The blob verifies against the target, which includes that its dependencies order every two
+// tasks that touch the same bytes (one writing): a race would be a dependency some pass lost.
 void verify_blob(const LoweringState &s) {
-    const blob::Blob *verified = nullptr;
     try {
-        verified = &blob::verify(s.blob, s.target);
+        blob::verify(s.blob, s.target);
     } catch (const blob::BlobError &e) {
         throw LoweringError(std::string("the assembled blob does not verify:\n") + e.what());
     }
-    const std::vector<std::string> races = blob::find_races(*verified);
-    if (races.empty()) return;
-    std::string lines;
-    for (const std::string &race : races) lines += "\n" + race;
-    throw LoweringError("the assembled blob has data races (missing dependencies):" + lines);
 }
 
 std::string print(const Program &p) {

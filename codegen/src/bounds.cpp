@@ -54,7 +54,39 @@ void require(const HI::Function &f, const HI::Definition &def, const HI::Box &bo
         }
 }
 
+// Every function `root` calls, by name, and their names with consumers before producers.
+struct CallGraph {
+    std::map<std::string, HI::Function> env;
+    std::vector<std::string> consumers_first;
+
+    explicit CallGraph(const HI::Function &root) : env(HI::find_transitive_calls(root)) {
+        env[root.name()] = root;
+        consumers_first = HI::topological_order({root}, env);
+        std::reverse(consumers_first.begin(), consumers_first.end());
+    }
+
+    std::map<std::string, HI::Box> required(const HI::Function &root, const HI::Box &box) const {
+        std::map<std::string, HI::Box> boxes;
+        boxes[root.name()] = box;
+        // Consumers before producers: each function's box is complete when it is visited.
+        for (const std::string &name : consumers_first) {
+            auto f = env.find(name);
+            auto found = boxes.find(name);
+            if (f == env.end() || found == boxes.end()) continue;
+            const HI::Box needed = found->second;
+            require(f->second, f->second.definition(), needed, boxes);
+            for (const auto &update : f->second.updates())
+                require(f->second, update, needed, boxes);
+        }
+        return boxes;
+    }
+};
+
 } // namespace
+
+std::map<std::string, HI::Box> required_boxes(const Halide::Func &output, const HI::Box &box) {
+    return CallGraph(output.function()).required(output.function(), box);
+}
 
 // The layer's algorithm over image parameters standing for its inputs, with every function it
 // calls in consumer-to-producer order.
@@ -63,8 +95,7 @@ struct InputBounds::Pipeline {
     std::vector<std::array<int64_t, 3>> input_extents; // c, x, y
     std::vector<Halide::ImageParam> images;
     HI::Function root;
-    std::map<std::string, HI::Function> env;
-    std::vector<std::string> consumers_first;
+    std::unique_ptr<CallGraph> calls;
 };
 
 InputBounds::InputBounds(const dsl::Layer &layer) : pipeline_(std::make_unique<Pipeline>()) {
@@ -79,10 +110,7 @@ InputBounds::InputBounds(const dsl::Layer &layer) : pipeline_(std::make_unique<P
             {in.shape[dsl::dims::C], in.shape[dsl::dims::W], in.shape[dsl::dims::H]});
     }
     p.root = layer.algorithm()(params).function();
-    p.env = HI::find_transitive_calls(p.root);
-    p.env[p.root.name()] = p.root;
-    p.consumers_first = HI::topological_order({p.root}, p.env);
-    std::reverse(p.consumers_first.begin(), p.consumers_first.end());
+    p.calls = std::make_unique<CallGraph>(p.root);
 }
 
 InputBounds::~InputBounds() = default;
@@ -90,21 +118,11 @@ InputBounds::InputBounds(InputBounds &&) noexcept = default;
 
 std::vector<Region> InputBounds::operator()(const Region &output) const {
     const Pipeline &p = *pipeline_;
-    std::map<std::string, HI::Box> required;
     HI::Box root_box;
     for (const Interval &d : output.dims)
         root_box.push_back(
             HI::Interval(Halide::Expr(int32_t(d.begin)), Halide::Expr(int32_t(d.end - 1))));
-    required[p.root.name()] = root_box;
-    // Consumers before producers: each function's box is complete when it is visited.
-    for (const std::string &name : p.consumers_first) {
-        auto f = p.env.find(name);
-        auto box = required.find(name);
-        if (f == p.env.end() || box == required.end()) continue;
-        const HI::Box needed = box->second;
-        require(f->second, f->second.definition(), needed, required);
-        for (const auto &update : f->second.updates()) require(f->second, update, needed, required);
-    }
+    const std::map<std::string, HI::Box> required = p.calls->required(p.root, root_box);
 
     std::vector<Region> regions;
     for (size_t i = 0; i < p.input_extents.size(); ++i) {

@@ -5,14 +5,18 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+
+#include "codegen/bounds.h"
 
 namespace vpuc::codegen {
 
 namespace {
 
 using namespace Halide::Internal;
+using Halide::Internal::Interval; // not codegen's (loop_nest.h)
 
 // Halide expands exp/log/pow and friends (PureExtern math calls in the lowered Stmt) into a
 // range reduction and a polynomial, or calls libm lane by lane: an estimate of the vector
@@ -441,6 +445,200 @@ void schedule_inner_stages(const Halide::Func &output, int vector_bits) {
     }
 }
 
+// --- What a kernel reads of its inputs -------------------------------------------------------
+
+// One bound of an input dimension's read region, as blob.fbs ReadBound writes it:
+// clamp(scale * floor_div(v + shift, divisor) + offset, lo, hi) of one bound v of an output
+// dimension (its min or its max), or a constant (source -1, the value in `offset`), with
+// clamp(x, lo, hi) = max(min(x, hi), lo).
+struct BoundTerm {
+    int source = -1;
+    bool of_max = false; // v is the output dimension's max, not its min
+    int64_t scale = 1, divisor = 1, shift = 0, offset = 0;
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    bool constant() const { return source < 0; }
+    bool clamped() const { return lo != INT64_MIN || hi != INT64_MAX; }
+};
+
+int64_t floor_div(int64_t a, int64_t b) {
+    return a / b - ((a % b != 0) && ((a < 0) != (b < 0)));
+}
+
+int64_t shifted(int64_t bound, int64_t k) {
+    return bound == INT64_MIN || bound == INT64_MAX ? bound : bound + k;
+}
+
+// The variables standing for the output region's bounds, dimension by dimension.
+struct OutputBounds {
+    std::vector<std::string> min_names, max_names;
+};
+
+// `e` (a simplified bound from Halide's interval analysis) as a BoundTerm, if it has that form.
+std::optional<BoundTerm> match_bound(const Halide::Expr &e, const OutputBounds &vars) {
+    if (const int64_t *k = as_const_int(e)) {
+        BoundTerm t;
+        t.offset = *k;
+        return t;
+    }
+    if (const auto *v = e.as<Variable>()) {
+        for (size_t d = 0; d < vars.min_names.size(); ++d)
+            if (v->name == vars.min_names[d] || v->name == vars.max_names[d]) {
+                BoundTerm t;
+                t.source = int(d);
+                t.of_max = v->name == vars.max_names[d];
+                return t;
+            }
+        return std::nullopt;
+    }
+    // Binary operations with a constant operand (the simplifier puts constants on the right).
+    auto operands = [&](const Halide::Expr &a,
+                        const Halide::Expr &b) -> std::optional<std::pair<BoundTerm, int64_t>> {
+        const int64_t *k = as_const_int(b);
+        if (!k) return std::nullopt;
+        std::optional<BoundTerm> t = match_bound(a, vars);
+        if (!t) return std::nullopt;
+        return std::make_pair(*t, *k);
+    };
+    if (const auto *op = e.as<Add>()) {
+        auto m = operands(op->a, op->b);
+        if (!m) return std::nullopt;
+        auto [t, k] = *m;
+        t.offset += k;
+        t.lo = shifted(t.lo, k);
+        t.hi = shifted(t.hi, k);
+        return t;
+    }
+    if (const auto *op = e.as<Sub>()) {
+        auto m = operands(op->a, op->b);
+        if (!m) return std::nullopt;
+        auto [t, k] = *m;
+        t.offset -= k;
+        t.lo = shifted(t.lo, -k);
+        t.hi = shifted(t.hi, -k);
+        return t;
+    }
+    if (const auto *op = e.as<Mul>()) {
+        auto m = operands(op->a, op->b);
+        if (!m || m->second < 0) return std::nullopt;
+        auto [t, k] = *m;
+        if (t.constant()) return BoundTerm{-1, false, 1, 1, 0, t.offset * k};
+        if (t.clamped() && k == 0) return BoundTerm{-1, false, 1, 1, 0, 0};
+        t.scale *= k;
+        t.offset *= k;
+        if (t.lo != INT64_MIN) t.lo *= k;
+        if (t.hi != INT64_MAX) t.hi *= k;
+        return t;
+    }
+    if (const auto *op = e.as<Div>()) { // Halide's integer division rounds down
+        auto m = operands(op->a, op->b);
+        if (!m || m->second <= 0) return std::nullopt;
+        auto [t, k] = *m;
+        if (t.constant()) return BoundTerm{-1, false, 1, 1, 0, floor_div(t.offset, k)};
+        // floor_div(floor_div(v + s, d) + o, k) = floor_div(v + s + o * d, d * k)
+        if (t.scale != 1) return std::nullopt;
+        t.shift += t.offset * t.divisor;
+        t.divisor *= k;
+        t.offset = 0;
+        if (t.lo != INT64_MIN) t.lo = floor_div(t.lo, k);
+        if (t.hi != INT64_MAX) t.hi = floor_div(t.hi, k);
+        return t;
+    }
+    if (const auto *op = e.as<Max>()) {
+        auto m = operands(op->a, op->b);
+        if (!m) m = operands(op->b, op->a);
+        if (!m) return std::nullopt;
+        auto [t, k] = *m;
+        if (t.constant()) return BoundTerm{-1, false, 1, 1, 0, std::max(t.offset, k)};
+        t.lo = std::max(t.lo, k);
+        return t;
+    }
+    if (const auto *op = e.as<Min>()) {
+        auto m = operands(op->a, op->b);
+        if (!m) m = operands(op->b, op->a);
+        if (!m) return std::nullopt;
+        auto [t, k] = *m;
+        if (t.constant()) return BoundTerm{-1, false, 1, 1, 0, std::min(t.offset, k)};
+        t.hi = std::min(t.hi, k);
+        t.lo = std::min(t.lo, k);
+        return t;
+    }
+    return std::nullopt;
+}
+
+bool fits_int32(int64_t v) {
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+int32_t clamp_bound(int64_t v) {
+    return int32_t(std::clamp<int64_t>(v, INT32_MIN, INT32_MAX));
+}
+
+// The read bound of one input dimension from its interval, or nullopt when the interval does
+// not have a form the blob can state.
+std::optional<blob::ReadBound> read_bound(const Interval &interval, const OutputBounds &vars) {
+    if (!interval.is_bounded()) return std::nullopt;
+    std::optional<BoundTerm> lo = match_bound(simplify(interval.min), vars);
+    std::optional<BoundTerm> hi = match_bound(simplify(interval.max), vars);
+    if (!lo || !hi) return std::nullopt;
+    if (lo->constant() && hi->constant()) {
+        if (!fits_int32(lo->offset) || !fits_int32(hi->offset)) return std::nullopt;
+        return blob::ReadBound(-1, 0, 1, 0, int32_t(lo->offset), int32_t(hi->offset), INT32_MIN,
+                               INT32_MAX, INT32_MIN, INT32_MAX);
+    }
+    if (lo->constant() || hi->constant() || lo->source != hi->source || lo->of_max || !hi->of_max ||
+        lo->scale != hi->scale || lo->divisor != hi->divisor || lo->scale == 0)
+        return std::nullopt;
+    if (lo->divisor == 1) { // the shift folds into the offsets
+        lo->offset += lo->scale * lo->shift;
+        hi->offset += hi->scale * hi->shift;
+        lo->shift = hi->shift = 0;
+    }
+    if (lo->shift != hi->shift) return std::nullopt;
+    for (int64_t v : {lo->scale, lo->divisor, lo->shift, lo->offset, hi->offset})
+        if (!fits_int32(v)) return std::nullopt;
+    return blob::ReadBound(int8_t(lo->source), int32_t(lo->scale), int32_t(lo->divisor),
+                           int32_t(lo->shift), int32_t(lo->offset), int32_t(hi->offset),
+                           clamp_bound(lo->lo), clamp_bound(lo->hi), clamp_bound(hi->lo),
+                           clamp_bound(hi->hi));
+}
+
+// Per input buffer, per dimension, what the kernel reads for an output region given by
+// variables, as Halide's bounds inference (the one its asserts use) computes it.
+void describe_reads(const std::string &kernel, const Halide::Func &output,
+                    std::vector<KernelArgDesc> &args) {
+    OutputBounds vars;
+    Box box;
+    for (int d = 0; d < output.dimensions(); ++d) {
+        vars.min_names.push_back(kernel + ".out.min." + std::to_string(d));
+        vars.max_names.push_back(kernel + ".out.max." + std::to_string(d));
+        box.push_back(Interval(Variable::make(Halide::Int(32), vars.min_names.back()),
+                               Variable::make(Halide::Int(32), vars.max_names.back())));
+    }
+    const std::map<std::string, Box> required = required_boxes(output, box);
+    for (KernelArgDesc &arg : args) {
+        if (arg.kind != KernelArgKind::InputBuffer) continue;
+        const auto found = required.find(arg.name);
+        if (found == required.end()) continue; // not read
+        for (int d = 0; d < arg.rank; ++d) {
+            std::optional<blob::ReadBound> bound;
+            if (size_t(d) < found->second.size())
+                bound = read_bound(found->second[size_t(d)], vars);
+            if (!bound) {
+                std::ostringstream region;
+                if (size_t(d) < found->second.size())
+                    region << " (" << simplify(found->second[size_t(d)].min) << " to "
+                           << simplify(found->second[size_t(d)].max) << ")";
+                fail(kernel, "what it reads of '" + arg.name + "' along dimension " +
+                                 std::to_string(d) + region.str() +
+                                 " is not of the form the blob states (a clamp of scale * "
+                                 "floor_div(v + shift, divisor) + offset of one output bound, "
+                                 "or a constant)");
+            }
+            arg.reads.push_back(*bound);
+        }
+    }
+}
+
 blob::ArgKind to_blob(KernelArgKind kind) {
     switch (kind) {
     case KernelArgKind::InputBuffer:
@@ -458,7 +656,7 @@ blob::ArgKind to_blob(KernelArgKind kind) {
 } // namespace
 
 const Halide::Target &shave_halide_target() {
-    static const Halide::Target target("x86-64-linux-sse41-no_runtime-no_asserts-no_bounds_query");
+    static const Halide::Target target("x86-64-linux-sse41-no_runtime-no_bounds_query");
     return target;
 }
 
@@ -490,6 +688,7 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
         const LoweredFunc function = module.get_function_by_name(name);
         for (const Halide::Argument &arg : function.args)
             kernel.args.push_back(describe_argument(name, arg));
+        describe_reads(name, output, kernel.args);
         kernel.ops_per_vector = float(ops_per_output_vector(
             function,
             cost_extents.empty() ? nominal_extents(output.dimensions(), kernel.vector_lanes)
@@ -524,6 +723,7 @@ std::unique_ptr<blob::KernelT> to_blob_kernel(const ShaveKernelBinary &kernel) {
         blob_arg->kind = to_blob(arg.kind);
         blob_arg->dtype = arg.dtype;
         blob_arg->rank = uint8_t(arg.rank);
+        blob_arg->reads = arg.reads;
         out->args.push_back(std::move(blob_arg));
     }
     out->vector_lanes = kernel.vector_lanes;

@@ -172,7 +172,8 @@ void insert_spills(LoweringState &s, const std::vector<Eviction> &evictions) {
             if (piece == 0) continue;
             const Spill &sp = list[piece - 1];
             TaskIR &t = tasks[size_t(new_index[size_t(user)])];
-            for_each_view(t, [&](View &v, bool) {
+            // The structured binding is captured by copy: C++17 has no other way.
+            for_each_view(t, [&, buffer = buffer](View &v, bool) {
                 if (v.buffer == buffer) v.buffer = sp.reloaded;
             });
             t.deps.insert(t.deps.end(), sp.reload_tasks.begin(), sp.reload_tasks.end());

@@ -9,9 +9,17 @@
 #include <limits>
 #include <string_view>
 
+#include "vpu_target/printable.h"
+
 namespace vpuc::dsl {
 
 namespace {
+
+// A schedule may come from a file: what of it goes into a message is escaped and cut
+// (vpu_target/printable.h), the whole chain after kQuotedChainChars, the rest after
+// kQuotedTextChars.
+constexpr size_t kQuotedChainChars = 120;
+constexpr size_t kQuotedTextChars = 200;
 
 constexpr std::array<Directive::Kind, 15> kAllKinds = {
     Directive::Kind::Split,       Directive::Kind::Tile,      Directive::Kind::Reorder,
@@ -344,8 +352,10 @@ class ChainReader {
     };
 
     [[noreturn]] void fail(const std::string &what) const {
-        throw ScheduleError("schedule '" + text_ + "', at character " + std::to_string(at_ + 1) +
-                            (current_.empty() ? "" : " (" + current_ + ")") + ": " + what);
+        throw ScheduleError("schedule '" + printable(text_, kQuotedChainChars) +
+                            "', at character " + std::to_string(at_ + 1) +
+                            (current_.empty() ? "" : " (" + printable(current_) + ")") + ": " +
+                            printable(what, kQuotedTextChars));
     }
 
     void skip_space() {
@@ -396,6 +406,8 @@ class ChainReader {
     int64_t number(const std::string &w) const {
         int64_t v = 0;
         const auto [end, error] = std::from_chars(w.data(), w.data() + w.size(), v);
+        if (error == std::errc::result_out_of_range && end == w.data() + w.size())
+            fail("'" + w + "' is out of range (a 64-bit integer)");
         if (error != std::errc() || end != w.data() + w.size())
             fail("'" + w + "' is not an integer");
         return v;
@@ -494,7 +506,9 @@ std::string Schedule::to_json() const {
         if (f.name != NameUse::None) entry["name"] = d.name;
         if (f.memory) entry["memory"] = dsl::to_string(d.memory);
         if (f.strategy) entry["strategy"] = dsl::to_string(d.strategy);
-        text += "  " + entry.dump() + (i + 1 < directives_.size() ? ",\n" : "\n");
+        // JSON strings are UTF-8: other bytes in a name (a chain may hold any) become U+FFFD.
+        text += "  " + entry.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                (i + 1 < directives_.size() ? ",\n" : "\n");
     }
     return text + "]";
 }
@@ -529,7 +543,7 @@ class EntryReader {
   private:
     [[noreturn]] void fail(const std::string &what) const {
         throw ScheduleError("schedule JSON entry " + std::to_string(index_) + context_ + ": " +
-                            what);
+                            printable(what, kQuotedTextChars));
     }
 
     Directive::Kind read_kind() const {
@@ -606,8 +620,8 @@ Schedule Schedule::from_json(const std::string &text) {
     Json root;
     try {
         root = Json::parse(text);
-    } catch (const Json::parse_error &e) {
-        throw ScheduleError(std::string("schedule JSON: ") + e.what());
+    } catch (const Json::exception &e) { // a syntax error, or a number out of range
+        throw ScheduleError("schedule JSON: " + printable(e.what(), kQuotedTextChars));
     }
     if (!root.is_array()) throw ScheduleError("schedule JSON: not an array of directives");
     Schedule schedule;

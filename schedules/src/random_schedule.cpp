@@ -233,7 +233,10 @@ class Generator {
             const auto [outer, inner] = new_names(old);
             apply_split(name, outer, inner, extents);
             if (task_count() <= budget_) {
-                emit([&](dsl::Schedule &s) { s.split(name, outer, inner, extents); });
+                // Structured bindings are captured by copy: C++17 has no other way.
+                emit([&, outer = outer, inner = inner](dsl::Schedule &s) {
+                    s.split(name, outer, inner, extents);
+                });
                 return;
             }
             loops_ = saved;
@@ -265,7 +268,9 @@ class Generator {
             apply_split(b, bo, bi, {fb});
             apply_reorder({ai, bi, ao, bo});
             if (task_count() <= budget_) {
-                emit([&](dsl::Schedule &s) { s.tile(a, b, ao, bo, ai, bi, fa, fb); });
+                emit([&, ao = ao, ai = ai, bo = bo, bi = bi](dsl::Schedule &s) {
+                    s.tile(a, b, ao, bo, ai, bi, fa, fb);
+                });
                 return;
             }
             loops_ = saved;
@@ -306,7 +311,9 @@ class Generator {
                 loops_ = saved;
                 return;
             }
-            emit([&](dsl::Schedule &s) { s.distribute(name, tiles, strategy); });
+            emit([&, strategy = strategy](dsl::Schedule &s) {
+                s.distribute(name, tiles, strategy);
+            });
             distributed_ = true;
             return;
         }

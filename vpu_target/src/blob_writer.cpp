@@ -85,12 +85,16 @@ TaskHandle &TaskHandle::layer(const std::string &name) {
     return *this;
 }
 
-BlobWriter::BlobWriter(const std::string &target, const std::string &network_name) {
+BlobWriter::BlobWriter(const target::Target &target, const std::string &network_name) {
     blob_.header = std::make_unique<HeaderT>();
     blob_.header->version = std::make_unique<VersionT>();
     blob_.header->version->major = kVersionMajor;
     blob_.header->version->minor = kVersionMinor;
-    blob_.header->target = target;
+    blob_.header->target = std::make_unique<TargetDescriptionT>();
+    blob_.header->target->name = target.name;
+    blob_.header->target->json = target.description_json;
+    blob_.header->target->sha256.assign(target.description_sha256.begin(),
+                                        target.description_sha256.end());
     blob_.header->name = network_name;
 }
 
@@ -151,6 +155,8 @@ uint32_t BlobWriter::add_barrier(uint16_t physical_id) {
 }
 
 uint32_t BlobWriter::add_kernel(KernelT kernel) {
+    const Sha256 digest = kernel_digest(kernel);
+    kernel.sha256.assign(digest.begin(), digest.end());
     blob_.kernels.push_back(std::make_unique<KernelT>(std::move(kernel)));
     return uint32_t(blob_.kernels.size() - 1);
 }

@@ -1,6 +1,9 @@
 #include "json_fields.h"
 
+#include <limits>
 #include <sstream>
+
+#include "vpu_target/printable.h"
 
 namespace vpuc::target::detail {
 
@@ -9,7 +12,7 @@ std::string FieldReader::field_path(const std::string &key) const {
 }
 
 void FieldReader::fail(const std::string &key, const std::string &what) const {
-    throw TargetError(origin_ + ": " + field_path(key) + ": " + what);
+    throw TargetError(origin_ + ": " + printable(field_path(key) + ": " + what, kMessageTextChars));
 }
 
 const nlohmann::json &FieldReader::get(const std::string &key) const {
@@ -33,7 +36,9 @@ const nlohmann::json &FieldReader::array(const std::string &key) const {
 FieldReader FieldReader::element(size_t index) const {
     const auto &v = node_.at(index);
     std::string path = path_ + "[" + std::to_string(index) + "]";
-    if (!v.is_object()) throw TargetError(origin_ + ": " + path + ": must be an object");
+    if (!v.is_object())
+        throw TargetError(origin_ + ": " + printable(path, kMessageTextChars) +
+                          ": must be an object");
     return FieldReader(v, path, origin_);
 }
 
@@ -51,14 +56,18 @@ bool FieldReader::boolean(const std::string &key) const {
 
 int64_t FieldReader::integer(const std::string &key, int64_t min, int64_t max) const {
     const auto &v = get(key);
-    if (!v.is_number_integer()) fail(key, "must be an integer");
-    int64_t value = v.get<int64_t>();
-    if (value < min || value > max) {
+    if (!v.is_number()) fail(key, "must be an integer");
+    // nlohmann::json keeps non-negative integers unsigned: one beyond int64_t must not wrap.
+    const bool integral = v.is_number_integer() &&
+                          !(v.is_number_unsigned() &&
+                            v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()));
+    if (!integral || v.get<int64_t>() < min || v.get<int64_t>() > max) {
         std::ostringstream os;
-        os << "must be in [" << min << ", " << max << "], got " << value;
+        os << "must be " << (v.is_number_integer() ? "" : "an integer ") << "in [" << min << ", "
+           << max << "], got " << v.dump();
         fail(key, os.str());
     }
-    return value;
+    return v.get<int64_t>();
 }
 
 double FieldReader::real(const std::string &key, double min, double max) const {
@@ -67,7 +76,7 @@ double FieldReader::real(const std::string &key, double min, double max) const {
     double value = v.get<double>();
     if (!(value >= min && value <= max)) {
         std::ostringstream os;
-        os << "must be in [" << min << ", " << max << "], got " << value;
+        os << "must be in [" << min << ", " << max << "], got " << v.dump();
         fail(key, os.str());
     }
     return value;

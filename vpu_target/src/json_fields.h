@@ -9,6 +9,10 @@
 
 namespace vpuc::target::detail {
 
+// Text from the file (keys, values, the JSON parser's report) goes into messages escaped and
+// cut after this many characters (vpu_target/printable.h).
+constexpr size_t kMessageTextChars = 200;
+
 class FieldReader {
   public:
     FieldReader(const nlohmann::json &node, std::string path, std::string origin)
@@ -18,7 +22,8 @@ class FieldReader {
     const nlohmann::json &array(const std::string &key) const;
     std::string string(const std::string &key) const;
     bool boolean(const std::string &key) const;
-    // Integers and reals with an inclusive range; out-of-range values are nonsensical.
+    // Integers and reals with an inclusive range; out-of-range values are nonsensical. A value
+    // outside it (however large, fractional for an integer) is reported as written in the file.
     int64_t integer(const std::string &key, int64_t min, int64_t max) const;
     double real(const std::string &key, double min, double max) const;
     FieldReader element(size_t index) const;

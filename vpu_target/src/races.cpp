@@ -4,6 +4,8 @@
 // it (memory: tasks x queues).
 #include "vpu_target/races.h"
 
+#include "dataflow.h"
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -13,47 +15,8 @@ namespace vpuc::blob {
 
 namespace {
 
-struct TaskInfo {
-    const Task *task;
-    const TaskQueue *queue;
-    uint32_t queue_index, position;
-};
-
-// Calls f(offset, bytes) for each contiguous run of a strided tensor.
-template <typename F> void tensor_runs(const TensorRef &t, F &&f) {
-    const auto &dims = *t.dims();
-    const int64_t elem = dtype_bytes(t.dtype());
-    int64_t line = elem;
-    uint32_t d = 0;
-    for (; d < dims.size(); ++d) {
-        const Dim *dim = dims.Get(d);
-        if (dim->extent() == 0) return;
-        if (dim->extent() > 1 && dim->stride() * elem != line) break;
-        line *= dim->extent();
-    }
-    const auto base = int64_t(t.address()->offset());
-    auto outer = [&](auto &self, uint32_t k, int64_t at) -> void {
-        if (k == dims.size()) return f(uint64_t(at), uint64_t(line));
-        const Dim *dim = dims.Get(k);
-        for (uint32_t i = 0; i < dim->extent(); ++i)
-            self(self, k + 1, at + i * dim->stride() * elem);
-    };
-    outer(outer, d, base);
-}
-
-// Calls f(offset, bytes) for each line a DMA reads (`source`) or writes at `address`.
-template <typename F>
-void dma_runs(const DmaTask &dma, const Address &address, bool source, F &&f) {
-    const auto *dims = dma.dims();
-    const uint32_t count = dims ? dims->size() : 0;
-    auto outer = [&](auto &self, uint32_t k, int64_t at) -> void {
-        if (k == count) return f(uint64_t(at), uint64_t(dma.line_bytes()));
-        const DmaDim *dim = dims->Get(k);
-        const int64_t stride = source ? dim->src_stride() : dim->dst_stride();
-        for (uint32_t i = 0; i < dim->count(); ++i) self(self, k + 1, at + i * stride);
-    };
-    outer(outer, 0, int64_t(address.offset()));
-}
+using dataflow::TaskGraph;
+using dataflow::WorkBudget;
 
 uint64_t memory_key(const Address &a) {
     return uint64_t(a.space()) << 32 | a.index();
@@ -70,94 +33,51 @@ std::string memory_name(uint64_t key) {
 
 class RaceFinder {
   public:
-    RaceFinder(const Blob &blob, size_t max_reports) : blob_(blob), max_(max_reports) {}
+    RaceFinder(const Blob &blob, size_t max_reports, uint64_t work_budget)
+        : blob_(blob), max_(max_reports), graph_(blob), budget_(work_budget, "race check") {}
 
     std::vector<std::string> run() {
-        collect_tasks();
-        clocks_.assign((tasks_.size() + barrier_count_) * queue_count_, 0);
-        for (uint32_t node : dependency_order()) {
-            if (node < tasks_.size()) {
+        budget_.charge(uint64_t(graph_.tasks.size() + graph_.barrier_count) * graph_.queue_count);
+        clocks_.assign((graph_.tasks.size() + graph_.barrier_count) * graph_.queue_count, 0);
+        for (uint32_t node : graph_.dependency_order()) {
+            if (node < graph_.tasks.size()) {
                 clock_task(node);
                 if (!sweep(node)) break;
             } else {
-                clock_barrier(node - uint32_t(tasks_.size()));
+                clock_barrier(node - uint32_t(graph_.tasks.size()));
             }
         }
         return reports_;
     }
 
   private:
-    void collect_tasks() {
-        const auto *queues = blob_.queues();
-        queue_count_ = queues ? queues->size() : 0;
-        for (uint32_t q = 0; q < queue_count_; ++q) {
-            const TaskQueue *queue = queues->Get(q);
-            for (uint32_t i = 0; i < queue->tasks()->size(); ++i)
-                tasks_.push_back({queue->tasks()->Get(i), queue, q, i});
-        }
-        barrier_count_ = blob_.barriers() ? blob_.barriers()->size() : 0;
-        producers_.resize(barrier_count_);
-        waits_.resize(tasks_.size());
-        for (uint32_t t = 0; t < tasks_.size(); ++t) {
-            const Task &task = *tasks_[t].task;
-            if (task.update_barriers())
-                for (uint32_t b : *task.update_barriers()) producers_[b].push_back(t);
-            if (task.wait_barriers())
-                for (uint32_t b : *task.wait_barriers()) waits_[t].push_back(b);
-        }
-    }
-
-    // Tasks (0..T-1) and barriers (T..T+B-1) in an order where each comes after what it
-    // waits for: a task after its queue predecessor and its wait barriers, a barrier after
-    // its producers (Kahn's algorithm; verify() has ruled out cycles).
-    std::vector<uint32_t> dependency_order() const {
-        const auto tasks = uint32_t(tasks_.size());
-        std::vector<std::vector<uint32_t>> next(tasks + barrier_count_);
-        std::vector<uint32_t> indegree(next.size(), 0);
-        auto edge = [&](uint32_t from, uint32_t to) {
-            next[from].push_back(to);
-            ++indegree[to];
-        };
-        for (uint32_t t = 0; t + 1 < tasks; ++t)
-            if (tasks_[t].queue_index == tasks_[t + 1].queue_index) edge(t, t + 1);
-        for (uint32_t b = 0; b < barrier_count_; ++b)
-            for (uint32_t p : producers_[b]) edge(p, tasks + b);
-        for (uint32_t t = 0; t < tasks; ++t)
-            for (uint32_t b : waits_[t]) edge(tasks + b, t);
-        std::vector<uint32_t> order;
-        for (uint32_t n = 0; n < next.size(); ++n)
-            if (indegree[n] == 0) order.push_back(n);
-        for (size_t i = 0; i < order.size(); ++i)
-            for (uint32_t s : next[order[i]])
-                if (--indegree[s] == 0) order.push_back(s);
-        return order;
-    }
-
-    uint32_t *clock(uint32_t node) { return clocks_.data() + size_t(node) * queue_count_; }
+    uint32_t *clock(uint32_t node) { return clocks_.data() + size_t(node) * graph_.queue_count; }
 
     void join(uint32_t into, uint32_t from) {
         uint32_t *a = clock(into);
         const uint32_t *b = clock(from);
-        for (uint32_t q = 0; q < queue_count_; ++q) a[q] = std::max(a[q], b[q]);
+        for (uint32_t q = 0; q < graph_.queue_count; ++q) a[q] = std::max(a[q], b[q]);
     }
 
     // A task's clock: its queue predecessor's and its wait barriers', and itself.
     void clock_task(uint32_t t) {
-        const TaskInfo &info = tasks_[t];
+        const dataflow::TaskInfo &info = graph_.tasks[t];
+        budget_.charge(uint64_t(1 + graph_.waits[t].size()) * graph_.queue_count);
         if (info.position > 0) join(t, t - 1);
-        for (uint32_t b : waits_[t]) join(t, barrier_node(b));
+        for (uint32_t b : graph_.waits[t]) join(t, barrier_node(b));
         clock(t)[info.queue_index] = info.position + 1;
     }
 
-    uint32_t barrier_node(uint32_t b) const { return uint32_t(tasks_.size()) + b; }
+    uint32_t barrier_node(uint32_t b) const { return uint32_t(graph_.tasks.size()) + b; }
 
     void clock_barrier(uint32_t b) {
-        for (uint32_t p : producers_[b]) join(barrier_node(b), p);
+        budget_.charge(uint64_t(graph_.producers[b].size()) * graph_.queue_count);
+        for (uint32_t p : graph_.producers[b]) join(barrier_node(b), p);
     }
 
     // Task a finished before task b started.
     bool ordered(uint32_t a, uint32_t b) {
-        return clock(b)[tasks_[a].queue_index] >= tasks_[a].position + 1;
+        return clock(b)[graph_.tasks[a].queue_index] >= graph_.tasks[a].position + 1;
     }
 
     struct Segment {
@@ -169,23 +89,25 @@ class RaceFinder {
 
     // Checks and records every access of task t; false once enough races are reported.
     bool sweep(uint32_t t) {
-        const Task &task = *tasks_[t].task;
+        const Task &task = *graph_.tasks[t].task;
         auto tensor = [&](const TensorRef *ref, bool write) {
             if (!ref) return;
             const uint64_t key = memory_key(*ref->address());
-            tensor_runs(*ref,
-                        [&](uint64_t at, uint64_t bytes) { access(t, key, at, bytes, write); });
+            dataflow::tensor_runs(*ref, budget_, [&](uint64_t at, uint64_t bytes) {
+                access(t, key, at, bytes, write);
+            });
         };
         switch (task.kind_type()) {
         case TaskKind::DmaTask: {
             const DmaTask &dma = *task.kind_as_DmaTask();
             const uint64_t src = memory_key(*dma.src());
-            dma_runs(dma, *dma.src(), true,
-                     [&](uint64_t at, uint64_t bytes) { access(t, src, at, bytes, false); });
             for (const Address *dst : *dma.dst()) {
                 const uint64_t key = memory_key(*dst);
-                dma_runs(dma, *dst, false,
-                         [&](uint64_t at, uint64_t bytes) { access(t, key, at, bytes, true); });
+                dataflow::dma_lines(dma, *dst, budget_,
+                                    [&](uint64_t from, uint64_t to, uint64_t bytes) {
+                                        access(t, src, from, bytes, false);
+                                        access(t, key, to, bytes, true);
+                                    });
             }
             break;
         }
@@ -243,6 +165,7 @@ class RaceFinder {
     }
 
     void visit(uint32_t t, uint64_t key, uint64_t begin, Segment &seg, bool write) {
+        budget_.charge(1 + seg.readers.size());
         if (seg.writer >= 0 && uint32_t(seg.writer) != t && !ordered(uint32_t(seg.writer), t))
             report(uint32_t(seg.writer), t, key, begin, seg.end, true, write);
         if (write) {
@@ -259,9 +182,7 @@ class RaceFinder {
             seg.readers.push_back(t);
     }
 
-    std::string describe(uint32_t t) const {
-        return "'" + tasks_[t].task->name()->str() + "' (" + describe_queue(*tasks_[t].queue) + ")";
-    }
+    std::string describe(uint32_t t) const { return graph_.describe(t); }
 
     void report(uint32_t earlier, uint32_t later, uint64_t key, uint64_t begin, uint64_t end,
                 bool earlier_writes, bool later_writes) {
@@ -274,20 +195,18 @@ class RaceFinder {
 
     const Blob &blob_;
     const size_t max_;
-    std::vector<TaskInfo> tasks_; // queue by queue, in queue order
-    uint32_t queue_count_ = 0, barrier_count_ = 0;
-    std::vector<std::vector<uint32_t>> producers_; // per barrier
-    std::vector<std::vector<uint32_t>> waits_;     // per task: the barriers it waits on
-    std::vector<uint32_t> clocks_;                 // per node: one entry per queue
-    std::map<uint64_t, Shadow> shadow_;            // per memory
+    TaskGraph graph_;
+    WorkBudget budget_;
+    std::vector<uint32_t> clocks_;      // per node: one entry per queue
+    std::map<uint64_t, Shadow> shadow_; // per memory
     std::set<std::pair<uint32_t, uint32_t>> reported_;
     std::vector<std::string> reports_;
 };
 
 } // namespace
 
-std::vector<std::string> find_races(const Blob &blob, size_t max_reports) {
-    return RaceFinder(blob, max_reports).run();
+std::vector<std::string> find_races(const Blob &blob, size_t max_reports, uint64_t work_budget) {
+    return RaceFinder(blob, max_reports, work_budget).run();
 }
 
 } // namespace vpuc::blob

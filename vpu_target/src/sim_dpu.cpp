@@ -2,6 +2,7 @@
 // defined in dpu_arith.h. Only the output regions of the task's variants are computed.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "sim_memory.h"
 #include "vpu_target/dpu_arith.h"
@@ -43,32 +44,20 @@ View view_of(const blob::TensorRef &t, Memory &memory) {
     return v;
 }
 
-bool is_float(DType t) {
-    return t == DType::F16 || t == DType::F32;
+// fp16 data: the DPU's only float type (the verifier refuses others).
+float load_half(const uint8_t *p) {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return fp16::to_float(h);
 }
 
-float load_float(const uint8_t *p, DType t) {
-    if (t == DType::F16) {
-        uint16_t h;
-        std::memcpy(&h, p, 2);
-        return fp16::to_float(h);
-    }
-    float f;
-    std::memcpy(&f, p, 4);
-    return f;
+void store_half(uint8_t *p, float value) {
+    uint16_t h = fp16::from_float(value);
+    std::memcpy(p, &h, 2);
 }
 
 int32_t load_int(const uint8_t *p, DType t) {
     return t == DType::I8 ? int32_t(int8_t(*p)) : int32_t(*p);
-}
-
-void store_float(uint8_t *p, DType t, float value) {
-    if (t == DType::F16) {
-        uint16_t h = fp16::from_float(value);
-        std::memcpy(p, &h, 2);
-    } else {
-        std::memcpy(p, &value, 4);
-    }
 }
 
 dpu::Activation activation_of(blob::Activation a) {
@@ -124,8 +113,8 @@ struct OutputStage {
     void store_int(int64_t x, int64_t y, int64_t c, int32_t acc, uint16_t m, int s,
                    float float_scale) const {
         uint8_t *p = out.ptr(c, x, y);
-        if (is_float(out.dtype)) {
-            store_float(p, out.dtype, dpu::apply_float_ppe(float(acc) * float_scale, float_ppe));
+        if (out.dtype == DType::F16) {
+            store_half(p, dpu::apply_float_ppe(float(acc) * float_scale, float_ppe));
             return;
         }
         int32_t v = dpu::requantize(acc, m, s, int_ppe);
@@ -136,7 +125,7 @@ struct OutputStage {
     }
 
     void store_fp(int64_t x, int64_t y, int64_t c, float value) const {
-        store_float(out.ptr(c, x, y), out.dtype, dpu::apply_float_ppe(value, float_ppe));
+        store_half(out.ptr(c, x, y), dpu::apply_float_ppe(value, float_ppe));
     }
 };
 
@@ -147,47 +136,39 @@ struct ChannelParams {
     int32_t bias = 0;
 };
 
+// The task's weight table, read whole when the task starts (as the verifier's replay reads it,
+// weight_tables.h): a task whose output overwrites its own table computes with the table it
+// started with.
 class WeightTable {
   public:
-    WeightTable(const blob::DpuTask &task, Memory &memory, const std::string &task_name)
-        : memory_(memory), task_name_(task_name) {
+    WeightTable(const blob::DpuTask &task, Memory &memory, const std::string &task_name) {
         const auto *table = task.weight_table();
-        const auto *w = task.weights();
-        table_ = memory.at(*table->address());
-        table_stride_ = table->dims()->Get(0)->stride();
-        channel_stride_ = table->dims()->Get(1)->stride();
-        weights_address_ = w->address();
-        // One output channel's weights: the (C, KW, KH) dims, not the channel dim.
-        weight_span_ = 1;
-        for (uint32_t i = 0; i < 3; ++i) {
-            const auto *d = w->dims()->Get(i);
-            weight_span_ += int64_t(d->extent() - 1) * std::abs(d->stride());
+        const uint8_t *words = memory.at(*table->address());
+        const int64_t word_stride = table->dims()->Get(0)->stride();
+        const int64_t channel_stride = table->dims()->Get(1)->stride();
+        const blob::Address &weights = *task.weights()->address();
+        const uint64_t span = blob::channel_weight_span(*task.weights());
+        for (uint32_t c = 0; c < table->dims()->Get(1)->extent(); ++c) {
+            int32_t entry[4];
+            for (int j = 0; j < 4; ++j)
+                std::memcpy(&entry[j], words + (j * word_stride + c * channel_stride) * 4, 4);
+            const uint64_t offset = weights.offset() + uint32_t(entry[0]);
+            // The verifier checked every entry: this is a guard, not a check.
+            if (!memory.contains(weights.space(), weights.index(), offset, span))
+                throw blob::BlobError("task '" + task_name + "': weight table entry " +
+                                      std::to_string(c) + ": weights offset " +
+                                      std::to_string(uint32_t(entry[0])) +
+                                      " puts the channel's weights outside their memory (a "
+                                      "verifier bug: it checks every entry)");
+            channels_.push_back({memory.at(blob::Address(weights.space(), weights.index(), offset)),
+                                 uint32_t(entry[2]), entry[3]});
         }
-        weight_span_ *= blob::dtype_bytes(w->dtype());
     }
 
-    ChannelParams channel(int64_t c) const {
-        int32_t words[4];
-        for (int j = 0; j < 4; ++j)
-            std::memcpy(&words[j], table_ + (j * table_stride_ + c * channel_stride_) * 4, 4);
-        uint64_t offset = weights_address_->offset() + uint32_t(words[0]);
-        if (!memory_.contains(weights_address_->space(), weights_address_->index(), offset,
-                              uint64_t(weight_span_)))
-            throw blob::BlobError("task '" + task_name_ + "': weight table entry " +
-                                  std::to_string(c) + ": weights offset " +
-                                  std::to_string(uint32_t(words[0])) +
-                                  " puts the channel's weights outside their memory");
-        blob::Address at(weights_address_->space(), weights_address_->index(), offset);
-        return {memory_.at(at), uint32_t(words[2]), words[3]};
-    }
+    const ChannelParams &channel(int64_t c) const { return channels_[size_t(c)]; }
 
   private:
-    Memory &memory_;
-    const std::string &task_name_;
-    const uint8_t *table_ = nullptr;
-    int64_t table_stride_ = 1, channel_stride_ = 4;
-    const blob::Address *weights_address_ = nullptr;
-    int64_t weight_span_ = 1;
+    std::vector<ChannelParams> channels_;
 };
 
 struct Window {
@@ -224,7 +205,7 @@ void run_conv(const blob::DpuTask &task, Memory &memory, const std::string &name
 
     for_each_variant(task, [&](int64_t x, int64_t y, int64_t c0, int64_t c1) {
         for (int64_t oc = c0; oc < c1; ++oc) {
-            ChannelParams ch = table.channel(oc);
+            const ChannelParams &ch = table.channel(oc);
             int64_t ic0 = depthwise ? oc : 0, ic1 = depthwise ? oc + 1 : in.c;
             int32_t acc = ch.bias;
             float facc = 0;
@@ -239,7 +220,7 @@ void run_conv(const blob::DpuTask &task, Memory &memory, const std::string &name
                         const uint8_t *xp = in.ptr(ic, ix, iy);
                         const uint8_t *wcp = wp + (depthwise ? 0 : ic * w_sc * w_elem);
                         if (fp) {
-                            facc += load_float(xp, DType::F16) * load_float(wcp, DType::F16);
+                            facc += load_half(xp) * load_half(wcp);
                         } else {
                             int32_t prod = (load_int(xp, in.dtype) - in.zero_point) *
                                            (load_int(wcp, wt) - w_zp);
@@ -279,7 +260,7 @@ void run_pool(const blob::DpuTask &task, Memory &memory, bool max_pool) {
                     if (ix < 0 || ix >= in.w) continue;
                     const uint8_t *p = in.ptr(c, ix, iy);
                     if (fp) {
-                        float v = load_float(p, DType::F16);
+                        float v = load_half(p);
                         facc = max_pool ? (any ? std::max(facc, v) : v) : facc + v;
                     } else {
                         int32_t v = load_int(p, in.dtype) - in.zero_point;
@@ -325,8 +306,7 @@ void run_eltwise(const blob::DpuTask &task, Memory &memory) {
     for_each_variant(task, [&](int64_t x, int64_t y, int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; ++c) {
             if (fp) {
-                float v = eltwise(op, load_float(a.ptr(c, x, y), DType::F16),
-                                  load_float(b.ptr(c, x, y), DType::F16));
+                float v = eltwise(op, load_half(a.ptr(c, x, y)), load_half(b.ptr(c, x, y)));
                 stage.store_fp(x, y, c, v * stage.fp_scale);
             } else {
                 // Each scaled operand saturates to 32 bits; the result wraps like the

@@ -6,57 +6,89 @@ namespace vpuc::sim {
 
 using blob::MemSpace;
 
-Memory::Memory(const blob::Blob &blob, const target::Target &target,
-               const std::vector<std::vector<uint8_t>> &inputs)
-    : inputs_(inputs) {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+uint64_t round_up(uint64_t bytes) {
+    return (bytes + kPage - 1) / kPage * kPage;
+}
+
+} // namespace
+
+Memory::Layout Memory::lay_out(const blob::Blob &blob, const target::Target &target) {
+    Layout l;
+    auto add = [&](uint64_t bytes) {
+        Section s{l.total, bytes};
+        l.total += round_up(bytes);
+        return s;
+    };
+    const auto *header = blob.header();
+    if (header->inputs())
+        for (const auto *io : *header->inputs()) l.inputs.push_back(add(io->bytes()));
+    if (header->outputs())
+        for (const auto *io : *header->outputs()) l.outputs.push_back(add(io->bytes()));
+    l.constants = add(blob.constants() ? blob.constants()->size() : 0);
+    l.scratch = add(header->ddr_scratch_bytes());
+    for (int t = 0; t < target.tiles; ++t) l.cmx.push_back(add(target.cmx_bytes_per_tile));
+    return l;
+}
+
+Memory::Memory(const blob::Blob &blob, const target::Target &target)
+    : layout_(lay_out(blob, target)), shared_(layout_.total) {}
+
+void Memory::load(const blob::Blob &blob, const std::vector<std::vector<uint8_t>> &inputs) {
     const auto *header = blob.header();
     size_t input_count = header->inputs() ? header->inputs()->size() : 0;
-    if (inputs_.size() != input_count)
+    if (inputs.size() != input_count)
         throw blob::BlobError("the blob has " + std::to_string(input_count) + " inputs, " +
-                              std::to_string(inputs_.size()) + " were given");
+                              std::to_string(inputs.size()) + " were given");
     for (size_t i = 0; i < input_count; ++i) {
         const auto *io = header->inputs()->Get(uint32_t(i));
-        if (inputs_[i].size() != io->bytes())
+        if (inputs[i].size() != io->bytes())
             throw blob::BlobError("input '" + io->name()->str() + "': expected " +
                                   std::to_string(io->bytes()) + " bytes, got " +
-                                  std::to_string(inputs_[i].size()));
+                                  std::to_string(inputs[i].size()));
+        std::memcpy(shared_.data() + layout_.inputs[i].start, inputs[i].data(), inputs[i].size());
     }
-    if (header->outputs())
-        for (const auto *io : *header->outputs()) outputs_.emplace_back(io->bytes(), 0);
-    if (blob.constants()) constants_.assign(blob.constants()->begin(), blob.constants()->end());
-    scratch_.assign(header->ddr_scratch_bytes(), 0);
+    if (blob.constants())
+        std::memcpy(shared_.data() + layout_.constants.start, blob.constants()->data(),
+                    blob.constants()->size());
     // CMX starts with a pattern that makes reads of never-written data stand out: 0xFFFF is a
-    // NaN in fp16 (which spreads through any sum), 0xFF is -1 or 255 in int8.
-    cmx_.assign(size_t(target.tiles), std::vector<uint8_t>(target.cmx_bytes_per_tile, 0xff));
+    // NaN in fp16 (which spreads through any sum), 0xFF is -1 or 255 in int8. DDR starts as 0.
+    for (const Section &cmx : layout_.cmx) std::memset(shared_.data() + cmx.start, 0xff, cmx.bytes);
 }
 
-std::vector<uint8_t> &Memory::section(MemSpace space, uint32_t index) {
-    return const_cast<std::vector<uint8_t> &>(std::as_const(*this).section(space, index));
-}
-
-const std::vector<uint8_t> &Memory::section(MemSpace space, uint32_t index) const {
+const Memory::Section &Memory::section(MemSpace space, uint32_t index) const {
     switch (space) {
     case MemSpace::Input:
-        return inputs_.at(index);
+        return layout_.inputs.at(index);
     case MemSpace::Output:
-        return outputs_.at(index);
+        return layout_.outputs.at(index);
     case MemSpace::Constant:
-        return constants_;
+        return layout_.constants;
     case MemSpace::Scratch:
-        return scratch_;
+        return layout_.scratch;
     case MemSpace::Cmx:
-        return cmx_.at(index);
+        return layout_.cmx.at(index);
     }
     throw blob::BlobError("unknown memory space");
 }
 
-uint8_t *Memory::at(const blob::Address &address) {
-    return section(address.space(), address.index()).data() + address.offset();
+uint64_t Memory::offset_of(const blob::Address &address) const {
+    return section(address.space(), address.index()).start + address.offset();
 }
 
 bool Memory::contains(MemSpace space, uint32_t index, uint64_t offset, uint64_t bytes) const {
-    const auto &s = section(space, index);
-    return offset <= s.size() && bytes <= s.size() - offset;
+    const Section &s = section(space, index);
+    return offset <= s.bytes && bytes <= s.bytes - offset;
+}
+
+std::vector<std::vector<uint8_t>> Memory::outputs() const {
+    std::vector<std::vector<uint8_t>> out;
+    for (const Section &s : layout_.outputs)
+        out.emplace_back(shared_.data() + s.start, shared_.data() + s.start + s.bytes);
+    return out;
 }
 
 void run_dma(const blob::DmaTask &dma, Memory &memory) {

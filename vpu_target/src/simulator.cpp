@@ -2,7 +2,9 @@
 #include "vpu_target/simulator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include "sim_memory.h"
@@ -139,6 +141,8 @@ struct Running {
     double end_ns = 0; // fixed end for DPU/SHAVE; DMAs end when their bytes are moved
     bool is_dma = false;
     DmaProgress dma;
+    bool kernel_submitted = false; // a SHAVE task's kernel, running in the sandbox
+    uint64_t kernel_ticket = 0;
 };
 
 struct BarrierState {
@@ -152,7 +156,8 @@ struct BarrierState {
 struct Simulator::Impl {
     std::vector<uint8_t> bytes;
     const Blob *blob = nullptr;
-    std::unique_ptr<LinkedKernels> kernels; // linked on the first functional run
+    SandboxOptions sandbox;
+    std::unique_ptr<KernelImages> kernels; // laid out at the first functional run
 };
 
 Simulator::Simulator(target::Target target, std::vector<uint8_t> blob_bytes)
@@ -169,12 +174,14 @@ const Blob &Simulator::blob() const {
 
 namespace {
 
+// The SHAVE sandbox of a functional run.
+using SandboxSource = std::function<ShaveSandbox &()>;
+
 // One run: the event loop over queues and barriers.
 class Run {
   public:
-    Run(const target::Target &target, const Blob &blob, Memory *memory,
-        const LinkedKernels *kernels)
-        : target_(target), blob_(blob), memory_(memory), kernels_(kernels) {
+    Run(const target::Target &target, const Blob &blob, Memory *memory, SandboxSource sandbox)
+        : target_(target), blob_(blob), memory_(memory), sandbox_(std::move(sandbox)) {
         const auto *queues = blob.queues();
         size_t n = queues ? queues->size() : 0;
         next_.assign(n, 0);
@@ -192,17 +199,25 @@ class Run {
             phys_order_[bar->physical_id()].push_back(b);
         }
         phys_cursor_.assign(phys_order_.size(), 0);
+        for (size_t q = 0; q < n; ++q) task_count_ += queues->Get(uint32_t(q))->tasks()->size();
     }
 
     RunResult run() {
         const auto *queues = blob_.queues();
         const size_t n = queues ? queues->size() : 0;
-        while (true) {
+        // Each event finishes a task or ends a DMA's latency phase, so a run takes at most
+        // two events per task; the limit is the last guard of that promise.
+        const uint64_t event_limit = 2 * task_count_ + 16;
+        for (uint64_t events = 0;; ++events) {
             start_ready_tasks(n);
             if (running_.empty()) {
                 check_finished(n);
                 break;
             }
+            if (events == event_limit)
+                throw BlobError("simulator: no progress after " + std::to_string(events) +
+                                " events for " + std::to_string(task_count_) +
+                                " tasks (an internal error)");
             advance_to_next_event();
         }
         result_.latency_ns = now_;
@@ -284,9 +299,13 @@ class Run {
             const auto *shave = task.kind_as_ShaveTask();
             const auto *kernel = blob_.kernels()->Get(shave->kernel());
             r.end_ns = now_ + shave_task_ns(*shave, *kernel);
-            if (memory_)
-                run_shave(*shave, *kernel, kernels_->entry(shave->kernel()), *memory_,
-                          task.name()->str());
+            // The kernel runs in the worker while the loop goes on: no task that touches its
+            // memory can start before this one finishes (a verified blob has no races).
+            if (memory_) {
+                r.kernel_ticket =
+                    submit_shave(*shave, *kernel, sandbox_(), *memory_, task.name()->str());
+                r.kernel_submitted = true;
+            }
             break;
         }
         default:
@@ -325,35 +344,45 @@ class Run {
         }
     }
 
-    double finish_time(const Running &r) const {
+    // When a running task next changes: its end, or for a DMA the end of its latency phase or
+    // of its data at the current rate (water-filling gives every moving DMA a rate above 0).
+    double event_time(const Running &r) const {
         if (!r.is_dma) return r.end_ns;
         if (r.dma.latency_end_ns > now_) return r.dma.latency_end_ns;
         if (r.dma.remaining_bytes <= 0) return now_;
         return now_ + r.dma.remaining_bytes / r.dma.rate;
     }
 
+    // Moves time to the earliest event. The tasks whose event it is finish, exactly, whatever
+    // the rounding of the byte arithmetic, and a DMA whose latency phase it ends starts moving.
     void advance_to_next_event() {
         assign_dma_rates();
+        std::vector<double> at(running_.size());
         double next = std::numeric_limits<double>::infinity();
-        for (const auto &r : running_) next = std::min(next, finish_time(r));
+        for (size_t i = 0; i < running_.size(); ++i)
+            next = std::min(next, at[i] = event_time(running_[i]));
+        if (!(next >= now_) || !std::isfinite(next))
+            throw BlobError("simulator: the next event is at " + std::to_string(next) +
+                            " ns, now is " + std::to_string(now_) + " ns (an internal error)");
         const double dt = next - now_;
-        for (auto &r : running_)
-            if (r.is_dma && r.dma.rate > 0) r.dma.remaining_bytes -= r.dma.rate * dt;
-        now_ = next;
-        // Finish every task whose end is now (tolerance for the DMA byte arithmetic).
         std::vector<Running> still;
         std::vector<Running> done;
-        for (auto &r : running_) {
-            bool finished = r.is_dma
-                                ? (r.dma.latency_end_ns <= now_ && r.dma.remaining_bytes <= 1e-6)
-                                : r.end_ns <= now_;
+        for (size_t i = 0; i < running_.size(); ++i) {
+            Running &r = running_[i];
+            const bool moving = r.is_dma && r.dma.latency_end_ns <= now_;
+            if (moving)
+                r.dma.remaining_bytes =
+                    at[i] == next ? 0 : std::max(0.0, r.dma.remaining_bytes - r.dma.rate * dt);
+            const bool finished = at[i] == next && (!r.is_dma || r.dma.remaining_bytes <= 0);
             (finished ? done : still).push_back(r);
         }
+        now_ = next;
         running_ = std::move(still);
         for (const auto &r : done) finish(r);
     }
 
     void finish(const Running &r) {
+        if (r.kernel_submitted) sandbox_().finish(r.kernel_ticket);
         busy_[r.queue] = false;
         const Task &task = *r.task;
         EngineStats &stats = result_.engines[r.queue];
@@ -394,7 +423,8 @@ class Run {
     const target::Target &target_;
     const Blob &blob_;
     Memory *memory_;
-    const LinkedKernels *kernels_;
+    SandboxSource sandbox_;
+    uint64_t task_count_ = 0;
     double now_ = 0;
     std::vector<size_t> next_;
     std::vector<bool> busy_;
@@ -405,14 +435,42 @@ class Run {
     RunResult result_;
 };
 
+bool has_shave_tasks(const Blob &blob) {
+    if (!blob.queues()) return false;
+    for (const auto *queue : *blob.queues())
+        if (queue->engine() == EngineKind::Shave && queue->tasks()->size() > 0) return true;
+    return false;
+}
+
 } // namespace
+
+void Simulator::set_sandbox_options(const SandboxOptions &options) {
+    impl_->sandbox = options;
+}
 
 RunResult Simulator::run(const std::vector<std::vector<uint8_t>> &inputs, Mode mode) {
     if (mode == Mode::TimingOnly) return Run(target_, *impl_->blob, nullptr, nullptr).run();
-    if (!impl_->kernels) impl_->kernels = LinkedKernels::link(*impl_->blob);
-    Memory memory(*impl_->blob, target_, inputs);
-    RunResult result = Run(target_, *impl_->blob, &memory, impl_->kernels.get()).run();
-    result.outputs = memory.take_outputs();
+    Memory memory(*impl_->blob, target_);
+    // Started before the memory is loaded, so that the worker starts and loads the kernels
+    // while the simulator writes the inputs and fills CMX, then runs the first tasks.
+    std::unique_ptr<ShaveSandbox> sandbox;
+    if (has_shave_tasks(*impl_->blob)) {
+        if (!impl_->kernels)
+            impl_->kernels = std::make_unique<KernelImages>(KernelImages::of(*impl_->blob));
+        sandbox = std::make_unique<ShaveSandbox>(*impl_->kernels, memory.shared(), impl_->sandbox);
+    }
+    memory.load(*impl_->blob, inputs);
+    auto start_sandbox = [&]() -> ShaveSandbox & { return *sandbox; };
+    RunResult result = Run(target_, *impl_->blob, &memory, start_sandbox).run();
+    result.outputs = memory.outputs();
+    if (sandbox) {
+        const auto end = std::chrono::steady_clock::now();
+        result.sandbox = sandbox->stats();
+        sandbox.reset(); // ending the worker is part of the sandbox's cost
+        result.sandbox.blocked_ns +=
+            std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - end)
+                .count();
+    }
     return result;
 }
 

@@ -1,9 +1,10 @@
 #include "vpu_target/target.h"
 
-#include <fstream>
-#include <sstream>
+#include <system_error>
 
 #include "json_fields.h"
+#include "vpu_target/input_file.h"
+#include "vpu_target/printable.h"
 
 namespace vpuc::target {
 
@@ -32,8 +33,9 @@ Target parse_target(const std::string &text, const std::string &origin) {
     try {
         doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/true,
                                     /*ignore_comments=*/true);
-    } catch (const nlohmann::json::parse_error &e) {
-        throw TargetError(origin + ": not valid JSON: " + e.what());
+    } catch (const nlohmann::json::exception &e) { // a syntax error, or a number out of range
+        const std::string reason = printable(e.what(), detail::kMessageTextChars);
+        throw TargetError(origin + ": not valid JSON: " + reason);
     }
     if (!doc.is_object()) throw TargetError(origin + ": the top level must be an object");
     detail::FieldReader root(doc, "", origin);
@@ -100,6 +102,8 @@ Target parse_target(const std::string &text, const std::string &origin) {
 
     t.barriers = int(root.integer("barriers", 2, 4096));
     detail::parse_timing_section(root.object("timing"), t);
+    t.description_json = doc.dump();
+    t.description_sha256 = blob::sha256(t.description_json.data(), t.description_json.size());
     return t;
 }
 
@@ -111,16 +115,17 @@ Target load_target(const std::string &name_or_path) {
     for (int i = 0; i < kBundledTargetCount; ++i)
         if (name_or_path == kBundledTargetNames[i])
             return parse_target(kBundledTargetTexts[i], name_or_path + ".json");
-    std::ifstream in(name_or_path, std::ios::binary);
-    if (!in) {
+    std::string text;
+    try {
+        text = files::read_text_file(name_or_path, files::FileKind::Target);
+    } catch (const files::InputFileError &e) {
+        if (e.code() != std::errc::no_such_file_or_directory) throw TargetError(e.what());
         std::string known;
         for (const auto &n : bundled_target_names()) known += (known.empty() ? "" : ", ") + n;
         throw TargetError("unknown target '" + name_or_path + "': not a bundled target (" + known +
-                          ") and not a readable file");
+                          ") and no such file");
     }
-    std::ostringstream text;
-    text << in.rdbuf();
-    return parse_target(text.str(), name_or_path);
+    return parse_target(text, name_or_path);
 }
 
 } // namespace vpuc::target

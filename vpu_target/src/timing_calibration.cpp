@@ -2,13 +2,15 @@
 #include "vpu_target/timing_calibration.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
 
+#include "vpu_target/input_file.h"
+#include "vpu_target/printable.h"
 #include "vpu_target/timing_model.h"
 
 namespace vpuc::target {
@@ -27,6 +29,17 @@ const std::vector<std::string> kDmaColumns = {
 // VPUNN device names and the bundled targets modeled on them.
 const std::vector<std::pair<std::string, std::string>> kDevices = {{"VPU_2_7", "vpu27"},
                                                                    {"VPU_2_0", "vpu20"}};
+
+// Text from the file in a message is escaped and cut after this many characters.
+constexpr size_t kMessageTextChars = 200;
+
+// Ranges of the integer columns: far beyond any real workload, small enough that the cost
+// models' sums and products of them stay exact.
+constexpr int64_t kMaxDim = int64_t(1) << 20;    // widths, heights, channels, kernel, stride
+constexpr int64_t kMaxPad = int64_t(1) << 10;    // padding
+constexpr int64_t kMaxBytes = int64_t(1) << 40;  // DMA bytes, lengths, widths and strides
+constexpr int64_t kMaxPlanes = int64_t(1) << 20; // DMA planes
+constexpr int64_t kMaxCycles = int64_t(1) << 50; // VPUNN's prediction
 
 std::vector<std::string> split(const std::string &line) {
     std::vector<std::string> fields;
@@ -47,24 +60,22 @@ class Row {
         return fields_.at(columns_.at(column));
     }
 
-    long long integer(const std::string &column, long long min) const {
+    // A whole number in [min, max]; the bounds keep the model's arithmetic far from overflow.
+    int64_t integer(const std::string &column, int64_t min, int64_t max) const {
         const std::string &s = text(column);
-        size_t used = 0;
-        long long v = 0;
-        try {
-            v = std::stoll(s, &used);
-        } catch (const std::exception &) {
-            used = 0;
-        }
-        if (used == 0 || used != s.size())
+        int64_t v = 0;
+        const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), v);
+        if (error == std::errc::invalid_argument || end != s.data() + s.size())
             fail("column '" + column + "': not an integer: '" + s + "'");
-        if (v < min)
-            fail("column '" + column + "': must be at least " + std::to_string(min) + ", got " + s);
+        if (error == std::errc::result_out_of_range || v < min || v > max)
+            fail("column '" + column + "': must be in [" + std::to_string(min) + ", " +
+                 std::to_string(max) + "], got " + s);
         return v;
     }
 
+    // The message quotes cells of the file: escaped (vpu_target/printable.h).
     [[noreturn]] void fail(const std::string &what) const {
-        throw CalibrationError(where_ + ": " + what);
+        throw CalibrationError(where_ + ": " + printable(what, kMessageTextChars));
     }
 
     const std::string &where() const { return where_; }
@@ -84,7 +95,8 @@ class Targets {
         for (const auto &[device, name] : kDevices)
             if (t->name == name) only_device_ = device;
         if (only_device_.empty())
-            throw CalibrationError("target '" + target + "' (" + t->name +
+            throw CalibrationError("target '" + target + "' (" +
+                                   printable(t->name, kMessageTextChars) +
                                    ") is not modeled on a VPUNN device (vpu27, vpu20)");
         loaded_[only_device_] = std::move(t);
     }
@@ -131,8 +143,8 @@ DpuWorkload dpu_workload(const Row &row) {
     w.op = dpu_op(row);
     w.input_dtype = dpu_dtype(row, "in_dtype");
     w.output_dtype = dpu_dtype(row, "out_dtype");
-    auto dim = [&](const char *column) { return int(row.integer(column, 1)); };
-    auto pad = [&](const char *column) { return int(row.integer(column, 0)); };
+    auto dim = [&](const char *column) { return int(row.integer(column, 1, kMaxDim)); };
+    auto pad = [&](const char *column) { return int(row.integer(column, 0, kMaxPad)); };
     w.in_w = dim("in_w");
     w.in_h = dim("in_h");
     w.in_c = dim("in_c");
@@ -164,7 +176,7 @@ DmaDirection dma_direction(const Row &row) {
 }
 
 // A side is contiguous when its lines (or planes) follow each other without gaps.
-bool gapless(long long stride, long long width) {
+bool gapless(int64_t stride, int64_t width) {
     return stride == 0 || stride == width;
 }
 
@@ -178,10 +190,13 @@ DmaRow dma_row(const Row &row) {
     DmaRow r;
     DmaTransfer &t = r.transfer;
     t.direction = dma_direction(row);
-    long long bytes = row.integer("bytes", 1), planes = row.integer("num_planes", 0) + 1;
-    long long length = row.integer("length", 1);
-    long long src_w = row.integer("src_width", 1), dst_w = row.integer("dst_width", 1);
-    long long src_s = row.integer("src_stride", 0), dst_s = row.integer("dst_stride", 0);
+    const int64_t bytes = row.integer("bytes", 1, kMaxBytes);
+    const int64_t planes = row.integer("num_planes", 0, kMaxPlanes) + 1;
+    const int64_t length = row.integer("length", 1, kMaxBytes);
+    const int64_t src_w = row.integer("src_width", 1, kMaxBytes);
+    const int64_t dst_w = row.integer("dst_width", 1, kMaxBytes);
+    const int64_t src_s = row.integer("src_stride", 0, kMaxBytes);
+    const int64_t dst_s = row.integer("dst_stride", 0, kMaxBytes);
     if (bytes != planes * length) row.fail("bytes must equal (num_planes + 1) * length");
     if (planes > 1) {
         if (src_w != length || dst_w != length || src_s != 0 || dst_s != 0)
@@ -189,8 +204,8 @@ DmaRow dma_row(const Row &row) {
         r.pattern = "3D";
         t.lines = uint64_t(planes);
         t.line_bytes = uint64_t(length);
-        t.src_contiguous = gapless(row.integer("src_plane_stride", 0), length);
-        t.dst_contiguous = gapless(row.integer("dst_plane_stride", 0), length);
+        t.src_contiguous = gapless(row.integer("src_plane_stride", 0, kMaxBytes), length);
+        t.dst_contiguous = gapless(row.integer("dst_plane_stride", 0, kMaxBytes), length);
         return r;
     }
     if (src_s == 0 && dst_s == 0) {
@@ -198,7 +213,7 @@ DmaRow dma_row(const Row &row) {
         t.line_bytes = uint64_t(length);
         return r;
     }
-    long long width = src_s != 0 ? src_w : dst_w;
+    const int64_t width = src_s != 0 ? src_w : dst_w;
     if (src_s != 0 && dst_s != 0 && src_w != dst_w)
         row.fail("source and destination lines of different widths are not supported");
     if (length % width != 0) row.fail("length must be a multiple of the line width");
@@ -220,7 +235,8 @@ std::map<std::string, size_t> read_header(const std::string &line, const std::st
     std::map<std::string, size_t> columns;
     for (size_t i = 0; i < names.size(); ++i)
         if (!columns.emplace(names[i], i).second)
-            throw CalibrationError(origin + ":1: duplicate column '" + names[i] + "'");
+            throw CalibrationError(origin + ":1: duplicate column '" +
+                                   printable(names[i], kMessageTextChars) + "'");
     dma = columns.count("direction") != 0;
     if (!dma && !columns.count("op"))
         throw CalibrationError(origin +
@@ -228,7 +244,8 @@ std::map<std::string, size_t> read_header(const std::string &line, const std::st
     const auto &expected = dma ? kDmaColumns : kDpuColumns;
     for (const auto &name : names)
         if (std::find(expected.begin(), expected.end(), name) == expected.end())
-            throw CalibrationError(origin + ":1: unknown column '" + name + "'");
+            throw CalibrationError(origin + ":1: unknown column '" +
+                                   printable(name, kMessageTextChars) + "'");
     for (const auto &name : expected)
         if (!columns.count(name))
             throw CalibrationError(origin + ":1: missing column '" + name + "'");
@@ -283,7 +300,7 @@ CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &o
                      std::to_string(fields.size()));
         const Target *t = targets.for_device(row);
         if (!t) continue;
-        double reference = double(row.integer("cycles", 1));
+        double reference = double(row.integer("cycles", 1, kMaxCycles));
         double ours = 0;
         std::string group = row.text("device") + " ";
         try {
@@ -314,8 +331,12 @@ CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &o
 }
 
 CalibrationReport calibrate_timing_model_file(const std::string &path, const std::string &target) {
-    std::ifstream in(path);
-    if (!in) throw CalibrationError(path + ": cannot read the file");
+    std::istringstream in;
+    try {
+        in.str(files::read_text_file(path, files::FileKind::ReferenceCsv));
+    } catch (const files::InputFileError &e) {
+        throw CalibrationError(e.what());
+    }
     return calibrate_timing_model(in, path, target);
 }
 

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "vpu_target/printable.h"
 #include "vpu_target/simulator.h"
 
 namespace vpuc::sim {
@@ -76,7 +77,7 @@ std::string layer_table(const RunResult &result) {
             return it == r.busy.end() ? 0.0 : it->second / 1000.0;
         };
         std::snprintf(line, sizeof line, "%-28s %6zu %11.3f %11.3f %11.3f %11.3f %11.3f\n",
-                      name.substr(0, 28).c_str(), r.tasks, r.first / 1000.0,
+                      printable(name).substr(0, 28).c_str(), r.tasks, r.first / 1000.0,
                       (r.last - r.first) / 1000.0, busy("DMA"), busy("DPU"), busy("SHAVE"));
         os << line;
     }

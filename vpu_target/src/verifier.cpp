@@ -10,11 +10,17 @@
 #include "vpu_target/verifier.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <map>
 #include <tuple>
 #include <type_traits>
+
+#include "kernel_object.h"
+#include "vpu_target/printable.h"
+#include "vpu_target/races.h"
+#include "weight_tables.h"
 
 namespace vpuc::blob {
 namespace {
@@ -27,9 +33,20 @@ constexpr uint32_t kMaxDmaDims = 4; // the DMA engine's descriptor holds 4 outer
 constexpr size_t kMaxNameChars = 80;
 constexpr int kMaxPpeShift = 63;
 constexpr size_t kMaxCycleTasks = 16; // tasks of a deadlock cycle named in the message
+// Work one task may ask of the functional simulator: a DMA moves at most kMaxDmaBytes in at
+// most kMaxDmaLines lines (all destinations together), a DPU task computes at most
+// kMaxDpuMacs multiply-accumulates (or window elements for pools and eltwise). The largest task
+// a compiled network has is far below: a whole 7x7/2 224x224x3->64 conv is 2^28.4 MACs.
+constexpr uint64_t kMaxDmaBytes = uint64_t(1) << 30;
+constexpr uint64_t kMaxDmaLines = uint64_t(1) << 24;
+constexpr uint64_t kMaxDpuMacs = uint64_t(1) << 31;
+// A kernel's figures for the timing model (an instruction count per vector).
+constexpr double kMaxOpsPerVector = 1e9;
 // Work units the semantic stage may spend per byte of blob, plus a floor for small blobs.
 constexpr uint64_t kBudgetPerByte = 8;
 constexpr uint64_t kBudgetFloor = uint64_t(1) << 22;
+constexpr uint64_t kDataflowBudgetPerByte = 64;
+constexpr uint64_t kDataflowBudgetFloor = uint64_t(1) << 24;
 
 // String concatenation for messages, cheaper than ostringstream (run once per task).
 void append(std::string &s, const std::string &text) {
@@ -51,11 +68,7 @@ template <typename... Args> std::string cat(const Args &...args) {
 // Names come from the blob: cut them short and neutralize control characters, so a hostile
 // name cannot flood or drive the terminal that shows the error.
 std::string printable(const char *data, size_t size) {
-    std::string s(data, std::min(size, kMaxNameChars));
-    for (char &ch : s)
-        if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
-    if (size > kMaxNameChars) s += "...";
-    return s;
+    return vpuc::printable(std::string_view(data, size), kMaxNameChars);
 }
 
 std::string quoted(const flatbuffers::String *s) {
@@ -216,9 +229,14 @@ class Checker {
 
     // A blob for another target would fail most checks for an uninteresting reason: stop.
     void check_target() const {
-        if (header_.target()->str() == target_.name) return;
-        throw BlobError(cat("header: target: blob compiled for ", quoted(header_.target()),
-                            ", not '", target_.name, "'"));
+        const TargetDescription &described = *header_.target();
+        const Sha256 digest = description_digest(described);
+        if (described.name()->str() == target_.name && digest == target_.description_sha256) return;
+        throw BlobError(cat("header: target: blob compiled for ", quoted(described.name()),
+                            " (description sha256 ", hex(digest).substr(0, 16), "...), not for '",
+                            target_.name, "' (sha256 ",
+                            hex(target_.description_sha256).substr(0, 16),
+                            "...): a blob runs on the target it was compiled for"));
     }
 
     void check_io(const flatbuffers::Vector<flatbuffers::Offset<IoTensor>> *list, MemSpace space,
@@ -385,18 +403,73 @@ class Checker {
             Ctx c{&problems_, cat("kernel ", i, " ", quoted(k.name()))};
             if (k.entry()->size() == 0) c.add("entry", "empty");
             if (k.object()->size() == 0) c.add("object", "empty");
+            check_kernel_figures(c, k);
             problems_.charge(k.args()->size());
-            for (uint32_t a = 0; a < k.args()->size(); ++a)
-                check_kernel_arg(c, a, *k.args()->Get(a));
+            uint32_t outputs = 0;
+            bool reads_ok = true;
+            for (uint32_t a = 0; a < k.args()->size(); ++a) {
+                reads_ok = check_kernel_arg(c, a, *k.args()->Get(a)) && reads_ok;
+                outputs += k.args()->Get(a)->kind() == ArgKind::OutputBuffer;
+            }
+            if (outputs != 1) c.add("args", cat(outputs, " output buffers, a kernel has one"));
+            kernel_reads_ok_.push_back(reads_ok);
+            problems_.charge(k.object()->size() / 64);
+            const Sha256 digest = kernel_digest(k);
+            if (k.sha256()->size() != digest.size() ||
+                !std::equal(digest.begin(), digest.end(), k.sha256()->begin())) {
+                c.add("sha256", "does not match the kernel's entry, contract and object: the "
+                                "kernel is corrupted");
+                continue; // its object is not worth parsing
+            }
+            try {
+                sim::prepare_kernel_image(k, printable(k.name()->c_str(), k.name()->size()));
+            } catch (const BlobError &e) {
+                c.add("object", e.what());
+            }
         }
     }
 
-    void check_kernel_arg(const Ctx &c, uint32_t index, const KernelArg &arg) const {
+    // What the timing model reads of a kernel: finite, positive, and a vector of lanes that fit.
+    void check_kernel_figures(const Ctx &c, const Kernel &k) const {
+        const uint32_t max_lanes = uint32_t(target_.shave_vector_bits / 8);
+        if (k.vector_lanes() < 1 || k.vector_lanes() > max_lanes)
+            c.add("vector_lanes", cat(k.vector_lanes(), " not in [1, ", max_lanes, "]"));
+        const double ops = k.ops_per_vector();
+        if (!(ops > 0 && ops <= kMaxOpsPerVector))
+            c.add("ops_per_vector", cat(ops, " not in (0, ", kMaxOpsPerVector, "]"));
+    }
+
+    // False when the argument's read bounds are malformed (reported).
+    bool check_kernel_arg(const Ctx &c, uint32_t index, const KernelArg &arg) const {
         std::string field = cat("args[", index, "] ", quoted(arg.name()));
         if (!valid(arg.kind())) c.add(field, cat("unknown kind ", int(arg.kind())));
         if (!valid(arg.dtype())) c.add(field, cat("unknown dtype ", int(arg.dtype())));
         if (is_buffer(arg.kind()) && (arg.rank() == 0 || arg.rank() > kMaxRank))
             c.add(field, cat("buffer rank ", int(arg.rank()), " not in [1, ", kMaxRank, "]"));
+        const uint32_t reads = size_of(arg.reads());
+        if (reads == 0) return true;
+        if (arg.kind() != ArgKind::InputBuffer || reads != arg.rank()) {
+            c.add(field, cat("reads: ", reads, " bounds; an input buffer has one per dimension ",
+                             "(or none), other arguments none"));
+            return false;
+        }
+        bool ok = true;
+        for (uint32_t d = 0; d < reads; ++d) {
+            const ReadBound &r = *arg.reads()->Get(d);
+            const bool constant = r.source() == -1 && r.scale() == 0;
+            const bool of_output = r.source() >= 0 && r.source() < int(kMaxRank) && r.scale() > 0;
+            if (!(constant || of_output) || r.divisor() < 1 || r.min_lo() > r.min_hi() ||
+                r.max_lo() > r.max_hi()) {
+                c.add(cat(field, " reads[", d, "]"),
+                      cat("source ", int(r.source()), ", scale ", r.scale(), ", divisor ",
+                          r.divisor(), ", clamps [", r.min_lo(), ", ", r.min_hi(), "] and [",
+                          r.max_lo(), ", ", r.max_hi(),
+                          "]: needs source -1 with scale 0 or an output dimension with scale > "
+                          "0, divisor >= 1, and ordered clamps"));
+                ok = false;
+            }
+        }
+        return ok;
     }
 
     std::string barrier_where(uint32_t b) const {
@@ -547,6 +620,12 @@ class Checker {
                           name_of(space)));
         }
         if (!shape_ok) return;
+        uint64_t lines = dsts;
+        for (uint32_t i = 0; i < dims; ++i)
+            lines = std::min<uint64_t>(lines * d.dims()->Get(i)->count(), kMaxDmaLines + 1);
+        if (lines > kMaxDmaLines || lines * d.line_bytes() > kMaxDmaBytes)
+            c.add("dims", cat("the copy moves more than a DMA task may (", kMaxDmaLines,
+                              " lines and ", kMaxDmaBytes, " bytes over all destinations)"));
         check_dma_side(c, "src", *d.src(), d, true);
         for (uint32_t i = 0; i < dsts; ++i)
             check_dma_side(c, cat("dst[", i, "]"), *d.dst()->Get(i), d, false);
@@ -577,14 +656,20 @@ class Checker {
         }
         bool in_ok = check_activation(c, "input", d.input(), tile, true);
         bool out_ok = check_activation(c, "output", d.output(), tile, false);
-        if (in_ok) check_dtype(c, "input", d.input()->dtype(), false);
-        if (out_ok) check_dtype(c, "output", d.output()->dtype(), true);
+        if (in_ok) check_dtype(c, "input", d.input()->dtype());
+        if (out_ok) check_dtype(c, "output", d.output()->dtype());
         bool window_ok = check_window(c, d);
         if (in_ok && out_ok && window_ok) check_output_extents(c, d);
         if (in_ok) check_channel_groups(c, "input", *d.input(), is_convolution(d.op()));
         if (out_ok) check_channel_groups(c, "output", *d.output(), false);
         check_operands(c, d, tile, in_ok, out_ok);
         check_ppe(c, d);
+        if (in_ok) check_zero_point(c, "input", d.input()->dtype(), d.input()->zero_point());
+        if (out_ok) check_zero_point(c, "output", d.output()->dtype(), d.output()->zero_point());
+        if (d.input2() && valid(d.input2()->dtype()))
+            check_zero_point(c, "input2", d.input2()->dtype(), d.input2()->zero_point());
+        if (d.weights() && valid(d.weights()->dtype()))
+            check_zero_point(c, "weights_zero_point", d.weights()->dtype(), d.weights_zero_point());
         if (out_ok) check_variants(c, d, in_ok);
     }
 
@@ -632,11 +717,10 @@ class Checker {
                              " reads only its own CMX"));
     }
 
-    // Input: U8/I8/F16; output: U8/I8/F16/F32.
-    void check_dtype(const Ctx &c, const char *field, DType t, bool output) const {
-        if (!dpu_input_type(t) && !(output && t == DType::F32))
-            c.add(field, cat("dtype ", name_of(t), " not supported by the DPU (",
-                             output ? "U8, I8, F16 or F32" : "U8, I8 or F16", ")"));
+    // The DPU reads and writes U8, I8 and F16 (the timing model knows no other).
+    void check_dtype(const Ctx &c, const char *field, DType t) const {
+        if (!dpu_input_type(t))
+            c.add(field, cat("dtype ", name_of(t), " not supported by the DPU (U8, I8 or F16)"));
     }
 
     bool check_window(const Ctx &c, const DpuTask &d) const {
@@ -783,9 +867,31 @@ class Checker {
                                 shape_str(in), " (Eltwise)"));
     }
 
+    // An 8-bit tensor's zero point is a value of its type; float tensors have none.
+    void check_zero_point(const Ctx &c, const char *field, DType t, int32_t zero_point) const {
+        const int32_t lo = t == DType::U8 ? 0 : t == DType::I8 ? -128 : 0;
+        const int32_t hi = t == DType::U8 ? 255 : t == DType::I8 ? 127 : 0;
+        if (zero_point < lo || zero_point > hi)
+            c.add(field,
+                  cat("zero point ", zero_point, " not in [", lo, ", ", hi, "] for ", name_of(t)));
+    }
+
     void check_ppe(const Ctx &c, const DpuTask &d) const {
         const Ppe *ppe = d.ppe();
         if (!ppe) return;
+        // The PPE multiplier is a 16-bit field, as in the weight table's requant word.
+        if (ppe->mult() < 0 || ppe->mult() > 65535)
+            c.add("ppe.mult", cat(ppe->mult(), " not in [0, 65535]"));
+        if (ppe->relux_max() < 0) c.add("ppe.relux_max", cat(ppe->relux_max(), " is negative"));
+        if (ppe->clamp_low() > ppe->clamp_high())
+            c.add("ppe.clamp_low", cat(ppe->clamp_low(), " above clamp_high ", ppe->clamp_high()));
+        if (!(ppe->fp_clamp_low() <= ppe->fp_clamp_high()))
+            c.add("ppe.fp_clamp_low",
+                  cat(ppe->fp_clamp_low(), " is not at most fp_clamp_high ", ppe->fp_clamp_high()));
+        if (!std::isfinite(ppe->leaky_alpha()))
+            c.add("ppe.leaky_alpha", cat(ppe->leaky_alpha(), " is not finite"));
+        if (!std::isfinite(ppe->fp_scale()))
+            c.add("ppe.fp_scale", cat(ppe->fp_scale(), " is not finite"));
         if (!valid(ppe->activation()))
             c.add("ppe.activation", cat("unknown activation ", int(ppe->activation())));
         if (d.op() == DpuOp::Eltwise && !valid(ppe->eltwise_op()))
@@ -825,6 +931,22 @@ class Checker {
             if (variant_box(c, field, v, limit, box)) boxes.push_back(box);
         }
         check_overlaps(c, boxes);
+        if (in_ok) check_work(c, d, boxes);
+    }
+
+    // The multiply-accumulates (or window elements) the task computes, against kMaxDpuMacs.
+    void check_work(const Ctx &c, const DpuTask &d, const std::vector<Box> &boxes) const {
+        const uint64_t per_output = uint64_t(d.kernel_w()) * d.kernel_h() *
+                                    (is_convolution(d.op()) ? chw_of(*d.input()).c : 1);
+        uint64_t outputs = 0;
+        for (const Box &b : boxes)
+            outputs +=
+                uint64_t(b.end[0] - b.start[0]) * (b.end[1] - b.start[1]) * (b.end[2] - b.start[2]);
+        const long double macs = (long double)outputs * per_output;
+        if (macs > (long double)kMaxDpuMacs)
+            c.add("variants",
+                  cat("the task computes ", uint64_t(std::min<long double>(macs, 1e19L)),
+                      " multiply-accumulates, more than a task may (", kMaxDpuMacs, ")"));
     }
 
     void check_mpe_mode(const Ctx &c, const std::string &field, const DpuVariant &v, DType input) {
@@ -908,35 +1030,137 @@ class Checker {
         if (args != k.args()->size())
             c.add("args",
                   cat(args, " given, kernel ", quoted(k.name()), " takes ", k.args()->size()));
+        bool windows_ok = args == k.args()->size();
         for (uint32_t i = 0; i < std::min(args, k.args()->size()); ++i)
-            check_shave_arg(c, i, *s.args()->Get(i), *k.args()->Get(i));
+            windows_ok &= check_shave_arg(c, i, *s.args()->Get(i), *k.args()->Get(i));
+        if (windows_ok && kernel_reads_ok_[s.kernel()]) check_reads(c, s, k);
     }
 
-    // Kernels are compiled for their contract and check nothing at run time: a buffer of
-    // another rank, type or with a non-dense innermost dimension would be read out of bounds.
-    void check_shave_arg(const Ctx &c, uint32_t i, const ShaveArg &arg, const KernelArg &want) {
+    // A kernel checks its buffers as Halide's asserts do and fails the call when one is not
+    // what it was compiled for: the same checks here, so that what verify accepts runs. True
+    // when the argument is a buffer window whose reads can be checked (check_reads).
+    bool check_shave_arg(const Ctx &c, uint32_t i, const ShaveArg &arg, const KernelArg &want) {
         std::string field = cat("args[", i, "] ", quoted(want.name()));
         const TensorRef *t = arg.tensor();
         if (!is_buffer(want.kind())) {
             if (t) c.add(field, "a scalar argument must not have a tensor");
-            return;
+            check_scalar(c, field, arg, want);
+            return true;
         }
         if (!t) {
             c.add(field, "a buffer argument needs a tensor");
+            return false;
+        }
+        if (!check_tensor(c, field, t)) return false;
+        bool ok = true;
+        auto problem = [&](const std::string &what) {
+            c.add(field, what);
+            ok = false;
+        };
+        if (t->dims()->size() != want.rank())
+            problem(cat("rank ", t->dims()->size(), ", the kernel takes ", int(want.rank())));
+        if (t->dtype() != want.dtype())
+            problem(
+                cat("dtype ", name_of(t->dtype()), ", the kernel takes ", name_of(want.dtype())));
+        if (t->dims()->Get(0)->stride() != 1)
+            problem(cat("innermost stride ", t->dims()->Get(0)->stride(),
+                        ", kernels take dense rows (stride 1)"));
+        if (size_of(arg.mins()) != 0 && arg.mins()->size() != t->dims()->size())
+            problem(cat("mins: ", arg.mins()->size(), " values for ", t->dims()->size(), " dims"));
+        if (!ok) return false;
+        // Halide's buffers hold int32 mins, extents and strides, and a kernel refuses a buffer
+        // spanning 2^31 elements or more (halide_error_buffer_allocation_too_large).
+        constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+        int64_t elements = 1;
+        for (uint32_t d = 0; d < t->dims()->size(); ++d) {
+            const Dim &dim = *t->dims()->Get(d);
+            const int64_t min = size_of(arg.mins()) ? arg.mins()->Get(d) : 0;
+            const int64_t extent = dim.extent(), stride = dim.stride();
+            elements = std::min(elements * extent, kInt32Max + 1);
+            if (extent > kInt32Max || stride < -kInt32Max || stride > kInt32Max ||
+                extent * std::abs(stride) > kInt32Max || elements > kInt32Max)
+                problem(cat("dims[", d, "]: extent ", extent, " and stride ", stride,
+                            " exceed what a kernel's buffer holds (2^31 - 1 elements)"));
+            else if (min + extent - 1 > kInt32Max)
+                problem(cat("mins[", d, "]: ", min, " + extent ", extent,
+                            " passes the largest coordinate (2^31 - 1)"));
+        }
+        return ok;
+    }
+
+    // A scalar argument's value is a value of its type.
+    void check_scalar(const Ctx &c, const std::string &field, const ShaveArg &arg,
+                      const KernelArg &want) const {
+        if (want.kind() == ArgKind::ScalarFloat) {
+            const double v = arg.float_value();
+            if (std::isfinite(v) && std::abs(v) > std::numeric_limits<float>::max())
+                c.add(field, cat("float_value ", v, " is beyond the float range"));
             return;
         }
-        if (!check_tensor(c, field, t)) return;
-        if (t->dims()->size() != want.rank())
-            c.add(field, cat("rank ", t->dims()->size(), ", the kernel takes ", int(want.rank())));
-        if (t->dtype() != want.dtype())
+        const int64_t v = arg.int_value();
+        const int64_t lo = want.dtype() == DType::U8   ? 0
+                           : want.dtype() == DType::I8 ? -128
+                                                       : std::numeric_limits<int32_t>::min();
+        const int64_t hi = want.dtype() == DType::U8   ? 255
+                           : want.dtype() == DType::I8 ? 127
+                                                       : std::numeric_limits<int32_t>::max();
+        if (v < lo || v > hi)
             c.add(field,
-                  cat("dtype ", name_of(t->dtype()), ", the kernel takes ", name_of(want.dtype())));
-        if (t->dims()->Get(0)->stride() != 1)
-            c.add(field, cat("innermost stride ", t->dims()->Get(0)->stride(),
-                             ", kernels take dense rows (stride 1)"));
-        if (arg.mins() && arg.mins()->size() != 0 && arg.mins()->size() != t->dims()->size())
-            c.add(field,
-                  cat("mins: ", arg.mins()->size(), " values for ", t->dims()->size(), " dims"));
+                  cat("int_value ", v, " not in [", lo, ", ", hi, "] for ", name_of(want.dtype())));
+    }
+
+    // Every input window holds what the kernel reads (its `reads` bounds) for the task's output
+    // window: the region the kernel's own checks require, so the call cannot fail them. Each
+    // SHAVE's slice of the output reads a part of it (the bounds are non-decreasing).
+    void check_reads(const Ctx &c, const ShaveTask &s, const Kernel &k) const {
+        const ShaveArg *output = nullptr;
+        for (uint32_t i = 0; i < k.args()->size(); ++i)
+            if (k.args()->Get(i)->kind() == ArgKind::OutputBuffer) output = s.args()->Get(i);
+        if (!output) return;
+        auto window = [](const ShaveArg &arg, uint32_t d) {
+            const int64_t min = size_of(arg.mins()) ? arg.mins()->Get(d) : 0;
+            return std::make_pair(min, min + int64_t(arg.tensor()->dims()->Get(d)->extent()) - 1);
+        };
+        const uint32_t out_rank = output->tensor()->dims()->size();
+        for (uint32_t i = 0; i < k.args()->size(); ++i) {
+            const KernelArg &contract = *k.args()->Get(i);
+            for (uint32_t d = 0; d < size_of(contract.reads()); ++d) {
+                const ReadBound &r = *contract.reads()->Get(d);
+                int64_t out_min = 0, out_max = 0;
+                if (r.source() >= 0) {
+                    if (uint32_t(r.source()) >= out_rank) {
+                        c.add(cat("args[", i, "] ", quoted(contract.name())),
+                              cat("reads[", d, "]: source ", int(r.source()), ", the output has ",
+                                  out_rank, " dimensions"));
+                        continue;
+                    }
+                    std::tie(out_min, out_max) = window(*output, uint32_t(r.source()));
+                }
+                const int64_t lo = read_bound(r, out_min, r.min_offset(), r.min_lo(), r.min_hi());
+                const int64_t hi = read_bound(r, out_max, r.max_offset(), r.max_lo(), r.max_hi());
+                const auto [in_min, in_max] = window(*s.args()->Get(i), d);
+                if (lo < in_min || hi > in_max)
+                    c.add(cat("args[", i, "] ", quoted(contract.name())),
+                          cat("the kernel reads ", lo, "..", hi, " of dimension ", d,
+                              " for its output, outside the window ", in_min, "..", in_max));
+            }
+        }
+    }
+
+    // clamp(scale * floor_div(v + shift, divisor) + offset, lo, hi), as blob.fbs defines it.
+    static int64_t read_bound(const ReadBound &r, int64_t v, int64_t offset, int64_t lo,
+                              int64_t hi) {
+        // v, the shift and the offset fit 32 bits, the quotient 33, scale * quotient 64 but
+        // for its sign: saturated, it still clamps to the same int32 bound.
+        const int64_t numerator = v + r.shift();
+        int64_t q = numerator / r.divisor();
+        if (numerator % r.divisor() != 0 && numerator < 0) --q;
+        int64_t value = 0;
+        if (__builtin_mul_overflow(int64_t(r.scale()), q, &value) ||
+            __builtin_add_overflow(value, offset, &value))
+            value =
+                q < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+        return std::max<int64_t>(std::min<int64_t>(value, hi), lo);
     }
 
     // ---- Barrier counts ----------------------------------------------------------------
@@ -1187,6 +1411,7 @@ class Checker {
     const Target &target_;
     Problems problems_;
     uint32_t barrier_count_;
+    std::vector<bool> kernel_reads_ok_;            // per kernel: its read bounds well formed
     std::vector<TaskRef> tasks_;                   // every task, queue by queue
     std::vector<std::vector<uint32_t>> producers_; // per barrier: tasks that update it
     std::vector<std::vector<uint32_t>> consumers_; // per barrier: tasks that wait on it
@@ -1196,6 +1421,31 @@ class Checker {
 };
 
 } // namespace
+
+Sha256 description_digest(const TargetDescription &described) {
+    const Sha256 digest = sha256(described.json()->data(), described.json()->size());
+    const auto *stored = described.sha256();
+    if (stored->size() != digest.size() ||
+        !std::equal(digest.begin(), digest.end(), stored->begin()))
+        throw BlobError("header: target: sha256 does not match the description it carries "
+                        "(corrupted blob)");
+    return digest;
+}
+
+target::Target embedded_target(const Blob &blob) {
+    const TargetDescription &described = *blob.header()->target();
+    description_digest(described);
+    target::Target target;
+    try {
+        target = target::parse_target(described.json()->str(), "header.target.json");
+    } catch (const target::TargetError &e) {
+        throw BlobError(cat("header: target: ", e.what()));
+    }
+    if (target.name != described.name()->str())
+        throw BlobError(cat("header: target: name ", quoted(described.name()),
+                            " differs from the description's '", target.name, "'"));
+    return target;
+}
 
 const Blob &verify_structure(const std::vector<uint8_t> &bytes) {
     if (bytes.size() < 8)
@@ -1217,15 +1467,31 @@ const Blob &verify_structure(const std::vector<uint8_t> &bytes) {
                             " bytes (truncated or corrupted)"));
     const Blob &blob = *GetBlob(bytes.data());
     const Version &v = *blob.header()->version();
-    if (v.major() != kVersionMajor)
+    if (v.major() != kVersionMajor || v.minor() > kVersionMinor)
         throw BlobError(cat("header: version: blob format ", v.major(), ".", v.minor(),
-                            ", this vpuc reads format ", kVersionMajor, ".x"));
+                            ", this vpuc reads formats ", kVersionMajor, ".0 to ", kVersionMajor,
+                            ".", kVersionMinor, " (recompile the network)"));
     return blob;
 }
 
 const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &target) {
     const Blob &blob = verify_structure(bytes);
     Checker(blob, target, bytes.size()).run();
+    // The memory analyses work per contiguous run of bytes a task touches, which a small blob
+    // can make many of: their allowance grows with the file, with a floor for small blobs.
+    const uint64_t budget = kDataflowBudgetPerByte * bytes.size() + kDataflowBudgetFloor;
+    auto lines = [](const std::vector<std::string> &list) {
+        std::string all;
+        for (const std::string &line : list) all += (all.empty() ? "" : "\n") + line;
+        return all;
+    };
+    const std::vector<std::string> races = find_races(blob, 8, budget);
+    if (!races.empty())
+        throw BlobError("data races: tasks touch the same bytes, one writing, and neither waits "
+                        "for the other (a missing dependency; results would depend on timing):\n" +
+                        lines(races));
+    const std::vector<std::string> tables = check_weight_tables(blob, target, kMaxProblems, budget);
+    if (!tables.empty()) throw BlobError(lines(tables));
     return blob;
 }
 

@@ -19,17 +19,17 @@ const char *to_string(Precision precision); // "int8", "fp16"
 
 // One layer's shape; the graph, its MAC count and its DDR traffic all derive from it.
 struct LayerSpec {
-    enum class Kind { Conv, Depthwise, Softmax };
+    enum class Kind { Conv, Depthwise, Softmax, Sigmoid };
     std::string name; // "conv3x3 56x56x64->64"
     Kind kind = Kind::Conv;
     int64_t in_c = 0, in_w = 0, in_h = 0;
-    int64_t out_c = 0; // conv; depthwise and softmax keep in_c
+    int64_t out_c = 0; // conv; the other kinds keep in_c
     int kernel = 1, stride = 1, pad = 0;
 
     int64_t out_w() const;
     int64_t out_h() const;
-    int64_t macs() const;            // 0 for softmax (no DPU work)
-    int64_t weight_elements() const; // 0 for softmax
+    int64_t macs() const;            // 0 for softmax and sigmoid (no DPU work)
+    int64_t weight_elements() const; // 0 for softmax and sigmoid
 };
 
 // 3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512, 3x3 depthwise 112x112x32,
@@ -43,6 +43,10 @@ LayerSpec with_height(const LayerSpec &spec, int64_t height);
 // The standard layer also measured on one tile, to show what distribution over tiles gains:
 // the 3x3 conv.
 const LayerSpec &scaling_layer();
+
+// `spec` named after its shape ("softmax 40x40x48", "sigmoid 40x40x48"): width x height x
+// channels of the input.
+LayerSpec named(LayerSpec spec);
 
 // A graph of `spec` alone in `precision` (int8: u8 activations, i8 weights; fp16 throughout)
 // with deterministic random constants, no schedule. Convolutions end in a ReLU.

@@ -2,13 +2,22 @@
 // produce a region of its output (halos included).
 #pragma once
 
+#include <Halide.h>
+
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "codegen/loop_nest.h"
 #include "dsl/layer.h"
 
 namespace vpuc::codegen {
+
+// The box of every Func and image `output` reads, by name, for the box `box` of `output`
+// (constant or symbolic), through every definition and update: Halide's bounds inference.
+std::map<std::string, Halide::Internal::Box> required_boxes(const Halide::Func &output,
+                                                            const Halide::Internal::Box &box);
 
 // One region per input of `layer`, clamped to the input's extents (a padded conv reads nothing
 // outside its input; the padding is the DPU's or the kernel's business). Throws

@@ -1,13 +1,13 @@
 // SHAVE kernel generation: a Halide pipeline becomes a relocatable object for the simulator's
 // host, vectorized for the SHAVE's vector width, with its argument contract and op counts.
 //
-// The contract a kernel is compiled for (the simulator keeps to it, nothing checks it at run
-// time because the kernels are compiled without asserts):
+// The contract a kernel is compiled for (the blob verifier checks every task against it, and
+// the kernel's own checks, Halide's asserts, hold each call to it at run time):
 // - it is called through its argv entry with one pointer per argument, in `args` order:
 //   a halide_buffer_t* for buffers, a pointer to the value for scalars;
 // - it computes exactly the region the output buffer describes (a SHAVE's crop of the output);
-// - input buffers cover every element that region reads, and every buffer's innermost
-//   dimension is dense (stride 1).
+// - input buffers cover every element that region reads (`reads`, per input dimension, says
+//   which), and every buffer's innermost dimension is dense (stride 1).
 #pragma once
 
 #include <Halide.h>
@@ -36,6 +36,9 @@ struct KernelArgDesc {
     KernelArgKind kind = KernelArgKind::InputBuffer;
     target::DType dtype = target::DType::I8;
     int rank = 0; // dimensions of a buffer; 0 for scalars
+    // An input buffer: what the kernel reads of it per dimension for the output region it
+    // computes (blob.fbs ReadBound), from Halide's bounds inference; empty if it reads nothing.
+    std::vector<blob::ReadBound> reads;
 };
 
 struct ShaveKernelBinary {
@@ -48,7 +51,8 @@ struct ShaveKernelBinary {
 };
 
 // The Halide target every SHAVE kernel is compiled for: the simulator's host (x86-64 Linux)
-// with 128-bit SSE4.1 vectors, and no Halide runtime, asserts or bounds queries in the object.
+// with 128-bit SSE4.1 vectors, no Halide runtime and no bounds queries in the object. Asserts
+// stay: a call whose buffers do not cover what it reads returns an error, never reads outside.
 // No FMA or AVX, so results do not depend on the machine that runs the simulator.
 const Halide::Target &shave_halide_target();
 

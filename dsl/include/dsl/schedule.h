@@ -107,11 +107,13 @@ class Schedule {
 
     // "split(y, yo, yi, 8).on_dpu(CUBOID_16x16).prefetch(1)"
     std::string to_string() const;
-    // The printed chain read back: parse(s.to_string()) == s, unless a name holds a space, a
-    // comma, a parenthesis or a brace. Throws ScheduleError naming the directive and what is
-    // wrong with it.
+    // The printed chain read back: parse(s.to_string()) == s, unless a loop name is empty or a
+    // name holds white space, a comma, a parenthesis or a brace (names from JSON may). Throws
+    // ScheduleError naming the directive and what is wrong with it.
     static Schedule parse(const std::string &chain);
-    // JSON text: an array of {"directive": "split", "loops": [...], ...}.
+    // JSON text: an array of {"directive": "split", "loops": [...], ...}. Names are UTF-8 in
+    // JSON: bytes of a name that are not UTF-8 are written as U+FFFD, so only such a schedule
+    // does not read back identically.
     std::string to_json() const;
     // Throws ScheduleError naming the entry and field on malformed JSON.
     static Schedule from_json(const std::string &text);

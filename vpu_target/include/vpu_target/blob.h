@@ -1,6 +1,7 @@
 // Access to blobs: reading a file, the format version, and the error every check throws.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -10,7 +11,9 @@
 
 namespace vpuc::blob {
 
-constexpr uint16_t kVersionMajor = 1;
+// A reader accepts blobs of its major version whose minor version is at most its own
+// (docs/blob.md, "Versions").
+constexpr uint16_t kVersionMajor = 2;
 constexpr uint16_t kVersionMinor = 0;
 
 // A blob that cannot be run: malformed, hostile, or asking for what the target lacks.
@@ -21,10 +24,25 @@ class BlobError : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The blob file at `path`, within the blob size limit (vpu_target/input_file.h); throws
+// BlobError naming the path when it cannot be read, is not a regular file or is too large.
 std::vector<uint8_t> read_file(const std::string &path);
 void write_file(const std::string &path, const std::vector<uint8_t> &bytes);
 
 int dtype_bytes(DType dtype);
+
+// The bytes one output channel's weights span in a DPU task's weights tensor: its (C, KW, KH)
+// dims, from the address a weight-table entry gives.
+uint64_t channel_weight_span(const TensorRef &weights);
+
+using Sha256 = std::array<uint8_t, 32>;
+Sha256 sha256(const void *data, size_t bytes);
+std::string hex(const Sha256 &digest); // 64 lowercase hex digits
+
+// What a kernel's `sha256` covers: its entry point, its argument contract (names, kinds, types,
+// ranks, read bounds) and its object code, in a fixed byte order.
+Sha256 kernel_digest(const KernelT &kernel);
+Sha256 kernel_digest(const Kernel &kernel);
 
 const char *to_string(MemSpace space);
 const char *to_string(EngineKind engine);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vpu_target/blob.h"
+#include "vpu_target/target.h"
 
 namespace vpuc::blob {
 
@@ -56,7 +57,8 @@ class TaskHandle {
 
 class BlobWriter {
   public:
-    BlobWriter(const std::string &target, const std::string &network_name);
+    // The blob carries `target`'s description: it runs on that target only.
+    BlobWriter(const target::Target &target, const std::string &network_name);
 
     // Network I/O: `shape` outermost first (N, C, H, W for 4-D layouts).
     uint32_t add_input(const std::string &name, const std::vector<uint32_t> &shape, DType dtype,
@@ -77,6 +79,7 @@ class BlobWriter {
     // A virtual barrier on `physical_id`; its producer and consumer counts are derived from
     // the tasks that reference it when finish() runs.
     uint32_t add_barrier(uint16_t physical_id);
+    // Sets the kernel's sha256 to kernel_digest(kernel).
     uint32_t add_kernel(KernelT kernel);
 
     TaskHandle add_task(QueueId queue, const std::string &name, TaskKindUnion kind);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,8 +16,11 @@ namespace vpuc::blob {
 // One line per race found, at most `max_reports`, naming both tasks and the memory:
 //   "'b' (DMA queue 1) writes Scratch+0..64, which 'a' (DMA queue 0) writes, and neither
 //    waits for the other"
-// The blob must have passed verify(): every address inside its memory, no deadlock.
-// Every location's first race is found (a vector-clock sweep in dependency order).
-std::vector<std::string> find_races(const Blob &blob, size_t max_reports = 8);
+// The blob must have passed the semantic checks of verify() (every address inside its memory,
+// no deadlock), which runs it too. Every location's first race is found (a vector-clock sweep
+// in dependency order). The sweep stops with a BlobError after `work_budget` contiguous runs of
+// bytes and vector-clock entries.
+std::vector<std::string> find_races(const Blob &blob, size_t max_reports = 8,
+                                    uint64_t work_budget = UINT64_MAX);
 
 } // namespace vpuc::blob

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "vpu_target/blob.h"
+#include "vpu_target/shave_sandbox.h"
 #include "vpu_target/target.h"
 
 namespace vpuc::sim {
@@ -38,11 +39,12 @@ struct RunResult {
     double latency_dpu_cycles = 0; // latency in DPU clock cycles
     std::vector<EngineStats> engines;
     std::vector<TaskRecord> tasks; // in start order
+    SandboxStats sandbox;          // functional runs with SHAVE tasks
 };
 
 class Simulator {
   public:
-    // Verifies the blob against the target (throws blob::BlobError) and links its kernels.
+    // Verifies the blob against the target (throws blob::BlobError).
     Simulator(target::Target target, std::vector<uint8_t> blob_bytes);
     ~Simulator();
     Simulator(const Simulator &) = delete;
@@ -51,9 +53,14 @@ class Simulator {
     const blob::Blob &blob() const;
     const target::Target &target() const { return target_; }
 
+    // How SHAVE kernels run in functional runs (the time limit per task).
+    void set_sandbox_options(const SandboxOptions &options);
+
     // `inputs` holds one byte vector per blob input, sized as its IoTensor.bytes (ignored in
-    // TimingOnly mode, where it may be empty). Throws blob::BlobError on a run-time fault
-    // (e.g. a deadlock or a weight-table pointer outside memory), naming the task.
+    // TimingOnly mode, where it may be empty). A functional run of a blob with SHAVE tasks
+    // starts a sandboxed worker for its kernels before its first task. Throws KernelFault when
+    // a kernel fails, crashes or exceeds its time limit, naming the task and the kernel: a
+    // verified blob fails in no other way (blob::BlobError for inputs of the wrong size).
     RunResult run(const std::vector<std::vector<uint8_t>> &inputs, Mode mode = Mode::Functional);
 
   private:

@@ -66,6 +66,11 @@ struct Target {
     // Synchronisation
     int barriers = 0;
 
+    // The description this target was parsed from as canonical JSON (keys sorted, comments
+    // dropped) and its SHA-256: what a blob compiled for the target carries.
+    std::string description_json;
+    blob::Sha256 description_sha256{};
+
     // Derived helpers.
     const MpeMode *find_mpe_mode(const std::string &mode_name) const;
     int shaves_available(int tile) const; // SHAVEs a task on `tile` may use

@@ -41,6 +41,8 @@ struct CalibrationReport {
 // unknown or missing column or a malformed row.
 CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &origin,
                                          const std::string &target = "");
+// The file at `path`, within the reference CSV size limit (vpu_target/input_file.h); a file
+// that cannot be read, is not a regular file or is too large is a CalibrationError too.
 CalibrationReport calibrate_timing_model_file(const std::string &path,
                                               const std::string &target = "");
 

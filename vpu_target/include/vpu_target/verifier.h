@@ -20,4 +20,12 @@ const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &targ
 // header (e.g. to find the target).
 const Blob &verify_structure(const std::vector<uint8_t> &bytes);
 
+// The target description a blob carries (after verify_structure), parsed. Throws BlobError
+// when it is corrupted (its sha256 does not match) or not a valid target description.
+target::Target embedded_target(const Blob &blob);
+
+// The SHA-256 of a blob's target description, checked against the one it stores (throws
+// BlobError when they differ).
+Sha256 description_digest(const TargetDescription &described);
+
 } // namespace vpuc::blob

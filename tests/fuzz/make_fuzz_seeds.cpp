@@ -1,0 +1,134 @@
+// Writes the fuzzers' seed corpora, generated from the current sources so that they follow the
+// blob format, the target files and the schedule syntax as they change:
+//
+//   DIR/blob/       every seed network (seed_blobs.h) compiled for vpu27 and vpu20
+//   DIR/blob_small/ the same without the demo network, for functional runs
+//   DIR/target/     the bundled target files as written, and as the canonical JSON blobs carry
+//   DIR/schedule_chain/, DIR/schedule_json/   the schedules the lowering gave each layer,
+//                   random legal ones (schedules/random_schedule.h), and one chain using every
+//                   directive, as chains and as JSON
+//
+// usage: make_fuzz_seeds DIR
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/lower.h"
+#include "schedules/random_schedule.h"
+#include "seed_blobs.h"
+#include "vpu_target/blob.h"
+
+namespace fs = std::filesystem;
+using namespace vpuc;
+
+namespace {
+
+constexpr int kRandomSchedulesPerLayer = 6;
+
+void write_text(const fs::path &path, const std::string &text) {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+
+// The layers the DPU cannot run: random_schedule schedules them for the SHAVEs.
+bool shave_layer(const dsl::Layer &layer) {
+    return layer.name() == "prob" || layer.name() == "sig";
+}
+
+dsl::Schedule every_directive() {
+    dsl::Schedule s;
+    s.split("y", "yo", "yi", {4, 12, 8, 4})
+        .tile("x", "c", "xo", "co", "xi", "ci", 8, 16)
+        .reorder({"xi", "ci", "yi"})
+        .fuse("xi", "ci", "xci")
+        .unroll("xci")
+        .vectorize("xci", 16)
+        .compute_at("conv2", "yo")
+        .store_in(dsl::MemoryLevel::CMX)
+        .on_dpu("CUBOID_16x16")
+        .on_shave()
+        .workloads("yi", 2)
+        .distribute("yo", 2, dsl::Strategy::HKSwitch)
+        .distribute("co", 2, dsl::Strategy::SplitOverKernel)
+        .distribute("xo", 2, dsl::Strategy::Clustering)
+        .distribute("y", 2, dsl::Strategy::SplitOverHeight)
+        .prefetch(1)
+        .spill()
+        .compute_root()
+        .store_in(dsl::MemoryLevel::DDR);
+    return s;
+}
+
+class ScheduleSeeds {
+  public:
+    explicit ScheduleSeeds(const fs::path &dir)
+        : chains_(dir / "schedule_chain"), json_(dir / "schedule_json") {
+        fs::create_directories(chains_);
+        fs::create_directories(json_);
+    }
+
+    void add(const dsl::Schedule &schedule) {
+        const std::string name = "schedule-" + std::to_string(count_++);
+        write_text(chains_ / (name + ".txt"), schedule.to_string());
+        write_text(json_ / (name + ".json"), schedule.to_json());
+    }
+
+  private:
+    fs::path chains_, json_;
+    int count_ = 0;
+};
+
+void write_seeds(const fs::path &dir) {
+    const std::vector<std::string> targets = {"vpu27", "vpu20"};
+    fs::create_directories(dir / "blob");
+    fs::create_directories(dir / "blob_small");
+    fs::create_directories(dir / "target");
+    ScheduleSeeds schedules(dir);
+    schedules.add(every_directive());
+
+    std::mt19937 rng(1);
+    for (const std::string &target_name : targets) {
+        const target::Target target = target::load_target(target_name);
+        write_text(dir / "target" / (target_name + ".canonical.json"), target.description_json);
+        for (const std::string &network : fuzz::seed_network_names()) {
+            dsl::Graph graph = fuzz::seed_network(network);
+            const std::vector<uint8_t> bytes = codegen::lower(graph, target);
+            const std::string file = network + "-" + target_name + ".vpub";
+            blob::write_file((dir / "blob" / file).string(), bytes);
+            if (network != "small_net")
+                blob::write_file((dir / "blob_small" / file).string(), bytes);
+            for (const dsl::Layer &layer : graph.layers()) {
+                schedules.add(layer.schedule()); // as the lowering scheduled it
+                for (int i = 0; i < kRandomSchedulesPerLayer; ++i)
+                    schedules.add(schedules::random_schedule(
+                        layer, target, rng,
+                        shave_layer(layer) ? dsl::Engine::SHAVE : dsl::Engine::DPU));
+            }
+        }
+    }
+    for (const auto &file :
+         fs::directory_iterator(fs::path(VPUC_SOURCE_DIR) / "vpu_target" / "targets"))
+        fs::copy_file(file.path(), dir / "target" / file.path().filename(),
+                      fs::copy_options::overwrite_existing);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    try {
+        write_seeds(argv[1]);
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "make_fuzz_seeds: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
