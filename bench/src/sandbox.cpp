@@ -61,6 +61,7 @@ SandboxCost measure_sandbox(const SandboxCase &c, const target::Target &target, 
         }
         cost.run_ms = median(run_ms);
         cost.start_ms = median(start_ms);
+        cost.first_start_ms = start_ms.front();
         cost.blocked_ms = median(blocked_ms);
         cost.kernel_ms = median(kernel_ms);
     } catch (const std::exception &e) {

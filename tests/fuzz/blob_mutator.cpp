@@ -764,7 +764,12 @@ struct BlobMutator::Impl {
     std::optional<JsonNode> tree_of(const std::vector<uint8_t> &blob) const {
         const reflection::Schema &s = *reflection::GetSchema(reflection.data());
         const size_t max_tables = 1024 + blob.size() / 4;
-        if (blob.size() < 8 ||
+        if (blob.size() < 8) return std::nullopt;
+        // The generated verifier first: it is the one vpuc relies on, and it is built here,
+        // with the sanitizers. The reflection verifier comes from the packaged library, built
+        // without them, where a read out of bounds would crash without a report.
+        flatbuffers::Verifier generated(blob.data(), blob.size());
+        if (!blob::VerifyBlobBuffer(generated) ||
             !flatbuffers::Verify(s, *s.root_table(), blob.data(), blob.size(), 64, max_tables))
             return std::nullopt;
         return TreeBuilder(s, 65536 + 16 * int64_t(blob.size())).root(blob.data());

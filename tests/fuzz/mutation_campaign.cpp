@@ -357,10 +357,17 @@ class Campaign {
 } // namespace
 
 int main(int argc, char **argv) {
+    Options options;
     try {
-        return Campaign(parse_options(argc, argv)).run();
+        options = parse_options(argc, argv);
     } catch (const std::exception &e) {
         std::fprintf(stderr, "vpuc_mutation_campaign: %s\n%s", e.what(), kUsage);
+        return 2;
+    }
+    try {
+        return Campaign(options).run();
+    } catch (const std::exception &e) {
+        std::fprintf(stderr, "vpuc_mutation_campaign: %s\n", e.what());
         return 2;
     }
 }

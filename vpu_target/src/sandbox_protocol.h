@@ -8,7 +8,11 @@
 // answers a Reply, in the order of the tasks. The worker exits at end of file.
 #pragma once
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 
 namespace vpuc::sandbox {
 
@@ -180,5 +184,32 @@ struct Reply {
     uint32_t message_bytes = 0; // a message of that many bytes follows (at most kMaxMessageBytes)
     uint64_t kernel_ns = 0;     // time spent in the kernel's code
 };
+
+// The three descriptors a spawn request passes: the worker's socket, the simulated memory and
+// the kernel images.
+constexpr int kSpawnDescriptors = 3;
+
+// Sends `bytes` as one message on a Unix socket, with the spawn descriptors (SCM_RIGHTS) when
+// `fds` is not null; true when all of it went.
+inline bool send_message(int socket, const void *data, size_t bytes, const int *fds) {
+    iovec buffer{const_cast<void *>(data), bytes};
+    alignas(cmsghdr) char control[CMSG_SPACE(kSpawnDescriptors * sizeof(int))] = {};
+    msghdr message{};
+    message.msg_iov = &buffer;
+    message.msg_iovlen = 1;
+    if (fds) {
+        message.msg_control = control;
+        message.msg_controllen = sizeof control;
+        cmsghdr *rights = CMSG_FIRSTHDR(&message);
+        rights->cmsg_level = SOL_SOCKET;
+        rights->cmsg_type = SCM_RIGHTS;
+        rights->cmsg_len = CMSG_LEN(kSpawnDescriptors * sizeof(int));
+        std::memcpy(CMSG_DATA(rights), fds, kSpawnDescriptors * sizeof(int));
+    }
+    ssize_t n;
+    while ((n = sendmsg(socket, &message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+    }
+    return n == ssize_t(bytes);
+}
 
 } // namespace vpuc::sandbox

@@ -148,24 +148,7 @@ class Zygote {
 
     // One request, with descriptors to pass or none; false when the zygote is gone.
     bool send(const sandbox::ZygoteRequest &request, const int *fds) {
-        iovec data{const_cast<sandbox::ZygoteRequest *>(&request), sizeof request};
-        alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
-        msghdr message{};
-        message.msg_iov = &data;
-        message.msg_iovlen = 1;
-        if (fds) {
-            message.msg_control = control;
-            message.msg_controllen = sizeof control;
-            cmsghdr *rights = CMSG_FIRSTHDR(&message);
-            rights->cmsg_level = SOL_SOCKET;
-            rights->cmsg_type = SCM_RIGHTS;
-            rights->cmsg_len = CMSG_LEN(3 * sizeof(int));
-            std::memcpy(CMSG_DATA(rights), fds, 3 * sizeof(int));
-        }
-        ssize_t n;
-        while ((n = sendmsg(control_, &message, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
-        }
-        return n == ssize_t(sizeof request);
+        return sandbox::send_message(control_, &request, sizeof request, fds);
     }
 
     // A request and its reply; false when the zygote is gone.

@@ -706,23 +706,6 @@ int receive(int socket, void *data, size_t bytes, int fds[3]) {
     return -1;
 }
 
-bool send_descriptors(int socket, const int fds[3]) {
-    char byte = 0;
-    iovec data{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(3 * sizeof(int))] = {};
-    msghdr message{};
-    message.msg_iov = &data;
-    message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
-    cmsghdr *rights = CMSG_FIRSTHDR(&message);
-    rights->cmsg_level = SOL_SOCKET;
-    rights->cmsg_type = SCM_RIGHTS;
-    rights->cmsg_len = CMSG_LEN(3 * sizeof(int));
-    std::memcpy(CMSG_DATA(rights), fds, 3 * sizeof(int));
-    return sendmsg(socket, &message, MSG_NOSIGNAL) == 1;
-}
-
 // A worker forked before the request it will serve, so that a spawn costs the simulator two
 // messages rather than a fork. It waits on a socket of its own for the request's descriptors.
 struct Standby {
@@ -775,7 +758,8 @@ void spawn(Standby &standby, const int fds[3]) {
     for (int attempt = 0; attempt < 2; ++attempt) {
         if (standby.pid < 0) standby = fork_standby();
         if (standby.pid < 0) break;
-        const bool handed = send_descriptors(standby.socket, fds);
+        const char byte = 0;
+        const bool handed = sb::send_message(standby.socket, &byte, 1, fds);
         ::close(standby.socket);
         if (!handed) {
             kill(standby.pid, SIGKILL);
@@ -806,9 +790,11 @@ void spawn(Standby &standby, const int fds[3]) {
         if (request.kind != sb::ZygoteRequest::Wait && request.kind != sb::ZygoteRequest::Kill &&
             request.kind != sb::ZygoteRequest::Discard)
             continue;
-        if (request.kind != sb::ZygoteRequest::Wait) kill(request.pid, SIGKILL);
+        // Only a worker: kill() and waitpid() take 0 and -1 for whole groups.
+        const bool worker = request.pid > 0 && request.pid != standby.pid;
+        if (worker && request.kind != sb::ZygoteRequest::Wait) kill(request.pid, SIGKILL);
         int status = 0;
-        const bool reaped = waitpid(request.pid, &status, 0) == request.pid;
+        const bool reaped = worker && waitpid(request.pid, &status, 0) == request.pid;
         if (request.kind != sb::ZygoteRequest::Discard)
             answer({request.pid, status, reaped ? 0 : ECHILD});
     }

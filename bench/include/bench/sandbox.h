@@ -24,10 +24,12 @@ std::vector<SandboxCase> sandbox_cases();
 struct SandboxCost {
     std::string error; // why the layer did not compile or run; the figures are unset then
     uint64_t shave_tasks = 0;
-    double run_ms = 0;     // the whole functional run (Simulator::run)
-    double start_ms = 0;   // the simulator blocked spawning the worker and waiting for it to load
-    double blocked_ms = 0; // the simulator blocked on the worker in all (start included)
-    double kernel_ms = 0;  // the kernels' own code, in the worker
+    double run_ms = 0;   // the whole functional run (Simulator::run)
+    double start_ms = 0; // the simulator blocked spawning the worker and waiting for it to load
+    double first_start_ms = 0; // the same in the first run (the first in a process also starts
+                               // the workers' fork server)
+    double blocked_ms = 0;     // the simulator blocked on the worker in all (start included)
+    double kernel_ms = 0;      // the kernels' own code, in the worker
     // What the sandbox adds to the run: the simulator's blocked time beyond the kernels' own
     // time (negative when kernels running beside the simulator save more than the sandbox
     // costs), and its share of the run.
