@@ -6,7 +6,7 @@
 //   target/*.json          target descriptions
 //   schedule_chain/*.txt   schedule chains
 //   schedule_json/*.json   schedules as JSON
-//   mutator/*.vpub         bytes the blob mutator itself was given (not blobs of any version)
+//   mutator/*.bin          bytes the blob mutator itself was given (not blobs of any version)
 //
 // docs/fuzzing.md says how a finding becomes one of them.
 #include <gtest/gtest.h>
@@ -64,7 +64,7 @@ TEST(FuzzRegression, Blobs) {
 // only what the generated verifier accepts, and leaves these alone.
 TEST(FuzzRegression, MutatorInputs) {
     const fuzz::BlobMutator mutator;
-    const auto files = regressions("mutator", ".vpub");
+    const auto files = regressions("mutator", ".bin");
     ASSERT_FALSE(files.empty());
     for (const fs::path &file : files) {
         SCOPED_TRACE(file.filename().string());

@@ -1,5 +1,5 @@
-// The simulator's side of the SHAVE sandbox: spawns the worker (fork+exec through
-// posix_spawn, so a simulator with threads never forks itself), sends it the kernels, then one
+// The simulator's side of the SHAVE sandbox: asks the fork server (started with posix_spawn,
+// so a simulator with threads never forks itself) for a worker, sends it the kernels, then one
 // message per task, and turns everything that can go wrong in the worker into a BlobError.
 #include "vpu_target/shave_sandbox.h"
 
