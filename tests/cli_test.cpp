@@ -228,6 +228,21 @@ void expect_subcommands_listed(const Outcome &run, const std::string &message) {
 
 } // namespace
 
+// Every layer of `vpuc bench sandbox` runs, with its cost per task and the first run's start.
+TEST_F(Cli, BenchSandboxMeasuresEveryLayer) {
+    const Outcome run = vpuc_run("bench sandbox --runs 1");
+    EXPECT_EQ(run.status, 0) << run.output;
+    for (const char *expected :
+         {"task us", "softmax 1000            int8", "softmax 1000            fp16",
+          "sigmoid 40x40x48        fp16", "softmax 40x40x48        fp16",
+          "sigmoid 112x112x64      fp16", "softmax 112x112x64      fp16",
+          "the process's first run, which started the fork server: start "})
+        EXPECT_NE(run.output.find(expected), std::string::npos) << expected << "\n" << run.output;
+    EXPECT_EQ(run.output.find("error"), std::string::npos) << run.output;
+    expect_failure(vpuc_run("bench sandbox --runs 0"),
+                   "--runs needs an integer in 1..1000 (got '0')");
+}
+
 TEST_F(Cli, BenchNeedsAKnownSubcommand) {
     expect_subcommands_listed(vpuc_run("bench"),
                               "vpuc: 'bench' needs a subcommand: layers, sandbox, timing-model");
