@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "algorithms/layers.h"
@@ -456,6 +457,49 @@ TEST(ShaveKernel, CorruptObjectsAreRefusedOrLoad) {
             << "object " << i;
     }
     EXPECT_GT(refused, 50);
+}
+
+template <typename T> T read_at(const std::vector<uint8_t> &bytes, uint64_t at) {
+    T value;
+    std::memcpy(&value, bytes.data() + at, sizeof value);
+    return value;
+}
+
+// Where the addend of the first PC-relative relocation (R_X86_64_PC32 or PLT32) of an x86-64
+// ELF object is. (Offsets from the ELF-64 specification: <elf.h> clashes with Halide.h.)
+uint64_t first_pc_relative_addend(const std::vector<uint8_t> &object) {
+    constexpr uint32_t kRela = 4, kPc32 = 2, kPlt32 = 4;
+    constexpr uint64_t kRelaBytes = 24;
+    const auto section_table = read_at<uint64_t>(object, 0x28);
+    const auto section_count = read_at<uint16_t>(object, 0x3c);
+    for (uint64_t i = 0; i < section_count; ++i) {
+        const uint64_t section = section_table + 64 * i;
+        if (read_at<uint32_t>(object, section + 4) != kRela) continue;
+        const auto offset = read_at<uint64_t>(object, section + 0x18);
+        const auto size = read_at<uint64_t>(object, section + 0x20);
+        for (uint64_t r = offset; r + kRelaBytes <= offset + size; r += kRelaBytes) {
+            const auto type = uint32_t(read_at<uint64_t>(object, r + 8));
+            if (type == kPc32 || type == kPlt32) return r + 16;
+        }
+    }
+    return 0;
+}
+
+TEST(ShaveKernel, PcRelativeRelocationsOutOfRangeAreRefused) {
+    // The fuzzers found an addend near 2^63, which overflowed the range check's arithmetic.
+    for (const int64_t addend : {std::numeric_limits<int64_t>::max() - 3,
+                                 std::numeric_limits<int64_t>::min(), int64_t(1) << 31}) {
+        auto kernel = codegen::to_blob_kernel(sigmoid_f32_kernel());
+        const uint64_t at = first_pc_relative_addend(kernel->object);
+        ASSERT_NE(at, 0u);
+        std::memcpy(kernel->object.data() + at, &addend, sizeof addend);
+        std::vector<std::unique_ptr<blob::KernelT>> kernels;
+        kernels.push_back(std::move(kernel));
+        const std::string error = kernel_error(make_blob(std::move(kernels)));
+        EXPECT_NE(error.find("object has a 32-bit PC-relative relocation out of range"),
+                  std::string::npos)
+            << addend << ": " << error;
+    }
 }
 
 TEST(ShaveKernel, CorruptedKernelIsCaughtByItsHash) {

@@ -298,9 +298,12 @@ class Layout {
                  "', in a section that is not loaded");
         }
         if (out.symbol == sandbox::kInImage && r.type != sandbox::kRelocAbs64) {
-            // S + A - P: the image's base address cancels out, so the range is known here.
-            const int64_t displacement = int64_t(out.target) + out.addend - int64_t(out.at);
-            if (displacement < std::numeric_limits<int32_t>::min() ||
+            // S + A - P: the image's base address cancels out, so the range is known here. S
+            // and P are offsets in the image; A is anything the object says.
+            int64_t displacement = 0;
+            if (__builtin_add_overflow(int64_t(out.target) - int64_t(out.at), out.addend,
+                                       &displacement) ||
+                displacement < std::numeric_limits<int32_t>::min() ||
                 displacement > std::numeric_limits<int32_t>::max())
                 fail("object has a 32-bit PC-relative relocation out of range");
         }
