@@ -98,6 +98,47 @@ TEST(Target, TimingFieldIsNamed) {
     EXPECT_EQ(error_of(text), "t.json: timing.dpu.int8_efficiency: must be in [0.01, 1], got 1.5");
 }
 
+TEST(Target, OptionalTimingFieldsAreCheckedWhenGiven) {
+    // Without them (kMinimal) the input fetch prices depthwise and channel-major work, and an
+    // activation costs nothing.
+    Target minimal = parse_target(kMinimal, "t.json");
+    EXPECT_FALSE(minimal.dpu_timing.depthwise_window.present);
+    EXPECT_EQ(minimal.dpu_timing.activation_int8.zmajor, 1.0);
+    const std::string fetch = R"("input_fetch": "per_tap",)";
+    std::string window = replace(
+        kMinimal, fetch,
+        fetch +
+            R"( "depthwise_window": { "pixel_cycles": 2, "row_cycles": 0, "column_cycles": 0.4 },)");
+    Target t = parse_target(window, "t.json");
+    EXPECT_TRUE(t.dpu_timing.depthwise_window.present);
+    EXPECT_EQ(t.dpu_timing.depthwise_window.column_cycles, 0.4);
+    EXPECT_EQ(error_of(replace(window, R"("row_cycles": 0)", R"("row_cycles": -1)")),
+              "t.json: timing.dpu.depthwise_window.row_cycles: must be in [0, 10000], got -1");
+    // A misspelt optional field would silently fall back to the default: it is refused.
+    EXPECT_EQ(error_of(replace(window, "depthwise_window", "depthwise_windw")),
+              "t.json: timing.dpu.depthwise_windw: unknown field");
+    EXPECT_EQ(error_of(replace(window, "column_cycles", "colum_cycles")),
+              "t.json: timing.dpu.depthwise_window.colum_cycles: unknown field");
+    // The channel-major window replaces cm_fetch_factor: giving both is a mistake.
+    std::string cm = replace(
+        kMinimal, fetch,
+        fetch +
+            R"( "channel_major_window": { "pixel_cycles": 0, "row_cycles": 1, "column_cycles": 1 },)");
+    EXPECT_EQ(error_of(cm),
+              "t.json: timing.dpu.cm_fetch_factor: not used with channel_major_window: remove one");
+    EXPECT_TRUE(parse_target(replace(cm, R"("cm_fetch_factor": 1,)", ""), "t.json")
+                    .dpu_timing.channel_major_window.present);
+    // An activation can only slow the DPU down.
+    std::string relu =
+        replace(kMinimal, fetch,
+                fetch + R"( "activation_slowdown": { "int8": { "zmajor": 1.5, "other": 1.2 },
+                                             "fp16": { "zmajor": 0.5, "other": 1.2 } },)");
+    EXPECT_EQ(error_of(relu),
+              "t.json: timing.dpu.activation_slowdown.fp16.zmajor: must be in [1, 100], got 0.5");
+    EXPECT_EQ(parse_target(replace(relu, "0.5", "1.7"), "t.json").dpu_timing.activation_fp16.zmajor,
+              1.7);
+}
+
 TEST(Target, InvalidJsonIsReported) {
     EXPECT_NE(error_of("{ not json").find("t.json: not valid JSON"), std::string::npos);
 }

@@ -111,6 +111,61 @@ TEST(DpuTimingModel, Vpu20VectorModeWorksOn16WideRows) {
     EXPECT_GT(cycles(17), 1.5 * cycles(16));
 }
 
+DpuWorkload with_relu(DpuWorkload w) {
+    w.activation = true;
+    return w;
+}
+
+DpuWorkload depthwise(int out_w, int out_c, int kernel, int stride, const char *mode) {
+    DpuWorkload w = conv(out_w, out_w, out_c, out_c, kernel, mode);
+    w.op = DpuOpKind::DepthwiseConv;
+    w.stride_w = w.stride_h = stride;
+    w.in_w = w.in_h = out_w * stride;
+    return w;
+}
+
+TEST(DpuTimingModel, ReluCostsOnVpu20Only) {
+    // VPUNN's vpu20 predicts ReLU workloads slower (about 1.5x on an int8 convolution, 1.25x
+    // on an eltwise); its vpu27 does not.
+    DpuWorkload c = conv(28, 28, 64, 64, 3, "VECTOR");
+    double ratio = dpu_workload_cycles(vpu20(), with_relu(c)) / dpu_workload_cycles(vpu20(), c);
+    EXPECT_GT(ratio, 1.4);
+    EXPECT_LT(ratio, vpu20().dpu_timing.activation_int8.zmajor + 0.01);
+    DpuWorkload add = conv(28, 28, 64, 64, 1, "VECTOR");
+    add.op = DpuOpKind::Eltwise;
+    double overhead = vpu20().dpu_timing.workload_overhead_cycles;
+    EXPECT_NEAR((dpu_workload_cycles(vpu20(), with_relu(add)) - overhead) /
+                    (dpu_workload_cycles(vpu20(), add) - overhead),
+                vpu20().dpu_timing.activation_int8.other, 1e-9);
+    for (const char *mode : {"CUBOID_16x16", "CUBOID_4x16"}) {
+        DpuWorkload w = conv(28, 28, 64, 64, 3, mode);
+        EXPECT_EQ(dpu_workload_cycles(vpu27(), with_relu(w)), dpu_workload_cycles(vpu27(), w));
+    }
+}
+
+TEST(DpuTimingModel, Vpu20DepthwiseIsASlidingWindow) {
+    // VPUNN prices vpu20 depthwise work per output pixel and 16 channels, the same in every
+    // MPE mode, growing with the input columns each step brings in (kernel_h * stride_w).
+    auto cycles = [](DpuWorkload w) { return dpu_workload_cycles(vpu20(), w); };
+    EXPECT_EQ(cycles(depthwise(28, 64, 3, 1, "VECTOR")), cycles(depthwise(28, 64, 3, 1, "MATRIX")));
+    EXPECT_GT(cycles(depthwise(28, 64, 3, 2, "VECTOR")), cycles(depthwise(28, 64, 3, 1, "VECTOR")));
+    EXPECT_GT(cycles(depthwise(28, 64, 7, 1, "VECTOR")), cycles(depthwise(28, 64, 3, 1, "VECTOR")));
+    // fp16 costs as its MACs do: a quarter of the int8 rate.
+    double overhead = vpu20().dpu_timing.workload_overhead_cycles;
+    EXPECT_NEAR((cycles(fp16(depthwise(28, 64, 3, 1, "VECTOR_FP16"))) - overhead) /
+                    (cycles(depthwise(28, 64, 3, 1, "VECTOR")) - overhead),
+                4.0, 0.05);
+    // Max pooling has its own window: no weights to read.
+    DpuWorkload pool = depthwise(28, 64, 3, 1, "VECTOR");
+    pool.op = DpuOpKind::MaxPool;
+    EXPECT_LT(cycles(pool), cycles(depthwise(28, 64, 3, 1, "VECTOR")));
+    // A target without a window of its own for max pooling uses the depthwise one.
+    Target one_window = vpu20();
+    one_window.dpu_timing.max_pool_window.present = false;
+    EXPECT_EQ(dpu_workload_cycles(one_window, pool),
+              dpu_workload_cycles(one_window, depthwise(28, 64, 3, 1, "VECTOR")));
+}
+
 TEST(DpuTimingModel, UnknownOrUnsupportedModeThrowsNamingIt) {
     std::string e = error_of([] { dpu_workload_cycles(vpu27(), conv(8, 8, 16, 16, 1, "MATRIX")); });
     EXPECT_NE(e.find("unknown MPE mode 'MATRIX'"), std::string::npos) << e;
@@ -187,6 +242,16 @@ TEST(TimingCalibration, CsvErrorsNameTheLine) {
               "ref.csv:2: column 'cycles': not an integer: 'fast'");
     EXPECT_EQ(error("device,direction,colour\n"), "ref.csv:1: unknown column 'colour'");
     EXPECT_EQ(error("device,op,cycles\n"), "ref.csv:1: missing column 'in_dtype'");
+}
+
+// docs/timing-model.md: every vpu20 group of the DPU reference within 10% median.
+TEST(TimingCalibration, Vpu20GroupsStayWithin10Percent) {
+    std::string path =
+        std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_dpu_reference.csv";
+    CalibrationReport r = calibrate_timing_model_file(path, "vpu20");
+    ASSERT_EQ(r.groups.size(), 18u);
+    for (const ErrorStats &g : r.groups) EXPECT_LE(g.median, 0.10) << g.name;
+    for (const ErrorStats &g : r.by_activation) EXPECT_LE(g.median, 0.10) << g.name;
 }
 
 TEST(TimingCalibration, ErrorStatistics) {

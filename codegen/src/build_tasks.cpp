@@ -795,6 +795,7 @@ class LayerBuilder {
                 w.stride_w = t.stride_w;
                 w.stride_h = t.stride_h;
                 w.mpe_mode = mode.name;
+                w.activation = t.ppe && t.ppe->activation != blob::Activation::None;
                 cycles += target::dpu_workload_cycles(s_.target, w);
             }
             if (best.empty() || cycles < best_cycles) best = mode.name, best_cycles = cycles;

@@ -21,6 +21,14 @@ const nlohmann::json &FieldReader::get(const std::string &key) const {
     return *it;
 }
 
+void FieldReader::only_keys(std::initializer_list<const char *> known) const {
+    for (const auto &item : node_.items()) {
+        bool found = false;
+        for (const char *k : known) found = found || item.key() == k;
+        if (!found) fail(item.key(), "unknown field");
+    }
+}
+
 FieldReader FieldReader::object(const std::string &key) const {
     const auto &v = get(key);
     if (!v.is_object()) fail(key, "must be an object");

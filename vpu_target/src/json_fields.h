@@ -2,6 +2,7 @@
 // full path (e.g. "vpu27.json: dpu.clock_mhz: must be > 0, got -5").
 #pragma once
 
+#include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -18,6 +19,9 @@ class FieldReader {
     FieldReader(const nlohmann::json &node, std::string path, std::string origin)
         : node_(node), path_(std::move(path)), origin_(std::move(origin)) {}
 
+    bool has(const std::string &key) const { return node_.contains(key); }
+    // Fails on a key not in `known`, so that a misspelt optional field is not silently ignored.
+    void only_keys(std::initializer_list<const char *> known) const;
     FieldReader object(const std::string &key) const;
     const nlohmann::json &array(const std::string &key) const;
     std::string string(const std::string &key) const;

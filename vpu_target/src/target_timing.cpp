@@ -20,6 +20,26 @@ InputFetch parse_input_fetch(const FieldReader &dpu) {
     dpu.fail("input_fetch", "must be \"per_tap\" or \"per_block_window\", got \"" + fetch + "\"");
 }
 
+// Optional: a target without it prices the operation by its input fetch.
+SlidingWindowTiming parse_sliding_window(const FieldReader &dpu, const std::string &key) {
+    SlidingWindowTiming window;
+    if (!dpu.has(key)) return window;
+    FieldReader w = dpu.object(key);
+    w.only_keys({"pixel_cycles", "row_cycles", "column_cycles"});
+    window.present = true;
+    window.pixel_cycles = w.real("pixel_cycles", 0, 1e4);
+    window.row_cycles = w.real("row_cycles", 0, 1e4);
+    window.column_cycles = w.real("column_cycles", 0, 1e4);
+    return window;
+}
+
+ActivationSlowdown parse_activation_slowdown(const FieldReader &slowdown,
+                                             const std::string &dtype) {
+    FieldReader factors = slowdown.object(dtype);
+    factors.only_keys({"zmajor", "other"});
+    return {factors.real("zmajor", 1, 100), factors.real("other", 1, 100)};
+}
+
 // "modes" holds one object per MPE mode of the target, keyed by the mode's name.
 void parse_mode_timing(const FieldReader &dpu, Target &t) {
     FieldReader modes = dpu.object("modes");
@@ -41,6 +61,12 @@ void parse_mode_timing(const FieldReader &dpu, Target &t) {
 
 void parse_timing_section(const FieldReader &timing, Target &t) {
     FieldReader dpu = timing.object("dpu");
+    dpu.only_keys({"workload_overhead_cycles", "channel_group_cycles", "int8_efficiency",
+                   "fp16_efficiency", "word_bytes", "weight_bytes_per_cycle",
+                   "ppe_int8_elements_per_cycle", "ppe_fp16_elements_per_cycle", "cm_tap_cycles",
+                   "cm_tap_cycles_per_input_byte", "cm_fetch_factor", "bottleneck_exponent",
+                   "input_fetch", "depthwise_window", "max_pool_window", "channel_major_window",
+                   "activation_slowdown", "modes"});
     DpuTimingParams &d = t.dpu_timing;
     d.workload_overhead_cycles = dpu.real("workload_overhead_cycles", 0, 1e5);
     d.channel_group_cycles = dpu.real("channel_group_cycles", 0, 1e4);
@@ -52,9 +78,24 @@ void parse_timing_section(const FieldReader &timing, Target &t) {
     d.ppe_fp16_elements_per_cycle = dpu.real("ppe_fp16_elements_per_cycle", 0.01, 4096);
     d.cm_tap_cycles = dpu.real("cm_tap_cycles", 0, 1e3);
     d.cm_tap_cycles_per_input_byte = dpu.real("cm_tap_cycles_per_input_byte", 0, 1e3);
-    d.cm_fetch_factor = dpu.real("cm_fetch_factor", 0.01, 100);
     d.bottleneck_exponent = dpu.real("bottleneck_exponent", 1, 64);
     d.input_fetch = parse_input_fetch(dpu);
+    // Optional fields, so that the descriptions blobs carried before they were modelled still
+    // parse.
+    d.depthwise_window = parse_sliding_window(dpu, "depthwise_window");
+    d.max_pool_window = parse_sliding_window(dpu, "max_pool_window");
+    d.channel_major_window = parse_sliding_window(dpu, "channel_major_window");
+    // The window replaces the channel-major input fetch, and its factor with it.
+    if (!d.channel_major_window.present)
+        d.cm_fetch_factor = dpu.real("cm_fetch_factor", 0.01, 100);
+    else if (dpu.has("cm_fetch_factor"))
+        dpu.fail("cm_fetch_factor", "not used with channel_major_window: remove one");
+    if (dpu.has("activation_slowdown")) {
+        FieldReader slowdown = dpu.object("activation_slowdown");
+        slowdown.only_keys({"int8", "fp16"});
+        d.activation_int8 = parse_activation_slowdown(slowdown, "int8");
+        d.activation_fp16 = parse_activation_slowdown(slowdown, "fp16");
+    }
     parse_mode_timing(dpu, t);
 
     FieldReader dma = timing.object("dma");

@@ -117,6 +117,16 @@ double per_channel_fetch_cycles(const Workload &x) {
     return x.fetch_cycles(padded_bytes(x.w.out_c, x.in_bytes, x.timing.input_granule_bytes), 1);
 }
 
+// An operation that slides its kernel along the output rows (timing_params.h).
+double sliding_window_cycles(const Target &target, const Workload &x,
+                             const SlidingWindowTiming &window) {
+    double per_step = window.pixel_cycles +
+                      x.w.kernel_h * (window.row_cycles + window.column_cycles * x.w.stride_w);
+    double dtype_cost =
+        double(target.macs_per_cycle(DType::I8)) / target.macs_per_cycle(x.w.input_dtype);
+    return x.pixels * ceil_div(x.w.out_c, target.channel_alignment) * per_step * dtype_cost;
+}
+
 // The pipeline stages overlap; a p-norm blends them so the slowest dominates smoothly.
 double overlap(const std::vector<double> &stages, double p) {
     double slowest = *std::max_element(stages.begin(), stages.end());
@@ -157,23 +167,40 @@ double dpu_workload_cycles(const Target &target, const DpuWorkload &w) {
                double(w.kernel_w) * w.kernel_h,
                ceil_div(w.out_w, mode->block_w) * ceil_div(w.out_h, mode->block_h)};
 
-    std::vector<double> stages{ppe_cycles(x)};
+    // A PPE activation slows a Z-major convolution's MAC array and fetch by one factor, and
+    // every other stage by another (timing_params.h).
+    ActivationSlowdown slowdown;
+    if (w.activation)
+        slowdown = w.input_dtype == DType::F16 ? p.activation_fp16 : p.activation_int8;
+    double zmajor_slowdown = slowdown.zmajor, other_slowdown = slowdown.other;
+    std::vector<double> stages{ppe_cycles(x) * other_slowdown};
     switch (w.op) {
     case DpuOpKind::Conv:
     case DpuOpKind::MatMul:
         if (w.in_c < target.channel_alignment) {
-            stages.push_back(channel_major_mac_cycles(x));
-            stages.push_back(channel_major_fetch_cycles(target, x));
+            stages.push_back(channel_major_mac_cycles(x) * other_slowdown);
+            stages.push_back((p.channel_major_window.present
+                                  ? sliding_window_cycles(target, x, p.channel_major_window)
+                                  : channel_major_fetch_cycles(target, x)) *
+                             other_slowdown);
         } else {
-            stages.push_back(zmajor_mac_cycles(target, x));
-            stages.push_back(zmajor_fetch_cycles(target, x));
+            stages.push_back(zmajor_mac_cycles(target, x) * zmajor_slowdown);
+            stages.push_back(zmajor_fetch_cycles(target, x) * zmajor_slowdown);
         }
         break;
     case DpuOpKind::DepthwiseConv:
     case DpuOpKind::MaxPool:
-    case DpuOpKind::AvgPool:
-        stages.push_back(per_channel_fetch_cycles(x));
+    case DpuOpKind::AvgPool: {
+        // Priced by the input fetch (vpu27) or as a sliding window (vpu20); max pooling has a
+        // window of its own if the target gives one.
+        const SlidingWindowTiming &window = w.op == DpuOpKind::MaxPool && p.max_pool_window.present
+                                                ? p.max_pool_window
+                                                : p.depthwise_window;
+        stages.push_back((window.present ? sliding_window_cycles(target, x, window)
+                                         : per_channel_fetch_cycles(x)) *
+                         other_slowdown);
         break;
+    }
     case DpuOpKind::Eltwise:
         break; // bound by the PPE, which reads both inputs as it writes
     }

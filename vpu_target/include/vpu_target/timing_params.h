@@ -23,6 +23,22 @@ struct MpeModeTiming {
     int reuse_c = 1;                  // output channels that share one fetch of the activations
 };
 
+// An operation that slides its kernel along the output rows: each step brings in kernel_h
+// rows of stride_w new input columns. Cycles per output pixel and 16 channels, with 8-bit
+// inputs, are pixel_cycles + kernel_h * (row_cycles + column_cycles * stride_w); other input
+// types cost as their MACs do.
+struct SlidingWindowTiming {
+    bool present = false;
+    double pixel_cycles = 0;
+    double row_cycles = 0;
+    double column_cycles = 0;
+};
+
+struct ActivationSlowdown {
+    double zmajor = 1;
+    double other = 1;
+};
+
 struct DpuTimingParams {
     double workload_overhead_cycles = 0;    // fixed cost of one variant
     double channel_group_cycles = 0;        // per 16 output channels (weight table, PPE setup)
@@ -36,8 +52,18 @@ struct DpuTimingParams {
     // output pixel, kernel tap and 16 output channels = tap_cycles + per_input_byte * in bytes.
     double cm_tap_cycles = 0;
     double cm_tap_cycles_per_input_byte = 0;
-    double cm_fetch_factor = 1;     // channel-major input fetch cost relative to Z-major
+    double cm_fetch_factor = 1; // channel-major input fetch cost relative to Z-major
+    // Depthwise convolution and average pooling, max pooling (no weights; the depthwise window
+    // if absent), and channel-major convolution as a sliding window (vpu20); absent where the
+    // input fetch prices them (vpu27).
+    SlidingWindowTiming depthwise_window;
+    SlidingWindowTiming max_pool_window;
+    SlidingWindowTiming channel_major_window;
     double bottleneck_exponent = 1; // p of the p-norm that overlaps the pipeline stages
+    // A PPE activation (ReLU) slows a Z-major convolution's MAC array and input fetch by one
+    // factor and every other stage (PPE, depthwise, pooling, channel-major) by another, per
+    // input type; 1 where it costs nothing (vpu27).
+    ActivationSlowdown activation_int8, activation_fp16;
     InputFetch input_fetch = InputFetch::PerTap;
     std::vector<MpeModeTiming> modes;
 
