@@ -254,6 +254,40 @@ TEST(TimingCalibration, Vpu20GroupsStayWithin10Percent) {
     for (const ErrorStats &g : r.by_activation) EXPECT_LE(g.median, 0.10) << g.name;
 }
 
+// The errors of this version of the model (docs/timing-model.md, "Versions"). A change to the
+// equations or to a bundled target's coefficients moves them: bump kTimingModelVersion, and
+// record the new errors here and in the docs, in a change of its own.
+TEST(TimingCalibration, ErrorsOfThisModelVersion) {
+    ASSERT_EQ(kTimingModelVersion, 2);
+    auto median = [](const char *file, const char *target) {
+        std::string path = std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/" + file;
+        return calibrate_timing_model_file(path, target).overall.median;
+    };
+    EXPECT_NEAR(median("vpunn_dpu_reference.csv", "vpu27"), 0.060317, 1e-4);
+    EXPECT_NEAR(median("vpunn_dpu_reference.csv", "vpu20"), 0.044667, 1e-4);
+    EXPECT_NEAR(median("vpunn_dma_reference.csv", "vpu27"), 0.064869, 1e-4);
+}
+
+TEST(TimingCalibration, EveryBenchmarkNamesTheModel) {
+    EXPECT_EQ(timing_model_label(vpu27()), "timing model 2");
+    Target edited = vpu27();
+    std::string json = edited.description_json;
+    const std::string exponent = "\"bottleneck_exponent\":4.3";
+    auto pos = json.find(exponent);
+    ASSERT_NE(pos, std::string::npos);
+    edited = parse_target(json.replace(pos, exponent.size(), "\"bottleneck_exponent\":4.5"),
+                          "edited.json");
+    EXPECT_EQ(timing_model_label(edited).rfind("timing model 2 with target 'vpu27' not as bundled "
+                                               "(sha256 ",
+                                               0),
+              0u)
+        << timing_model_label(edited);
+    std::string csv =
+        std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_dma_reference.csv";
+    std::string text = format_calibration_report(calibrate_timing_model_file(csv));
+    EXPECT_NE(text.find("\ntiming model 2\n"), std::string::npos) << text;
+}
+
 TEST(TimingCalibration, ErrorStatistics) {
     ErrorStats s = error_stats("g", {0.4, 0.1, 0.3, 0.2, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0});
     EXPECT_EQ(s.rows, 10u);

@@ -15,6 +15,7 @@
 #include "options.h"
 #include "vpu_target/blob.h"
 #include "vpu_target/printable.h"
+#include "vpu_target/timing_model.h"
 
 namespace vpuc::tools {
 
@@ -30,7 +31,8 @@ const char *kUsage =
 
 Compiles each standard layer (3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512,
 3x3 depthwise 112x112x32, 7x7/2 conv 224x224x3->64 pad 3, softmax over 1000) in
-int8 and fp16 with its default schedule, simulates it (timing only) and prints:
+int8 and fp16 with its default schedule, simulates it (timing only) and prints, under
+a header naming the target and the timing model's version (docs/timing-model.md):
 
   tiles         NCE tiles the layer ran on (failed rows: the tiles it was allowed)
   cycles, us    simulated latency (DPU clock cycles, microseconds)
@@ -127,9 +129,10 @@ bool measures_scaling(const std::vector<Row> &rows) {
 
 void print_table(const target::Target &t, const std::vector<Row> &rows,
                  const std::optional<dsl::Schedule> &schedule) {
-    std::printf("vpuc bench layers: %s (%d tiles x %d DPUs, DPU clock %.0f MHz, DDR %.1f GB/s)\n",
+    std::printf("vpuc bench layers: %s (%d tiles x %d DPUs, DPU clock %.0f MHz, DDR %.1f GB/s), "
+                "%s\n",
                 printable(t.name).c_str(), t.tiles, t.dpus_per_tile, t.dpu_clock_mhz,
-                t.ddr_bandwidth_gbps);
+                t.ddr_bandwidth_gbps, target::timing_model_label(t).c_str());
     if (schedule)
         std::printf("schedule: %s\n", printable(schedule->to_string(), kWholeText).c_str());
     std::printf("\n");
@@ -162,6 +165,8 @@ void print_table(const target::Target &t, const std::vector<Row> &rows,
 void print_json(const target::Target &t, const std::vector<Row> &rows) {
     Json out;
     out["target"] = t.name;
+    out["timing_model"] = target::timing_model_label(t);
+    out["timing_model_version"] = target::kTimingModelVersion;
     out["tiles"] = t.tiles;
     out["dpus_per_tile"] = t.dpus_per_tile;
     out["dpu_clock_mhz"] = t.dpu_clock_mhz;

@@ -18,7 +18,8 @@ reference CSV (vpu_target/calibration/vpunn_dpu_reference.csv, vpunn_dma_referen
 kind is detected from the header. Every row is evaluated with the bundled target of
 its device (VPU_2_7: vpu27, VPU_2_0: vpu20).
 
-Prints the row count, median and 90th-percentile relative error |ours - VPUNN| / VPUNN
+Prints the timing model's version (docs/timing-model.md, "Versions"), then the row
+count, median and 90th-percentile relative error |ours - VPUNN| / VPUNN
 per group (DPU: device, op, dtype class, MPE mode; DMA: direction, transfer pattern),
 and last the line "overall median relative error: X%".
 

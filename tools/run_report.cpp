@@ -4,14 +4,16 @@
 #include <fstream>
 
 #include "vpu_target/printable.h"
+#include "vpu_target/timing_model.h"
 
 namespace vpuc::tools {
 
 void print_run_report(const sim::Simulator &simulator, const sim::RunResult &result) {
     const auto &target = simulator.target();
-    std::printf("latency: %.0f DPU cycles = %.3f us on %s (DPU clock %.0f MHz)\n",
+    std::printf("latency: %.0f DPU cycles = %.3f us on %s (DPU clock %.0f MHz, %s)\n",
                 result.latency_dpu_cycles, result.latency_ns / 1000.0,
-                printable(target.name).c_str(), target.dpu_clock_mhz);
+                printable(target.name).c_str(), target.dpu_clock_mhz,
+                target::timing_model_label(target).c_str());
     std::printf("\n%-16s %8s %12s %7s\n", "engine", "tasks", "busy us", "busy %");
     for (const auto &e : result.engines) {
         double share = result.latency_ns > 0 ? 100.0 * e.busy_ns / result.latency_ns : 0.0;

@@ -101,6 +101,12 @@ class Targets {
         loaded_[only_device_] = std::move(t);
     }
 
+    // The bundled model's version, or the explicit target's label.
+    std::string label() const {
+        if (only_device_.empty()) return timing_model_label(load_target(kDevices[0].second));
+        return timing_model_label(*loaded_.at(only_device_));
+    }
+
     // The target for a row's device, or null when the row is not evaluated.
     const Target *for_device(const Row &row) {
         const std::string &device = row.text("device");
@@ -288,6 +294,7 @@ CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &o
     std::map<std::string, size_t> columns = read_header(line, origin, report.dma);
 
     Targets targets(target);
+    report.timing_model = targets.label();
     std::map<std::string, std::vector<double>> groups, activations;
     std::vector<double> all;
     for (size_t number = 2; std::getline(csv, line); ++number) {
@@ -360,6 +367,7 @@ std::string format_calibration_report(const CalibrationReport &report) {
     std::string out = "reference: " + report.reference + " (" +
                       std::to_string(report.overall.rows) +
                       (report.dma ? " DMA transfers" : " DPU workloads") + ")\n";
+    out += report.timing_model + "\n";
     out += "relative error |ours - VPUNN| / VPUNN\n\n";
     out += row(report.dma ? "direction pattern" : "device op dtype mode", "rows", "median", "p90");
     out += table(report.groups);

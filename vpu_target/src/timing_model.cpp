@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "vpu_target/printable.h"
+
 namespace vpuc::target {
 
 namespace {
@@ -148,6 +150,16 @@ void check_workload(const Target &target, const DpuWorkload &w, const MpeMode &m
 }
 
 } // namespace
+
+std::string timing_model_label(const Target &target) {
+    std::string label = "timing model " + std::to_string(kTimingModelVersion);
+    for (const auto &name : bundled_target_names())
+        if (name == target.name &&
+            load_target(name).description_sha256 == target.description_sha256)
+            return label;
+    return label + " with target '" + printable(target.name) + "' not as bundled (sha256 " +
+           blob::hex(target.description_sha256).substr(0, 16) + "...)";
+}
 
 double dpu_workload_cycles(const Target &target, const DpuWorkload &w) {
     const MpeMode *mode = target.find_mpe_mode(w.mpe_mode);

@@ -26,8 +26,9 @@ struct ErrorStats {
 ErrorStats error_stats(std::string name, std::vector<double> errors);
 
 struct CalibrationReport {
-    std::string reference; // what was read, for the printout
-    bool dma = false;      // a DMA reference (else DPU)
+    std::string reference;    // what was read, for the printout
+    std::string timing_model; // timing_model_label() of the evaluated targets
+    bool dma = false;         // a DMA reference (else DPU)
     // DPU: per device, op, dtype class (int8/fp16) and MPE mode.
     // DMA: per direction and transfer pattern (contiguous, 2D strided, 3D).
     std::vector<ErrorStats> groups;

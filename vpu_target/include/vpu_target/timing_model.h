@@ -25,6 +25,16 @@ struct DpuWorkload {
     bool activation = false; // a PPE activation is applied
 };
 
+// The timing model's version. Bumped with any change to its equations or to the bundled
+// targets' timing coefficients, and only in a change of its own, with the errors against
+// VPUNN before and after (docs/timing-model.md, "Versions"); every benchmark prints it, so
+// that figures from different models are never compared by mistake.
+constexpr int kTimingModelVersion = 2;
+
+// "timing model 2" for a bundled target; with a target edited or written by hand, its
+// description's SHA-256 follows, as its figures are not the bundled model's.
+std::string timing_model_label(const Target &target);
+
 // DPU clock cycles of one workload. Throws TargetError for an MPE mode the target lacks.
 double dpu_workload_cycles(const Target &target, const DpuWorkload &w);
 
