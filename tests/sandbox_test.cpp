@@ -42,7 +42,8 @@ std::vector<uint8_t> blob_running(const std::string &entry) {
     out->rank = 1;
     kernel.args.push_back(std::move(out));
     kernel.vector_lanes = 16;
-    kernel.ops_per_vector = 1;
+    kernel.arith_ops_per_vector = 1;
+    kernel.cmx_bytes_per_vector = 32;
     blob::ShaveTaskT task;
     task.kernel = w.add_kernel(std::move(kernel));
     auto arg = std::make_unique<blob::ShaveArgT>();

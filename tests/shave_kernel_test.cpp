@@ -22,6 +22,7 @@
 
 using namespace vpuc;
 using codegen::ShaveKernelBinary;
+using codegen::ShaveKernelCost;
 using Halide::Buffer;
 using Halide::Expr;
 using Halide::Func;
@@ -340,21 +341,33 @@ TEST(ShaveKernel, ArgumentContract) {
 TEST(ShaveKernel, OperationCounts) {
     const ShaveKernelBinary &add = int8_add_kernel();
     EXPECT_EQ(add.vector_lanes, 16u);
-    // Two loads, one saturating add, one store.
-    EXPECT_FLOAT_EQ(add.ops_per_vector, 4);
+    // One saturating add; two vectors loaded, one stored.
+    EXPECT_DOUBLE_EQ(add.per_vector.arith_ops, 1);
+    EXPECT_DOUBLE_EQ(add.per_vector.special_ops, 0);
+    EXPECT_DOUBLE_EQ(add.per_vector.cmx_bytes, 3 * 16);
 
+    // 1 / (1 + exp(-gain * x)) in fp32, 4 lanes: an exp and a divide per vector.
+    const ShaveKernelCost &f32 = sigmoid_f32_kernel().per_vector;
     EXPECT_EQ(sigmoid_f32_kernel().vector_lanes, 4u);
+    EXPECT_DOUBLE_EQ(f32.special_ops, 2);
+    EXPECT_DOUBLE_EQ(f32.cmx_bytes, 2 * 16);
+    // fp16 stores 8 lanes per vector but computes in fp32, two vectors of 4: twice the
+    // instructions, and as many bytes.
+    const ShaveKernelCost &f16 = sigmoid_f16_kernel().per_vector;
     EXPECT_EQ(sigmoid_f16_kernel().vector_lanes, 8u);
-    EXPECT_GT(sigmoid_f32_kernel().ops_per_vector, add.ops_per_vector + 10);
-    // fp16 stores 8 lanes per vector but computes in fp32, two vectors of 4.
-    EXPECT_GT(sigmoid_f16_kernel().ops_per_vector, sigmoid_f32_kernel().ops_per_vector);
+    EXPECT_DOUBLE_EQ(f16.special_ops, 4);
+    EXPECT_GT(f16.arith_ops, 2 * f32.arith_ops);
+    EXPECT_DOUBLE_EQ(f16.cmx_bytes, 2 * 16);
     // Counted for the nominal 64 x 4 x 4 output, per row of 16 vectors: the producer covers 65
     // columns, 16 vectors of (load, multiply, store) and a predicated tail vector that also
-    // computes its predicate for the load and the store; the consumer 16 vectors of
-    // (2 loads, add, store).
-    EXPECT_FLOAT_EQ(blur_x_kernel().ops_per_vector, (16 * 3 + 5 + 16 * 4) / 16.0f);
-    // Initialisation (store), then 8 times (2 loads, add, store).
-    EXPECT_FLOAT_EQ(compile(row_sum(), "row_sum").ops_per_vector, 33);
+    // computes its predicate for the load and for the store (3 instructions); the consumer 16
+    // vectors of (2 loads, add, store).
+    EXPECT_DOUBLE_EQ(blur_x_kernel().per_vector.arith_ops, (16 + 3 + 16) / 16.0);
+    EXPECT_DOUBLE_EQ(blur_x_kernel().per_vector.cmx_bytes, (17 * 2 * 16 + 16 * 3 * 16) / 16.0);
+    // Initialisation (a store), then 8 times (2 loads, add, store).
+    const ShaveKernelCost row = compile(row_sum(), "row_sum").per_vector;
+    EXPECT_DOUBLE_EQ(row.arith_ops, 8);
+    EXPECT_DOUBLE_EQ(row.cmx_bytes, 16 + 8 * 3 * 16);
 }
 
 TEST(ShaveKernel, Int8AddMatchesJit) {
@@ -580,20 +593,27 @@ TEST(ShaveKernel, BadPipelinesAreRefused) {
 // ---- Multi-stage kernels --------------------------------------------------------------------
 
 TEST(ShaveKernel, ReductionsAreComputedOncePerKernel) {
-    auto ops = [](const std::vector<int64_t> &extents) {
+    auto cost = [](const std::vector<int64_t> &extents) {
         Pipeline p = row_normalize();
         return codegen::compile_shave_kernel("row_normalize", p.output, p.arguments(), kVectorBits,
                                              extents)
-            .ops_per_vector;
+            .per_vector;
     };
     // An output of 32 x 4 x 2 (64 vectors of 4 floats). `total`, computed once at root over
     // its 4 x 2 points, vectorized along y: 2 vector stores to initialise, then per c and per
     // r of 37 a load, a gathered load of the input column, an add and a store. The output:
-    // per vector a load, a divide and a store (the broadcast total is a scalar load).
-    EXPECT_FLOAT_EQ(ops({32, 4, 2}), (2 + 2 * 37 * 4 + 64 * 3) / 64.0f);
+    // per vector a load, a divide (a special-function instruction), a store, and the total
+    // broadcast from a scalar load.
+    const ShaveKernelCost large = cost({32, 4, 2});
+    EXPECT_DOUBLE_EQ(large.arith_ops, 2 * 37 / 64.0);
+    EXPECT_DOUBLE_EQ(large.special_ops, 1);
+    EXPECT_DOUBLE_EQ(large.cmx_bytes, (2 * 16 + 2 * 37 * 3 * 16 + 64 * (2 * 16 + 4)) / 64.0);
     // The same reduction serves an output of 4 x 4 x 2 (8 vectors): it weighs 8 times more
     // per vector. Inlined, it would be recomputed for every output element instead.
-    EXPECT_FLOAT_EQ(ops({4, 4, 2}), (2 + 2 * 37 * 4 + 8 * 3) / 8.0f);
+    const ShaveKernelCost small = cost({4, 4, 2});
+    EXPECT_DOUBLE_EQ(small.arith_ops, 2 * 37 / 8.0);
+    EXPECT_DOUBLE_EQ(small.special_ops, 1);
+    EXPECT_DOUBLE_EQ(small.cmx_bytes, (2 * 16 + 2 * 37 * 3 * 16 + 8 * (2 * 16 + 4)) / 8.0);
 }
 
 TEST(ShaveKernel, ReductionAtRootMatchesJit) {
@@ -632,7 +652,7 @@ std::vector<uint8_t> compile_and_check(const dsl::Graph &graph) {
 float kernel_ops(const std::vector<uint8_t> &blob, const std::string &layer) {
     for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
         if (kernel->name()->str().find("_" + layer) != std::string::npos)
-            return kernel->ops_per_vector();
+            return kernel->arith_ops_per_vector() + kernel->special_ops_per_vector();
     ADD_FAILURE() << "no kernel for layer '" << layer << "'";
     return 0;
 }

@@ -15,8 +15,7 @@ const char *kMinimal = R"({
                             "int8": true, "fp16": true } ] },
   "cmx": { "bytes_per_tile": 2097152, "usable_bytes": 1982464, "clock_mhz": 975 },
   "ddr": { "bytes": 536870912, "bandwidth_gbps": 27, "latency_ns": 500 },
-  "shave": { "per_tile": 2, "shared": 0, "vector_bits": 128, "clock_mhz": 975,
-             "ops_per_cycle": 1, "launch_overhead_cycles": 200 },
+  "shave": { "per_tile": 2, "shared": 0, "vector_bits": 128, "clock_mhz": 975 },
   "dma": { "engines": 2, "clock_mhz": 975, "engine_bytes_per_cycle": 32 },
   "barriers": 64,
   "timing": {
@@ -30,7 +29,9 @@ const char *kMinimal = R"({
                                           "reuse_h": 16, "reuse_c": 64 } } },
     "dma": { "ddr_to_cmx_latency_ns": 500, "cmx_to_ddr_latency_ns": 200,
              "cmx_to_cmx_latency_ns": 200, "burst_bytes": 64, "ddr_read_line_overhead_bytes": 0,
-             "ddr_write_line_overhead_bytes": 40 } }
+             "ddr_write_line_overhead_bytes": 40 },
+    "shave": { "launch_cycles": 2500, "arith_ops_per_cycle": 1, "special_op_cycles": 6,
+               "cmx_bytes_per_cycle": 12, "tile_cmx_bytes_per_cycle": 24 } }
 })";
 
 std::string replace(std::string text, const std::string &from, const std::string &to) {
@@ -137,6 +138,24 @@ TEST(Target, OptionalTimingFieldsAreCheckedWhenGiven) {
               "t.json: timing.dpu.activation_slowdown.fp16.zmajor: must be in [1, 100], got 0.5");
     EXPECT_EQ(parse_target(replace(relu, "0.5", "1.7"), "t.json").dpu_timing.activation_fp16.zmajor,
               1.7);
+}
+
+TEST(Target, ShaveTimingIsReadAndChecked) {
+    const Target t = parse_target(kMinimal, "t.json");
+    EXPECT_EQ(t.shave_timing.launch_cycles, 2500);
+    EXPECT_EQ(t.shave_timing.special_op_cycles, 6);
+    EXPECT_EQ(t.shave_timing.cmx_bytes_per_cycle, 12);
+    EXPECT_EQ(t.shave_timing.tile_cmx_bytes_per_cycle, 24);
+    EXPECT_EQ(
+        error_of(replace(kMinimal, R"("cmx_bytes_per_cycle": 12)", R"("cmx_bytes_per_cycle": 0)")),
+        "t.json: timing.shave.cmx_bytes_per_cycle: must be in [0.01, 4096], got 0");
+    EXPECT_EQ(error_of(replace(kMinimal, R"("special_op_cycles": 6,)", "")),
+              "t.json: timing.shave.special_op_cycles: missing field");
+    // The SHAVE's timing lives in "timing.shave": the fields older files had in "shave" are
+    // refused, not silently ignored.
+    EXPECT_EQ(error_of(replace(kMinimal, R"("vector_bits": 128, "clock_mhz": 975 })",
+                               R"("vector_bits": 128, "clock_mhz": 975, "ops_per_cycle": 1 })")),
+              "t.json: shave.ops_per_cycle: unknown field");
 }
 
 TEST(Target, InvalidJsonIsReported) {

@@ -1,4 +1,4 @@
-// Properties of the DPU and DMA cost models, and their calibration against VPUNN.
+// Properties of the DPU, DMA and SHAVE cost models, and their calibration against VPUNN.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -215,6 +215,48 @@ TEST(DmaTimingModel, ShortStridedLinesWasteBursts) {
     EXPECT_GT(cost.bus_bytes, 16.0 * 4096);
 }
 
+ShaveWork shave_work(double elements, double arith, double special, double bytes, int shaves = 1) {
+    ShaveWork w;
+    w.output_elements = elements;
+    w.shaves = shaves;
+    w.vector_lanes = 8;
+    w.arith_ops_per_vector = arith;
+    w.special_ops_per_vector = special;
+    w.cmx_bytes_per_vector = bytes;
+    return w;
+}
+
+// A target whose SHAVE coefficients are round numbers, so the expected cycles are plain.
+Target round_shave_target() {
+    Target t = vpu27();
+    t.shave_timing.launch_cycles = 1000;
+    t.shave_timing.arith_ops_per_cycle = 1;
+    t.shave_timing.special_op_cycles = 6;
+    t.shave_timing.cmx_bytes_per_cycle = 16;
+    t.shave_timing.tile_cmx_bytes_per_cycle = 24;
+    return t;
+}
+
+TEST(ShaveTimingModel, TheSlowerOfIssueAndMemorySetsThePace) {
+    const Target t = round_shave_target();
+    // 800 elements: 100 vectors. 1 instruction against 32 bytes (2 cycles): memory-bound.
+    EXPECT_DOUBLE_EQ(shave_task_cycles(t, shave_work(800, 1, 0, 32)), 1000 + 100 * 2);
+    // 2 instructions and an exp: issue-bound, 2 + 6 cycles.
+    EXPECT_DOUBLE_EQ(shave_task_cycles(t, shave_work(800, 2, 1, 32)), 1000 + 100 * 8);
+    // A partial vector costs a whole one; the launch is paid even for nothing.
+    EXPECT_DOUBLE_EQ(shave_task_cycles(t, shave_work(801, 1, 0, 32)), 1000 + 101 * 2);
+    EXPECT_DOUBLE_EQ(shave_task_cycles(t, shave_work(0, 1, 0, 32)), 1000);
+}
+
+TEST(ShaveTimingModel, ShavesShareTheTilePort) {
+    const Target t = round_shave_target();
+    // Two SHAVEs, 50 vectors each. Issue-bound work scales: 50 * 8 cycles.
+    EXPECT_DOUBLE_EQ(shave_task_cycles(t, shave_work(800, 2, 1, 32, 2)), 1000 + 50 * 8);
+    // Memory-bound work: each SHAVE alone would take 50 * 2 cycles, but the tile's port moves
+    // 100 * 32 bytes at 24 per cycle.
+    EXPECT_DOUBLE_EQ(shave_task_cycles(t, shave_work(800, 1, 0, 32, 2)), 1000 + 100 * 32 / 24.0);
+}
+
 TEST(TimingParams, MissingModeEntryIsNamed) {
     std::ifstream in(std::string(VPUC_SOURCE_DIR) + "/vpu_target/targets/vpu27.json");
     std::stringstream text;
@@ -258,7 +300,7 @@ TEST(TimingCalibration, Vpu20GroupsStayWithin10Percent) {
 // equations or to a bundled target's coefficients moves them: bump kTimingModelVersion, and
 // record the new errors here and in the docs, in a change of its own.
 TEST(TimingCalibration, ErrorsOfThisModelVersion) {
-    ASSERT_EQ(kTimingModelVersion, 2);
+    ASSERT_EQ(kTimingModelVersion, 3);
     auto median = [](const char *file, const char *target) {
         std::string path = std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/" + file;
         return calibrate_timing_model_file(path, target).overall.median;
@@ -269,7 +311,7 @@ TEST(TimingCalibration, ErrorsOfThisModelVersion) {
 }
 
 TEST(TimingCalibration, EveryBenchmarkNamesTheModel) {
-    EXPECT_EQ(timing_model_label(vpu27()), "timing model 2");
+    EXPECT_EQ(timing_model_label(vpu27()), "timing model 3");
     Target edited = vpu27();
     std::string json = edited.description_json;
     const std::string exponent = "\"bottleneck_exponent\":4.3";
@@ -277,7 +319,7 @@ TEST(TimingCalibration, EveryBenchmarkNamesTheModel) {
     ASSERT_NE(pos, std::string::npos);
     edited = parse_target(json.replace(pos, exponent.size(), "\"bottleneck_exponent\":4.5"),
                           "edited.json");
-    EXPECT_EQ(timing_model_label(edited).rfind("timing model 2 with target 'vpu27' not as bundled "
+    EXPECT_EQ(timing_model_label(edited).rfind("timing model 3 with target 'vpu27' not as bundled "
                                                "(sha256 ",
                                                0),
               0u)
@@ -285,7 +327,7 @@ TEST(TimingCalibration, EveryBenchmarkNamesTheModel) {
     std::string csv =
         std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_dma_reference.csv";
     std::string text = format_calibration_report(calibrate_timing_model_file(csv));
-    EXPECT_NE(text.find("\ntiming model 2\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("\ntiming model 3\n"), std::string::npos) << text;
 }
 
 TEST(TimingCalibration, ErrorStatistics) {

@@ -195,12 +195,16 @@ TEST(Verifier, RejectsTruncatedBuffer) {
 TEST(Verifier, RejectsVersionMismatch) {
     ConvNet net;
     net.w.blob().header->version->major = kVersionMajor + 1;
-    EXPECT_TRUE(rejected(net.bytes(), "header: version: blob format 3.0, this vpuc reads "
-                                      "formats 2.0 to 2.0 (recompile the network)"));
+    EXPECT_TRUE(rejected(net.bytes(), "header: version: blob format 4.0, this vpuc reads "
+                                      "formats 3.0 to 3.0 (recompile the network)"));
+    // Format 2 kernels carry one instruction count, not the figures the timing model reads.
+    net.w.blob().header->version->major = 2;
+    EXPECT_TRUE(rejected(net.bytes(), "header: version: blob format 2.0, this vpuc reads "
+                                      "formats 3.0 to 3.0 (recompile the network)"));
     net.w.blob().header->version->major = kVersionMajor;
     net.w.blob().header->version->minor = kVersionMinor + 1;
-    EXPECT_TRUE(rejected(net.bytes(), "header: version: blob format 2.1, this vpuc reads "
-                                      "formats 2.0 to 2.0 (recompile the network)"));
+    EXPECT_TRUE(rejected(net.bytes(), "header: version: blob format 3.1, this vpuc reads "
+                                      "formats 3.0 to 3.0 (recompile the network)"));
 }
 
 TEST(Verifier, RejectsTargetMismatch) {
@@ -1119,16 +1123,32 @@ TEST(Verifier, RejectsADpuTaskComputingMoreThanATaskMay) {
 }
 
 TEST(Verifier, RejectsKernelFiguresTheTimingModelCannotTake) {
-    for (float ops : {std::numeric_limits<float>::quiet_NaN(),
-                      std::numeric_limits<float>::infinity(), 1e38f, -1.0f, 0.0f}) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const float inf = std::numeric_limits<float>::infinity();
+    for (float bad : {nan, inf, 1e38f, -1.0f}) {
         ConvNet net;
         net.add_shave_task();
-        net.kernel().ops_per_vector = ops;
+        net.kernel().arith_ops_per_vector = bad;
+        net.kernel().special_ops_per_vector = bad;
+        net.kernel().cmx_bytes_per_vector = bad;
         net.kernel().vector_lanes = 0;
         const std::vector<uint8_t> bytes = net.bytes();
-        EXPECT_TRUE(rejected(bytes, "kernel 0 'square': ops_per_vector: ")) << ops;
-        EXPECT_TRUE(rejected(bytes, "kernel 0 'square': vector_lanes: 0 not in [1, 16]")) << ops;
+        EXPECT_TRUE(rejected(bytes, "kernel 0 'square': arith_ops_per_vector: ")) << bad;
+        EXPECT_TRUE(rejected(bytes, "kernel 0 'square': special_ops_per_vector: ")) << bad;
+        EXPECT_TRUE(rejected(bytes, "kernel 0 'square': cmx_bytes_per_vector: ")) << bad;
+        EXPECT_TRUE(rejected(bytes, "kernel 0 'square': vector_lanes: 0 not in [1, 16]")) << bad;
     }
+    // No instructions is a figure (a copy); no bytes is not: every kernel stores its output.
+    ConvNet net;
+    net.add_shave_task();
+    net.kernel().arith_ops_per_vector = 0;
+    net.kernel().special_ops_per_vector = 0;
+    net.kernel().cmx_bytes_per_vector = 0;
+    const std::vector<uint8_t> bytes = net.bytes();
+    EXPECT_TRUE(rejected(bytes, "kernel 0 'square': cmx_bytes_per_vector: 0 not in (0, 1e+09]"));
+    const std::string error = error_of(bytes, vpu27());
+    EXPECT_EQ(error.find("arith_ops_per_vector"), std::string::npos) << error;
+    EXPECT_EQ(error.find("special_ops_per_vector"), std::string::npos) << error;
 }
 
 TEST(Verifier, RejectsMinsPastTheLargestCoordinate) {

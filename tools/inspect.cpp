@@ -175,10 +175,12 @@ void print_kernels(const Blob &b) {
                 arg.kind() == blob::ArgKind::OutputBuffer)
                 args += cat(" rank ", int(arg.rank()));
         }
-        std::printf(
-            "  %u %s: entry %s, %u bytes of code, %u lanes, %g ops/vector\n      args: %s\n", i,
-            quoted(k.name()).c_str(), safe(k.entry()).c_str(), k.object()->size(), k.vector_lanes(),
-            double(k.ops_per_vector()), args.c_str());
+        std::printf("  %u %s: entry %s, %u bytes of code, %u lanes; per vector %g ops, %g special "
+                    "ops, %g CMX bytes\n      args: %s\n",
+                    i, quoted(k.name()).c_str(), safe(k.entry()).c_str(), k.object()->size(),
+                    k.vector_lanes(), double(k.arith_ops_per_vector()),
+                    double(k.special_ops_per_vector()), double(k.cmx_bytes_per_vector()),
+                    args.c_str());
     }
 }
 
@@ -368,7 +370,9 @@ Json json_kernels(const Blob &b) {
                        {"entry", k.entry()->str()},
                        {"object_bytes", k.object()->size()},
                        {"vector_lanes", k.vector_lanes()},
-                       {"ops_per_vector", k.ops_per_vector()},
+                       {"arith_ops_per_vector", k.arith_ops_per_vector()},
+                       {"special_ops_per_vector", k.special_ops_per_vector()},
+                       {"cmx_bytes_per_vector", k.cmx_bytes_per_vector()},
                        {"args", args}});
     }
     return out;

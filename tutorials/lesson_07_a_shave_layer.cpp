@@ -127,16 +127,19 @@ int main() {
 
         // The blob carries the kernel: its object code, its entry point, and the cost the
         // simulator's timing uses, counted by the compiler on Halide's lowered statement
-        // (vector instructions per 16 output values).
+        // (per vector of 16 output values: instructions, special-function instructions such as
+        // exp, and bytes loaded and stored).
         const blob::Kernel *kernel = simulator.blob().kernels()->Get(0);
         sim::RunResult result = simulator.run({bytes_of(values)});
         const bool same = result.outputs.at(0) == expected;
         failures += !same;
-        std::printf("%s: %s\n  kernel %s: %u bytes of code, %.1f instructions per vector\n"
-                    "  %.0f DPU cycles (%.2f us), %s\n",
+        std::printf("%s: %s\n  kernel %s: %u bytes of code; per vector %.1f instructions, %.1f "
+                    "special, %.0f bytes\n  %.0f DPU cycles (%.2f us), %s\n",
                     plan.what, layer.schedule().to_string().c_str(), kernel->entry()->c_str(),
-                    kernel->object()->size(), kernel->ops_per_vector(), result.latency_dpu_cycles,
-                    result.latency_ns / 1000, same ? "same bytes as the reference" : "MISMATCH");
+                    kernel->object()->size(), kernel->arith_ops_per_vector(),
+                    kernel->special_ops_per_vector(), kernel->cmx_bytes_per_vector(),
+                    result.latency_dpu_cycles, result.latency_ns / 1000,
+                    same ? "same bytes as the reference" : "MISMATCH");
         for (const sim::EngineStats &e : result.engines)
             if (e.engine.rfind("SHAVE", 0) == 0)
                 std::printf("    %-12s %llu tasks, busy %.2f us\n", e.engine.c_str(),

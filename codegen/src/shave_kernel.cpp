@@ -18,11 +18,6 @@ namespace {
 using namespace Halide::Internal;
 using Halide::Internal::Interval; // not codegen's (loop_nest.h)
 
-// Halide expands exp/log/pow and friends (PureExtern math calls in the lowered Stmt) into a
-// range reduction and a polynomial, or calls libm lane by lane: an estimate of the vector
-// instructions that costs per native vector.
-constexpr double kMathFunctionOps = 16;
-
 [[noreturn]] void fail(const std::string &kernel, const std::string &why) {
     throw ShaveKernelError("SHAVE kernel '" + kernel + "': " + why);
 }
@@ -95,24 +90,60 @@ void refuse_parallel_loops(const std::string &kernel, const Halide::Func &output
     }
 }
 
-// Counts the instructions of an expression or a store, in native vectors: an op on a wider
-// vector takes several registers. In vector code, address arithmetic (load/store indices,
-// ramps, scalar lets) is left out: it runs in the SHAVE's scalar/address units alongside the
-// vector unit.
+ShaveKernelCost &operator+=(ShaveKernelCost &a, const ShaveKernelCost &b) {
+    a.arith_ops += b.arith_ops;
+    a.special_ops += b.special_ops;
+    a.cmx_bytes += b.cmx_bytes;
+    return a;
+}
+
+ShaveKernelCost scaled(ShaveKernelCost c, double factor) {
+    c.arith_ops *= factor;
+    c.special_ops *= factor;
+    c.cmx_bytes *= factor;
+    return c;
+}
+
+// Each figure at its larger side: a branch's cost when nothing decides which side runs.
+ShaveKernelCost larger(const ShaveKernelCost &a, const ShaveKernelCost &b) {
+    return {std::max(a.arith_ops, b.arith_ops), std::max(a.special_ops, b.special_ops),
+            std::max(a.cmx_bytes, b.cmx_bytes)};
+}
+
+// The special-function instructions a math call of Halide's lowered code ("exp_f16",
+// "floor_f32", ...) costs: rounding is an ordinary instruction, pow is a log and an exp, every
+// other function (exp, log, sqrt, tanh, trigonometry...) one special-function instruction.
+int special_instructions_of(const std::string &function) {
+    for (const char *ordinary :
+         {"floor_", "ceil_", "round_", "trunc_", "is_nan_", "is_inf_", "is_finite_"})
+        if (function.rfind(ordinary, 0) == 0) return 0;
+    return function.rfind("pow_", 0) == 0 ? 2 : 1;
+}
+
+// Counts what an expression or a store executes, in native vectors (an op on a wider vector
+// takes several registers) and bytes moved. In vector code, address arithmetic (load/store
+// indices, ramps, scalar lets) is left out: it runs in the SHAVE's scalar/address units
+// alongside the vector unit. Loads and stores run on the load/store units: they count as
+// bytes, not as instructions.
 class OpCounter : public IRVisitor {
   public:
     OpCounter(int vector_bits, bool vector_loop)
         : vector_bits_(vector_bits), vector_loop_(vector_loop) {}
-    double ops = 0;
+    ShaveKernelCost cost;
 
   private:
     using IRVisitor::visit;
 
-    void count(const Halide::Type &type, double per_vector = 1) {
-        if (vector_loop_ && type.is_scalar()) return;
+    double vectors(const Halide::Type &type) const {
+        if (vector_loop_ && type.is_scalar()) return 0;
         const int bits = std::max(type.bits(), 8) * type.lanes();
-        ops += per_vector * std::max(1, (bits + vector_bits_ - 1) / vector_bits_);
+        return std::max(1, (bits + vector_bits_ - 1) / vector_bits_);
     }
+    void count(const Halide::Type &type) { cost.arith_ops += vectors(type); }
+    void count_special(const Halide::Type &type, int instructions) {
+        cost.special_ops += instructions * vectors(type);
+    }
+    void count_bytes(const Halide::Type &type) { cost.cmx_bytes += type.bytes() * type.lanes(); }
     // A conversion or comparison costs as much as its widest side.
     const Halide::Type &wider(const Halide::Type &a, const Halide::Type &b) {
         return a.bits() >= b.bits() ? a : b;
@@ -125,7 +156,16 @@ class OpCounter : public IRVisitor {
     void visit(const Add *op) override { binary(op); }
     void visit(const Sub *op) override { binary(op); }
     void visit(const Mul *op) override { binary(op); }
-    void visit(const Div *op) override { binary(op); }
+    // The SHAVE has no vector divide: a float division is a special-function reciprocal (and
+    // its multiply); an integer one by a constant, as Halide emits it, a multiply and shifts.
+    void visit(const Div *op) override {
+        if (op->type.is_float()) {
+            count_special(op->type, 1);
+            IRVisitor::visit(op);
+        } else {
+            binary(op);
+        }
+    }
     void visit(const Mod *op) override { binary(op); }
     void visit(const Min *op) override { binary(op); }
     void visit(const Max *op) override { binary(op); }
@@ -158,11 +198,11 @@ class OpCounter : public IRVisitor {
         IRVisitor::visit(op);
     }
     void visit(const Load *op) override {
-        count(op->type);
+        count_bytes(op->type);
         op->predicate.accept(this);
     }
     void visit(const Store *op) override {
-        count(op->value.type());
+        count_bytes(op->value.type());
         op->value.accept(this);
         op->predicate.accept(this);
     }
@@ -173,7 +213,11 @@ class OpCounter : public IRVisitor {
                               Call::reinterpret})) {
             // Hints to the compiler and bit casts: no instruction.
         } else if (op->call_type == Call::PureExtern || op->call_type == Call::Extern) {
-            count(op->type, kMathFunctionOps);
+            const int special = special_instructions_of(op->name);
+            if (special > 0)
+                count_special(op->type, special);
+            else
+                count(op->type);
         } else {
             Halide::Type widest = op->type;
             for (const Halide::Expr &arg : op->args) widest = wider(widest, arg.type());
@@ -197,20 +241,20 @@ bool stores_vectors(const Stmt &s) {
     return finder.found;
 }
 
-// The instructions a lowered kernel executes, in native vectors: each statement's ops times
-// the trip counts of the loops around it, so a stage costs what it computes whatever its share
-// of the output (a reduction computed once per row, a producer with a halo). Loop extents are
-// constants once the output's extents are (see ops_per_output_vector); one that still varies
-// with an enclosing loop counts at its largest. A branch the extents do not decide counts as
-// its costlier side. In vector code (a loop body or branch that stores vectors), scalar ops
-// are address arithmetic and are left out, as OpCounter says.
+// What a lowered kernel executes, instructions in native vectors and bytes: each statement's
+// cost times the trip counts of the loops around it, so a stage costs what it computes whatever
+// its share of the output (a reduction computed once per row, a producer with a halo). Loop
+// extents are constants once the output's extents are (see cost_per_output_vector); one that
+// still varies with an enclosing loop counts at its largest. A branch the extents do not decide
+// counts as its costlier side, figure by figure. In vector code (a loop body or branch that stores
+// vectors), scalar ops are address arithmetic and are left out, as OpCounter says.
 class KernelCost : public IRVisitor {
   public:
     explicit KernelCost(int vector_bits) : vector_bits_(vector_bits) {}
 
-    double of(const Stmt &s) {
+    ShaveKernelCost of(const Stmt &s) {
         region(s);
-        return ops_;
+        return cost_;
     }
 
   private:
@@ -219,7 +263,7 @@ class KernelCost : public IRVisitor {
     void add(const Halide::Expr &e) {
         OpCounter counter(vector_bits_, vector_code_);
         e.accept(&counter);
-        ops_ += trips_ * counter.ops;
+        cost_ += scaled(counter.cost, trips_);
     }
 
     void region(const Stmt &s) {
@@ -262,17 +306,19 @@ class KernelCost : public IRVisitor {
     void visit(const Store *op) override {
         OpCounter counter(vector_bits_, vector_code_);
         op->accept(&counter);
-        ops_ += trips_ * counter.ops;
+        cost_ += scaled(counter.cost, trips_);
     }
     void visit(const Evaluate *op) override { add(op->value); }
     void visit(const IfThenElse *op) override {
         add(op->condition);
-        const double before = ops_;
+        const ShaveKernelCost before = cost_;
+        cost_ = {};
         region(op->then_case);
-        const double then_ops = ops_ - before;
-        ops_ = before;
+        const ShaveKernelCost then_cost = cost_;
+        cost_ = {};
         if (op->else_case.defined()) region(op->else_case);
-        ops_ = before + std::max(then_ops, ops_ - before);
+        cost_ = larger(then_cost, cost_);
+        cost_ += before;
     }
     // Checks of the arguments at entry, and allocation sizes: not per element.
     void visit(const AssertStmt *) override {}
@@ -281,7 +327,7 @@ class KernelCost : public IRVisitor {
     int vector_bits_;
     bool vector_code_ = true;
     double trips_ = 1;
-    double ops_ = 0;
+    ShaveKernelCost cost_;
     Scope<Interval> bounds_; // of the enclosing loop variables and integer lets
 };
 
@@ -306,12 +352,13 @@ class FixOutputRegion : public IRMutator {
     size_t fixed_ = 0;
 };
 
-// Vector instructions per output vector when the kernel computes an output of `extents` at
-// mins 0: the whole kernel's instructions (every stage, with its own loops) over the output's
+// The kernel's cost per output vector when it computes an output of `extents` at mins 0: the
+// whole kernel's instructions and bytes (every stage, with its own loops) over the output's
 // vectors. With the output's region constant, simplification gives every loop of the lowered
 // statement its trip count and drops the vector tails that region does not run.
-double ops_per_output_vector(const LoweredFunc &function, const std::vector<int64_t> &extents,
-                             int vector_bits, uint32_t lanes) {
+ShaveKernelCost cost_per_output_vector(const LoweredFunc &function,
+                                       const std::vector<int64_t> &extents, int vector_bits,
+                                       uint32_t lanes) {
     std::map<std::string, Halide::Expr> region;
     double elements = 1;
     for (const LoweredArgument &arg : function.args) {
@@ -327,7 +374,7 @@ double ops_per_output_vector(const LoweredFunc &function, const std::vector<int6
     // Without them the loops keep symbolic extents and would count once: a silent undercount.
     if (fix.fixed() == 0 && !extents.empty())
         throw std::logic_error("the lowered kernel does not unpack its output's extents");
-    return KernelCost(vector_bits).of(body) / std::ceil(elements / lanes);
+    return scaled(KernelCost(vector_bits).of(body), 1 / std::ceil(elements / lanes));
 }
 
 // The output a count is taken for when the caller gives none: 16 vectors along the innermost
@@ -689,11 +736,11 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
         for (const Halide::Argument &arg : function.args)
             kernel.args.push_back(describe_argument(name, arg));
         describe_reads(name, output, kernel.args);
-        kernel.ops_per_vector = float(ops_per_output_vector(
+        kernel.per_vector = cost_per_output_vector(
             function,
             cost_extents.empty() ? nominal_extents(output.dimensions(), kernel.vector_lanes)
                                  : cost_extents,
-            vector_bits, kernel.vector_lanes));
+            vector_bits, kernel.vector_lanes);
         const Halide::Buffer<uint8_t> object = module.compile_to_buffer();
         kernel.object.assign(object.data(), object.data() + object.size_in_bytes());
     } catch (const Halide::Error &e) {
@@ -727,7 +774,9 @@ std::unique_ptr<blob::KernelT> to_blob_kernel(const ShaveKernelBinary &kernel) {
         out->args.push_back(std::move(blob_arg));
     }
     out->vector_lanes = kernel.vector_lanes;
-    out->ops_per_vector = kernel.ops_per_vector;
+    out->arith_ops_per_vector = float(kernel.per_vector.arith_ops);
+    out->special_ops_per_vector = float(kernel.per_vector.special_ops);
+    out->cmx_bytes_per_vector = float(kernel.per_vector.cmx_bytes);
     return out;
 }
 

@@ -315,12 +315,14 @@ class Run {
     }
 
     double shave_task_ns(const blob::ShaveTask &task, const blob::Kernel &kernel) const {
-        double elements = double(shave_output_elements(task, kernel));
-        double per_shave = std::ceil(elements / std::max<int>(task.shaves(), 1));
-        double vectors = std::ceil(per_shave / std::max<uint32_t>(kernel.vector_lanes(), 1));
-        double cycles = target_.shave_launch_overhead_cycles +
-                        vectors * kernel.ops_per_vector() / target_.shave_ops_per_cycle;
-        return cycles * 1000.0 / target_.shave_clock_mhz;
+        target::ShaveWork work;
+        work.output_elements = double(shave_output_elements(task, kernel));
+        work.shaves = task.shaves();
+        work.vector_lanes = kernel.vector_lanes();
+        work.arith_ops_per_vector = kernel.arith_ops_per_vector();
+        work.special_ops_per_vector = kernel.special_ops_per_vector();
+        work.cmx_bytes_per_vector = kernel.cmx_bytes_per_vector();
+        return target::shave_task_cycles(target_, work) * 1000.0 / target_.shave_clock_mhz;
     }
 
     // Water-filling: DDR bandwidth split evenly among transfers in their data phase, each

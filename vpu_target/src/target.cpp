@@ -85,6 +85,8 @@ Target parse_target(const std::string &text, const std::string &origin) {
     t.ddr_latency_ns = ddr.real("latency_ns", 0, 1e6);
 
     detail::FieldReader shave = root.object("shave");
+    // Its timing coefficients are in "timing.shave".
+    shave.only_keys({"per_tile", "shared", "vector_bits", "clock_mhz"});
     t.shaves_per_tile = int(shave.integer("per_tile", 0, 64));
     t.shared_shaves = int(shave.integer("shared", 0, 64));
     if (t.shaves_per_tile == 0 && t.shared_shaves == 0)
@@ -92,8 +94,6 @@ Target parse_target(const std::string &text, const std::string &origin) {
     t.shave_vector_bits = int(shave.integer("vector_bits", 32, 2048));
     if (t.shave_vector_bits % 32 != 0) shave.fail("vector_bits", "must be a multiple of 32");
     t.shave_clock_mhz = shave.real("clock_mhz", 1, 10000);
-    t.shave_ops_per_cycle = shave.real("ops_per_cycle", 0.01, 64);
-    t.shave_launch_overhead_cycles = shave.real("launch_overhead_cycles", 0, 1e6);
 
     detail::FieldReader dma = root.object("dma");
     t.dma_engines = int(dma.integer("engines", 1, 16));

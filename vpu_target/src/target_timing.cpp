@@ -1,4 +1,4 @@
-// The "timing" section of a target file: coefficients of the DPU and DMA cost models.
+// The "timing" section of a target file: coefficients of the DPU, DMA and SHAVE cost models.
 #include "json_fields.h"
 
 namespace vpuc::target {
@@ -106,6 +106,16 @@ void parse_timing_section(const FieldReader &timing, Target &t) {
     m.burst_bytes = dma.real("burst_bytes", 1, 4096);
     m.ddr_read_line_overhead_bytes = dma.real("ddr_read_line_overhead_bytes", 0, 1e5);
     m.ddr_write_line_overhead_bytes = dma.real("ddr_write_line_overhead_bytes", 0, 1e5);
+
+    FieldReader shave = timing.object("shave");
+    shave.only_keys({"launch_cycles", "arith_ops_per_cycle", "special_op_cycles",
+                     "cmx_bytes_per_cycle", "tile_cmx_bytes_per_cycle"});
+    ShaveTimingParams &s = t.shave_timing;
+    s.launch_cycles = shave.real("launch_cycles", 0, 1e6);
+    s.arith_ops_per_cycle = shave.real("arith_ops_per_cycle", 0.01, 64);
+    s.special_op_cycles = shave.real("special_op_cycles", 0.01, 1e4);
+    s.cmx_bytes_per_cycle = shave.real("cmx_bytes_per_cycle", 0.01, 4096);
+    s.tile_cmx_bytes_per_cycle = shave.real("tile_cmx_bytes_per_cycle", 0.01, 65536);
 }
 
 } // namespace detail

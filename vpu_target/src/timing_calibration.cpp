@@ -26,6 +26,10 @@ const std::vector<std::string> kDmaColumns = {
     "device",    "direction",  "bytes",      "num_planes",       "length",           "src_width",
     "dst_width", "src_stride", "dst_stride", "src_plane_stride", "dst_plane_stride", "cycles"};
 
+const std::vector<std::string> kShaveColumns = {
+    "kernel_type",   "kernel_name", "slope",       "intercept",     "scalar_offset",
+    "unroll_offset", "unroll_size", "vector_size", "DPU_frequency", "SHV_frequency"};
+
 // VPUNN device names and the bundled targets modeled on them.
 const std::vector<std::pair<std::string, std::string>> kDevices = {{"VPU_2_7", "vpu27"},
                                                                    {"VPU_2_0", "vpu20"}};
@@ -235,19 +239,14 @@ const char *dtype_class(DType t) {
     return t == DType::F16 ? "fp16" : "int8";
 }
 
-std::map<std::string, size_t> read_header(const std::string &line, const std::string &origin,
-                                          bool &dma) {
+std::map<std::string, size_t> read_columns(const std::string &line, const std::string &origin,
+                                           const std::vector<std::string> &expected) {
     std::vector<std::string> names = split(line);
     std::map<std::string, size_t> columns;
     for (size_t i = 0; i < names.size(); ++i)
         if (!columns.emplace(names[i], i).second)
             throw CalibrationError(origin + ":1: duplicate column '" +
                                    printable(names[i], kMessageTextChars) + "'");
-    dma = columns.count("direction") != 0;
-    if (!dma && !columns.count("op"))
-        throw CalibrationError(origin +
-                               ":1: not a VPUNN reference header (no 'op' or 'direction' column)");
-    const auto &expected = dma ? kDmaColumns : kDpuColumns;
     for (const auto &name : names)
         if (std::find(expected.begin(), expected.end(), name) == expected.end())
             throw CalibrationError(origin + ":1: unknown column '" +
@@ -256,6 +255,40 @@ std::map<std::string, size_t> read_header(const std::string &line, const std::st
         if (!columns.count(name))
             throw CalibrationError(origin + ":1: missing column '" + name + "'");
     return columns;
+}
+
+const std::vector<std::string> &columns_of(ReferenceKind kind) {
+    switch (kind) {
+    case ReferenceKind::Dpu:
+        return kDpuColumns;
+    case ReferenceKind::Dma:
+        return kDmaColumns;
+    case ReferenceKind::Shave:
+        return kShaveColumns;
+    }
+    throw std::logic_error("unknown ReferenceKind");
+}
+
+// Reads the header line of `csv`: its columns, which must be those of `kind`.
+std::map<std::string, size_t> read_header(std::istream &csv, const std::string &origin,
+                                          ReferenceKind kind) {
+    std::string line;
+    if (!std::getline(csv, line)) throw CalibrationError(origin + ": empty file");
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    return read_columns(line, origin, columns_of(kind));
+}
+
+// A real number in [min, max], finite.
+double real_field(const Row &row, const std::string &column, double min, double max) {
+    const std::string &s = row.text(column);
+    double v = 0;
+    const auto [end, error] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (error != std::errc() || end != s.data() + s.size() || !std::isfinite(v))
+        row.fail("column '" + column + "': not a number: '" + s + "'");
+    if (v < min || v > max)
+        row.fail("column '" + column + "': must be in [" + std::to_string(min) + ", " +
+                 std::to_string(max) + "], got " + s);
+    return v;
 }
 
 std::vector<ErrorStats> stats_of(std::map<std::string, std::vector<double>> &groups) {
@@ -288,10 +321,16 @@ CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &o
                                          const std::string &target) {
     CalibrationReport report;
     report.reference = origin;
+    const std::streampos start = csv.tellg();
     std::string line;
     if (!std::getline(csv, line)) throw CalibrationError(origin + ": empty file");
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    std::map<std::string, size_t> columns = read_header(line, origin, report.dma);
+    const ReferenceKind kind = reference_kind(line, origin);
+    if (kind == ReferenceKind::Shave)
+        throw CalibrationError(origin + ": a SHAVE reference: its kernels are compiled and "
+                                        "counted by `vpuc bench timing-model`, not evaluated here");
+    report.dma = kind == ReferenceKind::Dma;
+    csv.seekg(start);
+    std::map<std::string, size_t> columns = read_header(csv, origin, kind);
 
     Targets targets(target);
     report.timing_model = targets.label();
@@ -378,6 +417,63 @@ std::string format_calibration_report(const CalibrationReport &report) {
     out += "\noverall p90 relative error: " + percent(report.overall.p90) + "\n";
     out += "overall median relative error: " + percent(report.overall.median) + "\n";
     return out;
+}
+
+ReferenceKind reference_kind(std::string header, const std::string &origin) {
+    if (!header.empty() && header.back() == '\r') header.pop_back();
+    const std::vector<std::string> names = split(header);
+    auto has = [&](const char *column) {
+        return std::find(names.begin(), names.end(), column) != names.end();
+    };
+    if (has("kernel_type")) return ReferenceKind::Shave;
+    if (has("direction")) return ReferenceKind::Dma;
+    if (has("op")) return ReferenceKind::Dpu;
+    throw CalibrationError(origin + ":1: not a VPUNN reference header (no 'op', 'direction' or "
+                                    "'kernel_type' column)");
+}
+
+double VpunnShaveKernel::microseconds(int64_t elements, int element_bytes) const {
+    double us = slope_us_per_byte * double(elements * element_bytes) + intercept_us;
+    const int64_t block = int64_t(vector_size) * unroll_size;
+    if (block > 0 && elements < block) us -= unroll_offset_us;
+    if (vector_size > 0 && elements % vector_size != 0) us += scalar_offset_us;
+    if (block > 0 && elements % block == 0) us += scalar_offset_us;
+    return us;
+}
+
+std::vector<VpunnShaveKernel> read_shave_reference(std::istream &csv, const std::string &origin) {
+    const std::map<std::string, size_t> columns = read_header(csv, origin, ReferenceKind::Shave);
+    std::vector<VpunnShaveKernel> kernels;
+    std::string line;
+    for (size_t number = 2; std::getline(csv, line); ++number) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        std::vector<std::string> fields = split(line);
+        Row row(columns, fields, origin + ":" + std::to_string(number));
+        if (fields.size() != columns.size())
+            row.fail("expected " + std::to_string(columns.size()) + " fields, got " +
+                     std::to_string(fields.size()));
+        VpunnShaveKernel k;
+        k.name = row.text("kernel_name");
+        const std::string &type = row.text("kernel_type");
+        if (type == "ShaveModel1on1")
+            k.inputs = 1;
+        else if (type == "ShaveModel2on1")
+            k.inputs = 2;
+        else
+            row.fail("column 'kernel_type': unknown model '" + type + "'");
+        // VPUNN's fits are microseconds; the bounds are far beyond any of them.
+        k.slope_us_per_byte = real_field(row, "slope", 0, 1e3);
+        k.intercept_us = real_field(row, "intercept", 0, 1e6);
+        k.scalar_offset_us = real_field(row, "scalar_offset", 0, 1e6);
+        k.unroll_offset_us = real_field(row, "unroll_offset", 0, 1e6);
+        k.unroll_size = int(row.integer("unroll_size", 0, 1024));
+        k.vector_size = int(row.integer("vector_size", 0, 1024));
+        k.shave_clock_mhz = real_field(row, "SHV_frequency", 1, 1e5);
+        kernels.push_back(std::move(k));
+    }
+    if (kernels.empty()) throw CalibrationError(origin + ": no kernels");
+    return kernels;
 }
 
 } // namespace vpuc::target

@@ -1,5 +1,5 @@
-// DPU and DMA cost models. docs/timing-model.md gives the equations, the coefficients and how
-// well they follow Intel's VPUNN predictions.
+// DPU, DMA and SHAVE cost models. docs/timing-model.md gives the equations, the coefficients and
+// how well they follow Intel's VPUNN predictions.
 #include "vpu_target/timing_model.h"
 
 #include <algorithm>
@@ -267,6 +267,23 @@ double dma_transfer_ns(const Target &target, const DmaTransfer &t) {
     double rate = cost.max_bandwidth_gbps;
     if (cost.uses_ddr) rate = std::min(rate, target.ddr_bandwidth_gbps);
     return cost.latency_ns + cost.bus_bytes / rate; // GB/s is bytes per ns
+}
+
+double shave_task_cycles(const Target &target, const ShaveWork &w) {
+    const ShaveTimingParams &p = target.shave_timing;
+    const int shaves = std::max(w.shaves, 1);
+    const double lanes = std::max<uint32_t>(w.vector_lanes, 1);
+    const double vectors_per_shave = ceil_div(ceil_div(w.output_elements, shaves), lanes);
+    // Per vector, the VLIW core issues its instructions while the load/store units move its
+    // bytes: the slower of the two sets the pace.
+    const double issue = w.arith_ops_per_vector / p.arith_ops_per_cycle +
+                         w.special_ops_per_vector * p.special_op_cycles;
+    const double memory = w.cmx_bytes_per_vector / p.cmx_bytes_per_cycle;
+    const double one_shave = vectors_per_shave * std::max(issue, memory);
+    // Together the SHAVEs move every vector's bytes through the tile's shared CMX port.
+    const double shared_port =
+        vectors_per_shave * shaves * w.cmx_bytes_per_vector / p.tile_cmx_bytes_per_cycle;
+    return p.launch_cycles + std::max(one_shave, shared_port);
 }
 
 } // namespace vpuc::target

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <iterator>
 #include <limits>
 #include <map>
@@ -40,8 +41,8 @@ constexpr size_t kMaxCycleTasks = 16; // tasks of a deadlock cycle named in the 
 constexpr uint64_t kMaxDmaBytes = uint64_t(1) << 30;
 constexpr uint64_t kMaxDmaLines = uint64_t(1) << 24;
 constexpr uint64_t kMaxDpuMacs = uint64_t(1) << 31;
-// A kernel's figures for the timing model (an instruction count per vector).
-constexpr double kMaxOpsPerVector = 1e9;
+// A kernel's figures for the timing model (instructions or bytes per output vector).
+constexpr double kMaxPerVectorFigure = 1e9;
 // Work units the semantic stage may spend per byte of blob, plus a floor for small blobs.
 constexpr uint64_t kBudgetPerByte = 8;
 constexpr uint64_t kBudgetFloor = uint64_t(1) << 22;
@@ -434,9 +435,19 @@ class Checker {
         const uint32_t max_lanes = uint32_t(target_.shave_vector_bits / 8);
         if (k.vector_lanes() < 1 || k.vector_lanes() > max_lanes)
             c.add("vector_lanes", cat(k.vector_lanes(), " not in [1, ", max_lanes, "]"));
-        const double ops = k.ops_per_vector();
-        if (!(ops > 0 && ops <= kMaxOpsPerVector))
-            c.add("ops_per_vector", cat(ops, " not in (0, ", kMaxOpsPerVector, "]"));
+        auto check = [&](const char *field, double value, bool zero_allowed) {
+            const bool in_range =
+                (zero_allowed ? value >= 0 : value > 0) && value <= kMaxPerVectorFigure;
+            if (in_range) return;
+            char text[96];
+            std::snprintf(text, sizeof text, "%g not in %c0, %g]", value, zero_allowed ? '[' : '(',
+                          kMaxPerVectorFigure);
+            c.add(field, text);
+        };
+        check("arith_ops_per_vector", k.arith_ops_per_vector(), true);
+        check("special_ops_per_vector", k.special_ops_per_vector(), true);
+        // Every kernel stores its output.
+        check("cmx_bytes_per_vector", k.cmx_bytes_per_vector(), false);
     }
 
     // False when the argument's read bounds are malformed (reported).

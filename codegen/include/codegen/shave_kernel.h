@@ -41,13 +41,22 @@ struct KernelArgDesc {
     std::vector<blob::ReadBound> reads;
 };
 
+// What a kernel executes per output vector, counted on its lowered statement: the SHAVE timing
+// model's inputs (docs/timing-model.md, "SHAVE"). Instructions are in native vectors: an op on
+// a wider vector takes several.
+struct ShaveKernelCost {
+    double arith_ops = 0;   // arithmetic, compare, select, convert and shuffle instructions
+    double special_ops = 0; // special-function instructions: exp, log, sqrt, tanh..., float divide
+    double cmx_bytes = 0;   // bytes loaded and stored
+};
+
 struct ShaveKernelBinary {
     std::string name;
     std::string entry; // Halide's argv-style entry point
     std::vector<uint8_t> object;
     std::vector<KernelArgDesc> args; // inputs in the caller's order, then the output
     uint32_t vector_lanes = 0;       // output elements per SHAVE vector
-    float ops_per_vector = 0;        // vector instructions per output vector
+    ShaveKernelCost per_vector;      // per output vector
 };
 
 // The Halide target every SHAVE kernel is compiled for: the simulator's host (x86-64 Linux)
@@ -69,7 +78,7 @@ const Halide::Target &shave_halide_target();
 // not change. Parallel loops are refused: the simulator splits work across SHAVEs by giving
 // each one a crop of the output.
 //
-// `ops_per_vector` is the kernel's instructions for an output of `cost_extents` (innermost
+// `per_vector` is the kernel's cost for an output of `cost_extents` (innermost
 // first, mins 0) over that output's vectors: all stages, each with its own trip counts, so a
 // reduction over a fixed domain weighs in for the share of the output it serves. The count
 // depends on the extents only through such stages and vector tails; pass one SHAVE's share of

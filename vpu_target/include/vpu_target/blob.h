@@ -13,7 +13,7 @@ namespace vpuc::blob {
 
 // A reader accepts blobs of its major version whose minor version is at most its own
 // (docs/blob.md, "Versions").
-constexpr uint16_t kVersionMajor = 2;
+constexpr uint16_t kVersionMajor = 3;
 constexpr uint16_t kVersionMinor = 0;
 
 // A blob that cannot be run: malformed, hostile, or asking for what the target lacks.

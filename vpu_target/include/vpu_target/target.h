@@ -54,8 +54,7 @@ struct Target {
     int shared_shaves = 0;   // UPA SHAVEs shared by the whole device
     int shave_vector_bits = 0;
     double shave_clock_mhz = 0;
-    double shave_ops_per_cycle = 0; // vector instructions issued per cycle
-    double shave_launch_overhead_cycles = 0;
+    ShaveTimingParams shave_timing;
 
     // DMA
     int dma_engines = 0;

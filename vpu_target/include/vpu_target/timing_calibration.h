@@ -1,5 +1,7 @@
 // Compares the timing model with Intel VPUNN's cycle predictions (vpu_target/calibration/*.csv):
-// reads a DPU or DMA reference file and reports the relative error per group of similar rows.
+// reads a DPU or DMA reference file and reports the relative error per group of similar rows;
+// reads VPUNN's SHAVE kernel models for the comparison bench/shave_calibration.h makes (it
+// compiles kernels, which this layer cannot).
 #pragma once
 
 #include <cstddef>
@@ -50,5 +52,32 @@ CalibrationReport calibrate_timing_model_file(const std::string &path,
 // The table `vpuc bench timing-model` prints; its last line is
 // "overall median relative error: X%".
 std::string format_calibration_report(const CalibrationReport &report);
+
+enum class ReferenceKind { Dpu, Dma, Shave };
+
+// The kind of a VPUNN reference CSV, from its header line. Throws CalibrationError when it is
+// none of them.
+ReferenceKind reference_kind(std::string header, const std::string &origin);
+
+// VPUNN's fitted model of one of Intel's SHAVE kernels on VPU_2_7 (vpunn_shave_vpu27.csv; the
+// calibration README gives the equation, from VPUNN's ShaveModel1to1::getMicroSeconds).
+struct VpunnShaveKernel {
+    std::string name; // "sigmoid"
+    int inputs = 1;   // ShaveModel1on1: 1; ShaveModel2on1: 2
+    double slope_us_per_byte = 0;
+    double intercept_us = 0;
+    double scalar_offset_us = 0;
+    double unroll_offset_us = 0;
+    int unroll_size = 0; // vectors per unrolled block
+    int vector_size = 0; // lanes per vector
+    double shave_clock_mhz = 0;
+
+    // VPUNN's time for one launch writing `elements` outputs of `element_bytes` each.
+    double microseconds(int64_t elements, int element_bytes) const;
+};
+
+// Reads a SHAVE reference CSV. Throws CalibrationError naming the line for an unknown or
+// missing column or a malformed row.
+std::vector<VpunnShaveKernel> read_shave_reference(std::istream &csv, const std::string &origin);
 
 } // namespace vpuc::target

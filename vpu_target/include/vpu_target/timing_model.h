@@ -1,5 +1,6 @@
-// Cost models of the hardware: DPU workload cycles and DMA transfer cost. Calibrated against
-// Intel's VPUNN predictions (docs/timing-model.md); the simulator's timing uses nothing else.
+// Cost models of the hardware: DPU workload cycles, DMA transfer cost and SHAVE task cycles.
+// Calibrated against Intel's VPUNN predictions (docs/timing-model.md); the simulator's timing
+// uses nothing else.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +30,9 @@ struct DpuWorkload {
 // targets' timing coefficients, and only in a change of its own, with the errors against
 // VPUNN before and after (docs/timing-model.md, "Versions"); every benchmark prints it, so
 // that figures from different models are never compared by mistake.
-constexpr int kTimingModelVersion = 2;
+constexpr int kTimingModelVersion = 3;
 
-// "timing model 2" for a bundled target; with a target edited or written by hand, its
+// "timing model 3" for a bundled target; with a target edited or written by hand, its
 // description's SHA-256 follows, as its figures are not the bundled model's.
 std::string timing_model_label(const Target &target);
 
@@ -63,5 +64,20 @@ DmaCost dma_transfer_cost(const Target &target, const DmaTransfer &t);
 
 // Duration of a transfer alone on the device, in nanoseconds.
 double dma_transfer_ns(const Target &target, const DmaTransfer &t);
+
+// One SHAVE task: a kernel computing `output_elements` on `shaves` SHAVEs, each taking an
+// equal share; the kernel's figures per output vector of `vector_lanes` elements come from its
+// lowered code (blob.fbs, Kernel).
+struct ShaveWork {
+    double output_elements = 0;
+    int shaves = 1;
+    uint32_t vector_lanes = 1;
+    double arith_ops_per_vector = 0;
+    double special_ops_per_vector = 0;
+    double cmx_bytes_per_vector = 0;
+};
+
+// SHAVE clock cycles of one task, launch included.
+double shave_task_cycles(const Target &target, const ShaveWork &w);
 
 } // namespace vpuc::target

@@ -1,4 +1,5 @@
-// Coefficients of the DPU and DMA cost models, read from a target file's "timing" section.
+// Coefficients of the DPU, DMA and SHAVE cost models, read from a target file's "timing"
+// section.
 // docs/timing-model.md gives the equations and where each coefficient came from.
 #pragma once
 
@@ -78,6 +79,18 @@ struct DmaTimingParams {
     // Extra bus bytes per line when the DDR side is strided (line breaks cost DDR cycles).
     double ddr_read_line_overhead_bytes = 0;
     double ddr_write_line_overhead_bytes = 0;
+};
+
+// A SHAVE runs a kernel as a VLIW core: per output vector it issues the kernel's vector
+// instructions while its load/store units move the kernel's CMX bytes; the slower of the two
+// sets the pace. Special-function instructions (exp, log, sqrt, tanh, division) take several
+// cycles each. The SHAVEs a task is split across share their tile's CMX port.
+struct ShaveTimingParams {
+    double launch_cycles = 0;            // fixed cost of a kernel launch
+    double arith_ops_per_cycle = 1;      // vector arithmetic instructions issued per cycle
+    double special_op_cycles = 1;        // issue cycles of one special-function instruction
+    double cmx_bytes_per_cycle = 16;     // one SHAVE's CMX load/store rate
+    double tile_cmx_bytes_per_cycle = 0; // the CMX rate the SHAVEs of one task share
 };
 
 } // namespace vpuc::target
