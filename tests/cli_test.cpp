@@ -256,6 +256,19 @@ TEST_F(Cli, BenchNeedsAKnownSubcommand) {
     EXPECT_NE(help.output.find("usage: vpuc bench SUBCOMMAND"), std::string::npos) << help.output;
 }
 
+// The SHAVE reference goes through the same command; it prices VPU_2_7 only.
+TEST_F(Cli, BenchTimingModelComparesTheShaveModel) {
+    const std::string csv =
+        std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_shave_vpu27.csv";
+    const Outcome run = vpuc_run("bench timing-model --reference " + csv);
+    EXPECT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("fitted on abs, exp, log, sqrt:"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("\ncheck median relative error: "), std::string::npos) << run.output;
+    expect_failure(vpuc_run("bench timing-model --target vpu20 --reference " + csv),
+                   csv + ": VPUNN's SHAVE models are of VPU_2_7; target 'vpu20' is not modeled "
+                         "on it (vpu27)");
+}
+
 TEST_F(Cli, FilesThatAreNotRegularAreNamed) {
     const std::string dir = scratch().string();
     expect_failure(vpuc_run("verify " + dir), "vpuc verify: error: blob file '" + dir +

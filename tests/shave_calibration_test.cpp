@@ -83,6 +83,9 @@ TEST(ShaveCalibration, ReferenceErrorsNameTheLine) {
     EXPECT_EQ(error(std::string(kHeader) + "ShaveModel1on1,abs,0.1,2,0,0,8\n"),
               "shave.csv:2: expected 10 fields, got 7");
     EXPECT_EQ(error(std::string(kHeader)), "shave.csv: no kernels");
+    EXPECT_EQ(error(std::string(kHeader) + "ShaveModel1on1,a\x1b[2J,0.1,2,0,0,8,8,1300,975\n"),
+              "shave.csv:2: column 'kernel_name': not a name of letters, digits and '_': "
+              "'a\\x1b[2J'");
     EXPECT_EQ(error("kernel_type,kernel_name,colour\n"), "shave.csv:1: unknown column 'colour'");
     EXPECT_EQ(error_of([] { target::reference_kind("a,b,c", "x.csv"); }),
               "x.csv:1: not a VPUNN reference header (no 'op', 'direction' or 'kernel_type' "

@@ -2,6 +2,7 @@
 #include "vpu_target/timing_calibration.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -455,6 +456,13 @@ std::vector<VpunnShaveKernel> read_shave_reference(std::istream &csv, const std:
                      std::to_string(fields.size()));
         VpunnShaveKernel k;
         k.name = row.text("kernel_name");
+        // Names are printed in reports: plain words only.
+        const bool plain = !k.name.empty() && std::all_of(k.name.begin(), k.name.end(), [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+        });
+        if (!plain)
+            row.fail("column 'kernel_name': not a name of letters, digits and '_': '" + k.name +
+                     "'");
         const std::string &type = row.text("kernel_type");
         if (type == "ShaveModel1on1")
             k.inputs = 1;
