@@ -279,6 +279,24 @@ std::map<std::string, size_t> read_header(std::istream &csv, const std::string &
     return read_columns(line, origin, columns_of(kind));
 }
 
+// Calls `fn` with each data row after the header, checked to have every column; blank lines
+// are skipped.
+template <typename Fn>
+void for_each_row(std::istream &csv, const std::string &origin,
+                  const std::map<std::string, size_t> &columns, Fn &&fn) {
+    std::string line;
+    for (size_t number = 2; std::getline(csv, line); ++number) {
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (line.empty()) continue;
+        std::vector<std::string> fields = split(line);
+        Row row(columns, fields, origin + ":" + std::to_string(number));
+        if (fields.size() != columns.size())
+            row.fail("expected " + std::to_string(columns.size()) + " fields, got " +
+                     std::to_string(fields.size()));
+        fn(row);
+    }
+}
+
 // A real number in [min, max], finite.
 double real_field(const Row &row, const std::string &column, double min, double max) {
     const std::string &s = row.text(column);
@@ -322,31 +340,23 @@ CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &o
                                          const std::string &target) {
     CalibrationReport report;
     report.reference = origin;
-    const std::streampos start = csv.tellg();
     std::string line;
     if (!std::getline(csv, line)) throw CalibrationError(origin + ": empty file");
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     const ReferenceKind kind = reference_kind(line, origin);
     if (kind == ReferenceKind::Shave)
         throw CalibrationError(origin + ": a SHAVE reference: its kernels are compiled and "
                                         "counted by `vpuc bench timing-model`, not evaluated here");
     report.dma = kind == ReferenceKind::Dma;
-    csv.seekg(start);
-    std::map<std::string, size_t> columns = read_header(csv, origin, kind);
+    const std::map<std::string, size_t> columns = read_columns(line, origin, columns_of(kind));
 
     Targets targets(target);
     report.timing_model = targets.label();
     std::map<std::string, std::vector<double>> groups, activations;
     std::vector<double> all;
-    for (size_t number = 2; std::getline(csv, line); ++number) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.empty()) continue;
-        std::vector<std::string> fields = split(line);
-        Row row(columns, fields, origin + ":" + std::to_string(number));
-        if (fields.size() != columns.size())
-            row.fail("expected " + std::to_string(columns.size()) + " fields, got " +
-                     std::to_string(fields.size()));
+    for_each_row(csv, origin, columns, [&](const Row &row) {
         const Target *t = targets.for_device(row);
-        if (!t) continue;
+        if (!t) return;
         double reference = double(row.integer("cycles", 1, kMaxCycles));
         double ours = 0;
         std::string group = row.text("device") + " ";
@@ -369,7 +379,7 @@ CalibrationReport calibrate_timing_model(std::istream &csv, const std::string &o
         double error = std::abs(ours - reference) / reference;
         groups[group].push_back(error);
         all.push_back(error);
-    }
+    });
     if (all.empty()) throw CalibrationError(origin + ": no rows to evaluate");
     report.groups = stats_of(groups);
     report.by_activation = stats_of(activations);
@@ -445,15 +455,7 @@ double VpunnShaveKernel::microseconds(int64_t elements, int element_bytes) const
 std::vector<VpunnShaveKernel> read_shave_reference(std::istream &csv, const std::string &origin) {
     const std::map<std::string, size_t> columns = read_header(csv, origin, ReferenceKind::Shave);
     std::vector<VpunnShaveKernel> kernels;
-    std::string line;
-    for (size_t number = 2; std::getline(csv, line); ++number) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
-        if (line.empty()) continue;
-        std::vector<std::string> fields = split(line);
-        Row row(columns, fields, origin + ":" + std::to_string(number));
-        if (fields.size() != columns.size())
-            row.fail("expected " + std::to_string(columns.size()) + " fields, got " +
-                     std::to_string(fields.size()));
+    for_each_row(csv, origin, columns, [&](const Row &row) {
         VpunnShaveKernel k;
         k.name = row.text("kernel_name");
         // Names are printed in reports: plain words only.
@@ -479,7 +481,7 @@ std::vector<VpunnShaveKernel> read_shave_reference(std::istream &csv, const std:
         k.vector_size = int(row.integer("vector_size", 0, 1024));
         k.shave_clock_mhz = real_field(row, "SHV_frequency", 1, 1e5);
         kernels.push_back(std::move(k));
-    }
+    });
     if (kernels.empty()) throw CalibrationError(origin + ": no kernels");
     return kernels;
 }
