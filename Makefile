@@ -61,6 +61,7 @@ test-long: build
 bench: build
 	$(BUILD_DIR)/tools/vpuc bench timing-model --reference vpu_target/calibration/vpunn_dpu_reference.csv
 	$(BUILD_DIR)/tools/vpuc bench timing-model --reference vpu_target/calibration/vpunn_dma_reference.csv
+	$(BUILD_DIR)/tools/vpuc bench timing-model --reference vpu_target/calibration/vpunn_shave_vpu27.csv
 
 # Sanitizers and fuzzing (docs/fuzzing.md).
 .PHONY: test-sanitize fuzz fuzz-deps mutation-campaign
