@@ -162,7 +162,7 @@ TEST_F(Cli, BenchLayersRunsAGivenSchedule) {
     const std::string chain = "distribute(y, 2, SOH).split(y, yo, yi, {4, 8, 8, 8}).prefetch(1)";
     const Outcome run = vpuc_run("bench layers --layer conv3x3 --schedule '" + chain + "'");
     ASSERT_EQ(run.status, 0) << run.output;
-    EXPECT_NE(run.output.find("DDR 31.2 GB/s), timing model 2\n"), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("DDR 31.2 GB/s), timing model 3\n"), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("schedule: " + chain), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("conv3x3 56x56x64->64     int8      2"), std::string::npos)
         << run.output;
@@ -175,7 +175,7 @@ TEST_F(Cli, BenchLayersRunsAGivenSchedule) {
     ASSERT_EQ(json.status, 0) << json.output;
     EXPECT_NE(json.output.find("\"schedule\": \"split(y, yo, yi, {4, 52})\""), std::string::npos)
         << json.output;
-    EXPECT_NE(json.output.find("\"timing_model_version\": 2"), std::string::npos) << json.output;
+    EXPECT_NE(json.output.find("\"timing_model_version\": 3"), std::string::npos) << json.output;
 }
 
 // Another height: the layer is named after its shape, and gets its own default schedule.
