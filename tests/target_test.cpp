@@ -158,6 +158,44 @@ TEST(Target, ShaveTimingIsReadAndChecked) {
               "t.json: shave.ops_per_cycle: unknown field");
 }
 
+TEST(Target, FetchFeedAndWriteFieldsAreCheckedWhenGiven) {
+    // Without them (kMinimal) only the byte rate limits the input fetch, the MAC feed and the
+    // output writes never limit, and channel-major input bytes are not packed.
+    Target minimal = parse_target(kMinimal, "t.json");
+    EXPECT_FALSE(minimal.dpu_timing.input_issue.present);
+    EXPECT_EQ(minimal.dpu_timing.mac_feed_bytes_per_cycle, 0.0);
+    EXPECT_EQ(minimal.dpu_timing.output_block_cycles, 0.0);
+    EXPECT_EQ(minimal.dpu_timing.cm_input_pack_bytes, 1);
+    const std::string fetch = R"("input_fetch": "per_tap",)";
+    std::string given = replace(
+        kMinimal, fetch, fetch + R"( "input_issue": { "block_tap_cycles": 0.4, "pixel_cycles": 0.3,
+                                     "strided_pixel_cycles": 0.08 },
+                    "mac_feed_bytes_per_cycle": 128, "output_block_cycles": 1.6,
+                    "cm_input_pack_bytes": 4,)");
+    Target t = parse_target(given, "t.json");
+    EXPECT_TRUE(t.dpu_timing.input_issue.present);
+    EXPECT_EQ(t.dpu_timing.input_issue.strided_pixel_cycles, 0.08);
+    EXPECT_EQ(t.dpu_timing.mac_feed_bytes_per_cycle, 128.0);
+    EXPECT_EQ(t.dpu_timing.output_block_cycles, 1.6);
+    EXPECT_EQ(t.dpu_timing.cm_input_pack_bytes, 4);
+    EXPECT_EQ(error_of(replace(given, "\"pixel_cycles\": 0.3", "\"pixel_cycle\": 0.3")),
+              "t.json: timing.dpu.input_issue.pixel_cycle: unknown field");
+    EXPECT_EQ(error_of(replace(given, "\"block_tap_cycles\": 0.4", "\"block_tap_cycles\": -1")),
+              "t.json: timing.dpu.input_issue.block_tap_cycles: must be in [0, 10000], got -1");
+    EXPECT_EQ(error_of(replace(given, "\"mac_feed_bytes_per_cycle\": 128",
+                               "\"mac_feed_bytes_per_cycle\": 0")),
+              "t.json: timing.dpu.mac_feed_bytes_per_cycle: must be in [0.01, 100000], got 0");
+    EXPECT_EQ(
+        error_of(replace(given, "\"cm_input_pack_bytes\": 4", "\"cm_input_pack_bytes\": 2.5")),
+        "t.json: timing.dpu.cm_input_pack_bytes: must be an integer in [1, 256], got 2.5");
+    EXPECT_EQ(
+        error_of(replace(given, "\"output_block_cycles\": 1.6", "\"output_block_cyles\": 1.6")),
+        "t.json: timing.dpu.output_block_cyles: unknown field");
+    // The issue rate describes the per-tap fetch; a per-block-window fetch cannot use it.
+    EXPECT_EQ(error_of(replace(given, "\"per_tap\"", "\"per_block_window\"")),
+              "t.json: timing.dpu.input_issue: only used with \"input_fetch\": \"per_tap\"");
+}
+
 TEST(Target, InvalidJsonIsReported) {
     EXPECT_NE(error_of("{ not json").find("t.json: not valid JSON"), std::string::npos);
 }

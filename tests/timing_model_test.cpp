@@ -1,6 +1,7 @@
 // Properties of the DPU, DMA and SHAVE cost models, and their calibration against VPUNN.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -166,6 +167,94 @@ TEST(DpuTimingModel, Vpu20DepthwiseIsASlidingWindow) {
               dpu_workload_cycles(one_window, depthwise(28, 64, 3, 1, "VECTOR")));
 }
 
+// Cycles beyond the fixed per-variant costs, where the pipeline stages show.
+double stage_cycles(const Target &t, const DpuWorkload &w) {
+    const DpuTimingParams &p = t.dpu_timing;
+    const MpeMode *mode = t.find_mpe_mode(w.mpe_mode);
+    return dpu_workload_cycles(t, w) - p.workload_overhead_cycles -
+           p.channel_group_cycles * std::ceil(double(w.out_c) / mode->block_c);
+}
+
+TEST(DpuTimingModel, NarrowPixelsCostTheInputIssueRate) {
+    // vpu27 issues one kernel tap of one output block at a time: 0.38 cycles per issue plus
+    // 0.30 per pixel. A 16-channel int8 pixel (16 B) would take 0.35 cycles at CUBOID_4x16's
+    // 45.5 B/cycle; the issue takes 0.38 / 4 + 0.30 = 0.395, 12% more (VPUNN: 0.41).
+    const Target &t = vpu27();
+    Target bytes_only = t;
+    bytes_only.dpu_timing.input_issue.present = false;
+    DpuWorkload narrow = depthwise(56, 16, 3, 1, "CUBOID_4x16");
+    EXPECT_NEAR(stage_cycles(t, narrow) / stage_cycles(bytes_only, narrow), 0.395 / 0.352, 0.02);
+    // 64 channels take 1.41 cycles at the byte rate: the issue rate no longer shows.
+    DpuWorkload wide = depthwise(56, 64, 3, 1, "CUBOID_4x16");
+    EXPECT_DOUBLE_EQ(dpu_workload_cycles(t, wide), dpu_workload_cycles(bytes_only, wide));
+    // Stride 2 adds 0.078 cycles per pixel: in CUBOID_16x16, 0.38 / 16 + 0.30 = 0.324 becomes
+    // 0.402 per output pixel and tap, 1.24x (VPUNN: 1.18x for 16 channels, 1.12x for 32).
+    double s1 = stage_cycles(t, depthwise(56, 16, 3, 1, "CUBOID_16x16"));
+    double s2 = stage_cycles(t, depthwise(56, 16, 3, 2, "CUBOID_16x16"));
+    EXPECT_NEAR(s2 / s1, 0.402 / 0.324, 0.02);
+}
+
+DpuWorkload channel_major(int in_c, int out_c, DType dtype) {
+    DpuWorkload w = conv(56, 56, out_c, in_c, 3, "CUBOID_16x16");
+    w.input_dtype = w.output_dtype = dtype;
+    return w;
+}
+
+TEST(DpuTimingModel, ChannelMajorInputIsPackedInFourBytes) {
+    // 1 to 4 int8 input channels fill one 4-byte unit and cost the same; 8 fill two and cost
+    // more where the MAC array binds (256 output channels: 16 groups of 16).
+    auto cycles = [](int in_c, DType dtype) {
+        return dpu_workload_cycles(vpu27(), channel_major(in_c, 256, dtype));
+    };
+    EXPECT_EQ(cycles(1, DType::I8), cycles(4, DType::I8));
+    EXPECT_EQ(cycles(3, DType::I8), cycles(4, DType::I8));
+    EXPECT_GT(cycles(8, DType::I8), 1.3 * cycles(4, DType::I8));
+    // Packing never costs more than reducing a word per tap as a Z-major convolution does:
+    // fp16 pixels of 8 channels (16 B) and more all cost that.
+    EXPECT_LT(cycles(4, DType::F16), cycles(8, DType::F16));
+    EXPECT_EQ(cycles(8, DType::F16), cycles(15, DType::F16));
+}
+
+DpuWorkload eltwise(int out_w, int out_c, const char *mode, DType dtype) {
+    DpuWorkload w = conv(out_w, out_w, out_c, out_c, 1, mode);
+    w.op = DpuOpKind::Eltwise;
+    w.input_dtype = w.output_dtype = dtype;
+    return w;
+}
+
+TEST(DpuTimingModel, SmallBlocksMakeManyOutputWrites) {
+    // Each output block of 16 channels is one write of 1.64 cycles: 0.41 cycles per pixel and
+    // 16 channels in CUBOID_4x16 (4-pixel blocks), beside the PPE's 0.45 for int8; the two
+    // overlap to ~10% more than in CUBOID_16x16 (16-pixel blocks), as VPUNN predicts (~9%).
+    auto ratio = [](DType dtype) {
+        return stage_cycles(vpu27(), eltwise(56, 64, "CUBOID_4x16", dtype)) /
+               stage_cycles(vpu27(), eltwise(56, 64, "CUBOID_16x16", dtype));
+    };
+    EXPECT_GT(ratio(DType::I8), 1.07);
+    EXPECT_LT(ratio(DType::I8), 1.12);
+    // The fp16 PPE (1.31 cycles per pixel and 16 channels) hides the writes.
+    EXPECT_LT(ratio(DType::F16), 1.01);
+}
+
+TEST(DpuTimingModel, OneByOneConvolutionsAreBoundByTheMacFeed) {
+    // The MAC array takes in each block's input window once per 16 output channels at 128
+    // B/cycle. A 1x1 kernel uses each pixel of it once: 128 int8 channels of a 16-pixel block
+    // take 16 cycles to feed for 16.5 of MACs, and the two overlap to ~0.86 of the MAC peak
+    // (VPUNN: 0.75-0.85). A 3x3 kernel reuses its 6x6 window for 9 taps: no loss.
+    const Target &t = vpu27();
+    Target no_feed = t;
+    no_feed.dpu_timing.mac_feed_bytes_per_cycle = 0;
+    auto efficiency = [](const Target &target, int kernel) {
+        DpuWorkload w = conv(56, 56, 128, 128, kernel, "CUBOID_16x16");
+        double macs = 56.0 * 56 * 128 * 128 * kernel * kernel;
+        return macs / target.int8_macs_per_cycle / stage_cycles(target, w);
+    };
+    EXPECT_LT(efficiency(t, 1), 0.9);
+    EXPECT_GT(efficiency(t, 1), 0.8);
+    EXPECT_GT(efficiency(no_feed, 1), 0.95);
+    EXPECT_NEAR(efficiency(t, 3), efficiency(no_feed, 3), 0.005);
+}
+
 TEST(DpuTimingModel, UnknownOrUnsupportedModeThrowsNamingIt) {
     std::string e = error_of([] { dpu_workload_cycles(vpu27(), conv(8, 8, 16, 16, 1, "MATRIX")); });
     EXPECT_NE(e.find("unknown MPE mode 'MATRIX'"), std::string::npos) << e;
@@ -296,6 +385,16 @@ TEST(TimingCalibration, Vpu20GroupsStayWithin10Percent) {
     for (const ErrorStats &g : r.by_activation) EXPECT_LE(g.median, 0.10) << g.name;
 }
 
+// docs/timing-model.md: every vpu27 group of the DPU reference within 8% median.
+TEST(TimingCalibration, Vpu27GroupsStayWithin8Percent) {
+    std::string path =
+        std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_dpu_reference.csv";
+    CalibrationReport r = calibrate_timing_model_file(path, "vpu27");
+    ASSERT_EQ(r.groups.size(), 36u);
+    for (const ErrorStats &g : r.groups) EXPECT_LE(g.median, 0.08) << g.name;
+    for (const ErrorStats &g : r.by_activation) EXPECT_LE(g.median, 0.08) << g.name;
+}
+
 // The errors of this version of the model (docs/timing-model.md, "Versions"). A change to the
 // equations or to a bundled target's coefficients moves them: bump kTimingModelVersion, and
 // record the new errors here and in the docs, in a change of its own.
@@ -305,7 +404,7 @@ TEST(TimingCalibration, ErrorsOfThisModelVersion) {
         std::string path = std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/" + file;
         return calibrate_timing_model_file(path, target).overall.median;
     };
-    EXPECT_NEAR(median("vpunn_dpu_reference.csv", "vpu27"), 0.060317, 1e-4);
+    EXPECT_NEAR(median("vpunn_dpu_reference.csv", "vpu27"), 0.049180, 1e-4);
     EXPECT_NEAR(median("vpunn_dpu_reference.csv", "vpu20"), 0.044667, 1e-4);
     EXPECT_NEAR(median("vpunn_dma_reference.csv", "vpu27"), 0.064869, 1e-4);
 }
@@ -314,7 +413,7 @@ TEST(TimingCalibration, EveryBenchmarkNamesTheModel) {
     EXPECT_EQ(timing_model_label(vpu27()), "timing model 3");
     Target edited = vpu27();
     std::string json = edited.description_json;
-    const std::string exponent = "\"bottleneck_exponent\":4.3";
+    const std::string exponent = "\"bottleneck_exponent\":5.2";
     auto pos = json.find(exponent);
     ASSERT_NE(pos, std::string::npos);
     edited = parse_target(json.replace(pos, exponent.size(), "\"bottleneck_exponent\":4.5"),

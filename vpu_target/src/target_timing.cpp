@@ -33,6 +33,22 @@ SlidingWindowTiming parse_sliding_window(const FieldReader &dpu, const std::stri
     return window;
 }
 
+// Optional: without it only the byte rate limits the input fetch. It describes the per-tap
+// fetch, so a target fetching per block window cannot use it.
+InputIssueTiming parse_input_issue(const FieldReader &dpu, InputFetch fetch) {
+    InputIssueTiming issue;
+    if (!dpu.has("input_issue")) return issue;
+    if (fetch != InputFetch::PerTap)
+        dpu.fail("input_issue", "only used with \"input_fetch\": \"per_tap\"");
+    FieldReader i = dpu.object("input_issue");
+    i.only_keys({"block_tap_cycles", "pixel_cycles", "strided_pixel_cycles"});
+    issue.present = true;
+    issue.block_tap_cycles = i.real("block_tap_cycles", 0, 1e4);
+    issue.pixel_cycles = i.real("pixel_cycles", 0, 1e4);
+    issue.strided_pixel_cycles = i.real("strided_pixel_cycles", 0, 1e4);
+    return issue;
+}
+
 ActivationSlowdown parse_activation_slowdown(const FieldReader &slowdown,
                                              const std::string &dtype) {
     FieldReader factors = slowdown.object(dtype);
@@ -61,12 +77,28 @@ void parse_mode_timing(const FieldReader &dpu, Target &t) {
 
 void parse_timing_section(const FieldReader &timing, Target &t) {
     FieldReader dpu = timing.object("dpu");
-    dpu.only_keys({"workload_overhead_cycles", "channel_group_cycles", "int8_efficiency",
-                   "fp16_efficiency", "word_bytes", "weight_bytes_per_cycle",
-                   "ppe_int8_elements_per_cycle", "ppe_fp16_elements_per_cycle", "cm_tap_cycles",
-                   "cm_tap_cycles_per_input_byte", "cm_fetch_factor", "bottleneck_exponent",
-                   "input_fetch", "depthwise_window", "max_pool_window", "channel_major_window",
-                   "activation_slowdown", "modes"});
+    dpu.only_keys({"workload_overhead_cycles",
+                   "channel_group_cycles",
+                   "int8_efficiency",
+                   "fp16_efficiency",
+                   "word_bytes",
+                   "weight_bytes_per_cycle",
+                   "mac_feed_bytes_per_cycle",
+                   "ppe_int8_elements_per_cycle",
+                   "ppe_fp16_elements_per_cycle",
+                   "cm_tap_cycles",
+                   "cm_tap_cycles_per_input_byte",
+                   "cm_input_pack_bytes",
+                   "cm_fetch_factor",
+                   "output_block_cycles",
+                   "bottleneck_exponent",
+                   "input_fetch",
+                   "input_issue",
+                   "depthwise_window",
+                   "max_pool_window",
+                   "channel_major_window",
+                   "activation_slowdown",
+                   "modes"});
     DpuTimingParams &d = t.dpu_timing;
     d.workload_overhead_cycles = dpu.real("workload_overhead_cycles", 0, 1e5);
     d.channel_group_cycles = dpu.real("channel_group_cycles", 0, 1e4);
@@ -85,6 +117,13 @@ void parse_timing_section(const FieldReader &timing, Target &t) {
     d.depthwise_window = parse_sliding_window(dpu, "depthwise_window");
     d.max_pool_window = parse_sliding_window(dpu, "max_pool_window");
     d.channel_major_window = parse_sliding_window(dpu, "channel_major_window");
+    d.input_issue = parse_input_issue(dpu, d.input_fetch);
+    if (dpu.has("cm_input_pack_bytes"))
+        d.cm_input_pack_bytes = int(dpu.integer("cm_input_pack_bytes", 1, 256));
+    if (dpu.has("mac_feed_bytes_per_cycle"))
+        d.mac_feed_bytes_per_cycle = dpu.real("mac_feed_bytes_per_cycle", 0.01, 1e5);
+    if (dpu.has("output_block_cycles"))
+        d.output_block_cycles = dpu.real("output_block_cycles", 0, 1e4);
     // The window replaces the channel-major input fetch, and its factor with it.
     if (!d.channel_major_window.present)
         d.cm_fetch_factor = dpu.real("cm_fetch_factor", 0.01, 100);

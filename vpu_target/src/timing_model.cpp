@@ -57,15 +57,34 @@ struct Workload {
     // Cycles the input data unit needs to bring `channel_bytes` of every needed input pixel,
     // `groups` times over (once per set of output channels that cannot share the fetch).
     double fetch_cycles(double channel_bytes, double groups) const {
-        double pixel_reads = pixels * taps;
-        if (p.input_fetch == InputFetch::PerBlockWindow) {
-            double window =
-                input_span(mode.block_w, w.stride_w, w.kernel_w,
-                           w.in_w + w.pad_left + w.pad_right) *
-                input_span(mode.block_h, w.stride_h, w.kernel_h, w.in_h + w.pad_top + w.pad_bottom);
-            pixel_reads = spatial_blocks * window;
-        }
-        return pixel_reads * groups * channel_bytes / timing.input_bytes_per_cycle;
+        if (p.input_fetch == InputFetch::PerBlockWindow)
+            return spatial_blocks * block_window_pixels() * groups * channel_bytes /
+                   timing.input_bytes_per_cycle;
+        // Per tap: each kernel tap reads one input pixel per output pixel, at the byte rate or
+        // the issue rate, whichever is slower.
+        double bytes_cycles = pixels * channel_bytes / timing.input_bytes_per_cycle;
+        return taps * groups * std::max(bytes_cycles, tap_issue_cycles());
+    }
+
+    // Cycles the input data unit takes to issue the reads of one kernel tap, however narrow
+    // its pixels (timing_params.h, InputIssueTiming).
+    double tap_issue_cycles() const {
+        const InputIssueTiming &issue = p.input_issue;
+        if (!issue.present) return 0;
+        double per_pixel = issue.pixel_cycles + issue.strided_pixel_cycles * (w.stride_w - 1);
+        return spatial_blocks * issue.block_tap_cycles + pixels * per_pixel;
+    }
+
+    // Input pixels one output block reads over all its kernel taps: its window.
+    double block_window_pixels() const {
+        return input_span(mode.block_w, w.stride_w, w.kernel_w, w.in_w + w.pad_left + w.pad_right) *
+               input_span(mode.block_h, w.stride_h, w.kernel_h, w.in_h + w.pad_top + w.pad_bottom);
+    }
+
+    // The share of the MAC array's peak rate the mode and input type sustain.
+    double mac_efficiency() const {
+        bool fp16 = w.input_dtype == DType::F16;
+        return (fp16 ? p.fp16_efficiency : p.int8_efficiency) * timing.mac_efficiency;
     }
 };
 
@@ -77,16 +96,30 @@ double ppe_cycles(const Workload &x) {
     return x.pixels * channels / rate;
 }
 
+// The output data unit writes the output one MPE block at a time, whatever its bytes: small
+// blocks (CUBOID_4x16) make many writes.
+double output_write_cycles(const Workload &x) {
+    return x.spatial_blocks * ceil_div(x.w.out_c, x.mode.block_c) * x.p.output_block_cycles;
+}
+
 // Z-major convolution: the MAC array works on whole MPE blocks; input channels pad to a word.
 double zmajor_mac_cycles(const Target &target, const Workload &x) {
     const MpeMode &m = x.mode;
     double blocks = x.spatial_blocks * ceil_div(x.w.out_c, m.block_c);
     double in_channels = padded_bytes(x.w.in_c, x.in_bytes, x.p.word_bytes) / x.in_bytes;
-    bool fp16 = x.w.input_dtype == DType::F16;
-    double efficiency =
-        (fp16 ? x.p.fp16_efficiency : x.p.int8_efficiency) * x.timing.mac_efficiency;
     double macs = blocks * m.block_w * m.block_h * m.block_c * in_channels * x.taps;
-    return macs / (target.macs_per_cycle(x.w.input_dtype) * efficiency);
+    return macs / (target.macs_per_cycle(x.w.input_dtype) * x.mac_efficiency());
+}
+
+// The MAC array takes in each output block's input window (channels padded to a word) once
+// per block_c output channels and uses every pixel of it for all the taps that need it: a 1x1
+// kernel uses a pixel once, a 3x3 one up to nine times, so 1x1 convolutions can be bound here.
+double zmajor_feed_cycles(const Workload &x) {
+    if (x.p.mac_feed_bytes_per_cycle <= 0) return 0;
+    double window_bytes =
+        x.block_window_pixels() * padded_bytes(x.w.in_c, x.in_bytes, x.p.word_bytes);
+    return x.spatial_blocks * ceil_div(x.w.out_c, x.mode.block_c) * window_bytes /
+           x.p.mac_feed_bytes_per_cycle;
 }
 
 // Activations and weights stream from CMX; an output tile shares one fetch of the weights.
@@ -104,9 +137,14 @@ double zmajor_fetch_cycles(const Target &target, const Workload &x) {
 
 // Channel-major convolution (few input channels, e.g. an RGB image): kernel taps are packed
 // into the reduction, so the MACs cost little per tap, but the planar input fetch costs more.
-double channel_major_mac_cycles(const Workload &x) {
-    double per_tap = x.p.cm_tap_cycles + x.p.cm_tap_cycles_per_input_byte * x.w.in_c * x.in_bytes;
-    return x.pixels * x.taps * ceil_div(x.w.out_c, x.mode.block_c) * per_tap;
+// A pixel's input bytes are packed in units of cm_input_pack_bytes, and the packing never costs
+// more than reducing one word per tap as a Z-major convolution does.
+double channel_major_mac_cycles(const Target &target, const Workload &x) {
+    double packed_bytes = padded_bytes(x.w.in_c, x.in_bytes, x.p.cm_input_pack_bytes);
+    double per_tap = x.p.cm_tap_cycles + x.p.cm_tap_cycles_per_input_byte * packed_bytes;
+    double packed =
+        x.pixels * x.taps * ceil_div(x.w.out_c, x.mode.block_c) * per_tap / x.mac_efficiency();
+    return std::min(packed, zmajor_mac_cycles(target, x));
 }
 
 double channel_major_fetch_cycles(const Target &target, const Workload &x) {
@@ -185,12 +223,13 @@ double dpu_workload_cycles(const Target &target, const DpuWorkload &w) {
     if (w.activation)
         slowdown = w.input_dtype == DType::F16 ? p.activation_fp16 : p.activation_int8;
     double zmajor_slowdown = slowdown.zmajor, other_slowdown = slowdown.other;
-    std::vector<double> stages{ppe_cycles(x) * other_slowdown};
+    std::vector<double> stages{ppe_cycles(x) * other_slowdown,
+                               output_write_cycles(x) * other_slowdown};
     switch (w.op) {
     case DpuOpKind::Conv:
     case DpuOpKind::MatMul:
         if (w.in_c < target.channel_alignment) {
-            stages.push_back(channel_major_mac_cycles(x) * other_slowdown);
+            stages.push_back(channel_major_mac_cycles(target, x) * other_slowdown);
             stages.push_back((p.channel_major_window.present
                                   ? sliding_window_cycles(target, x, p.channel_major_window)
                                   : channel_major_fetch_cycles(target, x)) *
@@ -198,6 +237,7 @@ double dpu_workload_cycles(const Target &target, const DpuWorkload &w) {
         } else {
             stages.push_back(zmajor_mac_cycles(target, x) * zmajor_slowdown);
             stages.push_back(zmajor_fetch_cycles(target, x) * zmajor_slowdown);
+            stages.push_back(zmajor_feed_cycles(x) * zmajor_slowdown);
         }
         break;
     case DpuOpKind::DepthwiseConv:
@@ -214,7 +254,7 @@ double dpu_workload_cycles(const Target &target, const DpuWorkload &w) {
         break;
     }
     case DpuOpKind::Eltwise:
-        break; // bound by the PPE, which reads both inputs as it writes
+        break; // bound by the PPE, which reads both inputs as it writes, and the output writes
     }
     return p.workload_overhead_cycles + p.channel_group_cycles * ceil_div(w.out_c, mode->block_c) +
            overlap(stages, p.bottleneck_exponent);

@@ -35,6 +35,18 @@ struct SlidingWindowTiming {
     double column_cycles = 0;
 };
 
+// How fast the input data unit can issue reads, whatever their width (per_tap fetch only): it
+// reads one kernel tap of one output block at a time, block_tap_cycles per such read plus
+// pixel_cycles per pixel in it, and strided_pixel_cycles more per pixel for each step of
+// stride_w beyond 1 (the pixels of neighbouring outputs no longer sit side by side in CMX).
+// The byte rate (input_bytes_per_cycle) binds instead once the pixels are wide.
+struct InputIssueTiming {
+    bool present = false;
+    double block_tap_cycles = 0;
+    double pixel_cycles = 0;
+    double strided_pixel_cycles = 0;
+};
+
 struct ActivationSlowdown {
     double zmajor = 1;
     double other = 1;
@@ -50,9 +62,11 @@ struct DpuTimingParams {
     double ppe_int8_elements_per_cycle = 1; // output elements the PPE writes per cycle
     double ppe_fp16_elements_per_cycle = 1;
     // Channel-major convolution (fewer input channels than the alignment): MAC-array cycles per
-    // output pixel, kernel tap and 16 output channels = tap_cycles + per_input_byte * in bytes.
+    // output pixel, kernel tap and 16 output channels = tap_cycles + per_input_byte * in bytes,
+    // the input bytes of a pixel padded to cm_input_pack_bytes.
     double cm_tap_cycles = 0;
     double cm_tap_cycles_per_input_byte = 0;
+    int cm_input_pack_bytes = 1;
     double cm_fetch_factor = 1; // channel-major input fetch cost relative to Z-major
     // Depthwise convolution and average pooling, max pooling (no weights; the depthwise window
     // if absent), and channel-major convolution as a sliding window (vpu20); absent where the
@@ -60,6 +74,14 @@ struct DpuTimingParams {
     SlidingWindowTiming depthwise_window;
     SlidingWindowTiming max_pool_window;
     SlidingWindowTiming channel_major_window;
+    // The output data unit writes each output block of the MPE mode (block_w x block_h pixels,
+    // block_c channels) as one CMX write of at least this many cycles; 0 where it never limits
+    // (vpu20).
+    double output_block_cycles = 0;
+    // Rate at which the MAC array takes in each output block's input window, once per block_c
+    // output channels (Z-major convolution); 0 where it never limits (vpu20).
+    double mac_feed_bytes_per_cycle = 0;
+    InputIssueTiming input_issue;   // absent: the byte rate alone limits the input fetch
     double bottleneck_exponent = 1; // p of the p-norm that overlaps the pipeline stages
     // A PPE activation (ReLU) slows a Z-major convolution's MAC array and input fetch by one
     // factor and every other stage (PPE, depthwise, pooling, channel-major) by another, per
