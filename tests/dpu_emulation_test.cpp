@@ -165,7 +165,7 @@ std::unique_ptr<PpeT> random_ppe(Random &r, const Spec &s) {
         r.pick({Activation::None, Activation::Relu, Activation::ReluX, Activation::LeakyRelu});
     p->relux_max = r.pick({0, 5, 100, 1 << 20});
     p->leaky_mult = r.pick({1, 3, -7, 1000});
-    p->leaky_shift = uint8_t(r.between(0, 12));
+    p->leaky_shift = uint8_t(r.between(0, 40));
     p->leaky_alpha = r.pick({0.0f, 0.1f, -0.5f, 1.25f});
     if (r.chance(0.3)) {
         p->clamp_low = r.between(-300, 20);
@@ -176,7 +176,7 @@ std::unique_ptr<PpeT> random_ppe(Random &r, const Spec &s) {
         p->fp_clamp_high = p->fp_clamp_low + r.pick({0.0f, 0.5f, 2.0f, 1000.0f});
     }
     p->mult = r.between(0, 65535);
-    p->shift = uint8_t(r.between(0, 30));
+    p->shift = uint8_t(r.between(0, 63));
     p->bias = r.pick({0, -5, 1000, INT32_MAX, INT32_MIN});
     p->fp_scale = r.pick({1.0f, 0.5f, -3.0f, 1e-3f, 70000.0f});
     p->eltwise_op =
@@ -225,7 +225,7 @@ std::vector<uint8_t> random_weights(Random &r, const Spec &s, DpuTaskT &t, uint6
             entry[3] = int32_t(fp16::float_bits(r.pick({0.0f, -0.0f, 1.5f, -7.25f})));
         } else {
             const uint16_t mult = uint16_t(r.pick({1, 3, 300, 20000, 65535}));
-            entry[2] = int32_t(dpu::pack_requant(mult, uint8_t(r.between(0, 40))));
+            entry[2] = int32_t(dpu::pack_requant(mult, uint8_t(r.between(0, 63))));
             if (s.out == DType::F16) entry[2] = int32_t(fp16::float_bits(r.real(-1e-2f, 1e-2f)));
             entry[3] = r.pick({0, 17, -4000, INT32_MAX - 100, INT32_MIN + 5});
         }

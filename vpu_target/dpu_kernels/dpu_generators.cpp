@@ -15,9 +15,11 @@
 #include "Halide.h"
 
 #include "dpu_kernel_abi.h"
+#include "vpu_target/dpu_arith.h"
 
 using namespace Halide;
 using namespace vpuc::dpu_kernels;
+namespace dpu = vpuc::dpu;
 
 namespace {
 
@@ -67,56 +69,106 @@ Expr round_shift(Expr value, Expr shift) {
     return select(shift > 0, sum >> cast<uint64_t>(shift), value);
 }
 
-// std::max, std::min and std::clamp on floats, NaNs included: Halide's max and min promise
-// nothing about NaN.
+// a < b on float32, as IEEE 754 orders them (false with a NaN; -0.0 equals +0.0), from their
+// bits. Halide's float comparisons can carry LLVM's no-NaN and no-infinity flags even under
+// strict_float (when a comparison is lifted out of its strict expression into a variable of
+// its own), and LLVM then turns selects on them into min and max instructions that treat NaN
+// otherwise.
+Expr less(Expr a, Expr b) {
+    auto is_nan = [](Expr bits) { return (bits & 0x7fffffff) > 0x7f800000; };
+    auto order = [](Expr bits) { // int32 in the floats' order
+        Expr s = reinterpret<int32_t>(bits);
+        return select(s >= 0, s, 0 - (s & 0x7fffffff));
+    };
+    Expr ua = reinterpret<uint32_t>(a), ub = reinterpret<uint32_t>(b);
+    return !is_nan(ua) && !is_nan(ub) && order(ua) < order(ub);
+}
+
+// std::max, std::min and std::clamp on floats, NaNs included (Halide's max and min promise
+// nothing about NaN).
 Expr std_max(Expr a, Expr b) {
-    return select(a < b, b, a);
+    return select(less(a, b), b, a);
 }
 Expr std_min(Expr a, Expr b) {
-    return select(b < a, b, a);
+    return select(less(b, a), b, a);
 }
 Expr std_clamp(Expr v, Expr lo, Expr hi) {
-    return select(v < lo, lo, hi < v, hi, v);
+    return select(less(v, lo), lo, less(hi, v), hi, v);
 }
 
 Expr i64(Expr e) {
     return cast<int64_t>(e);
 }
 
-// ---- The PPE ---------------------------------------------------------------------------
+Expr f64(double value) {
+    return Internal::make_const(Float(64), value);
+}
 
-// The task's post-processing parameters: the `ppe` buffer's fields.
+// dpu::round_shift(value * mult, shift) saturated to int32, for an int32 value and a uint16
+// multiplier, exactly in double precision (vectors of int64 are slow on x86): the product is
+// below 2^47 in magnitude, so it and, for shifts up to 53, the rounding term and their sum are
+// exact; from 48 on the result is 0, in int64 and in double alike (the sum stays inside
+// (0, 2^shift)). The powers of two are built from their bits.
+Expr scale_and_saturate(Expr value, Expr mult, Expr shift) {
+    Expr s = cast<uint64_t>(shift);
+    Expr half = reinterpret<double>((cast<uint64_t>(1022) + s) << 52); // 2^(shift - 1)
+    Expr unit = reinterpret<double>((cast<uint64_t>(1023) - s) << 52); // 2^-shift
+    Expr scaled = floor((cast<double>(value) * cast<double>(mult) + half) * unit);
+    return cast<int32_t>(clamp(scaled, f64(INT32_MIN), f64(INT32_MAX)));
+}
+
+// The task's post-processing parameters: the activation, which chooses a code path (each
+// pipeline is specialized on it), and the `ppe` buffer's fields.
 class Ppe {
   public:
-    explicit Ppe(Func fields) : fields_(std::move(fields)) {}
+    Ppe(Expr activation, Func fields) : activation(activation), fields_(std::move(fields)) {}
     Expr operator[](PpeField f) const { return fields_(int(f)); }
     Expr real(PpeField f) const { return float_of_bits(fields_(int(f))); }
+    Expr is(dpu::Activation a) const { return activation == int(a); }
+
+    const Expr activation;
 
   private:
     Func fields_;
 };
 
-// dpu::requantize to the output byte: acc (bias included) times mult, round-shifted, saturated
-// to 32 bits, then dpu::apply_int_ppe.
-Expr requantize(Expr acc, Expr mult, Expr shift, const Ppe &ppe) {
-    Expr scaled = round_shift(i64(acc) * i64(mult), shift);
-    Expr y = clamp(scaled, i64(INT32_MIN), i64(INT32_MAX));
-    Expr activation = ppe[kActivation];
-    Expr relu = max(y, i64(0));
-    Expr relux = clamp(y, i64(0), i64(ppe[kReluxMax]));
-    Expr leaky = select(y < 0, round_shift(y * i64(ppe[kLeakyMult]), ppe[kLeakyShift]), y);
-    y = select(activation == 1, relu, activation == 2, relux, activation == 3, leaky, y);
+// The output zero point and both clamps on an int32 value, in int32: the value is clamped to
+// the clamp bounds minus the zero point first (saturated to int32, which changes nothing for
+// an int32 value), so adding the zero point cannot overflow.
+Expr clamp_to_output_32(Expr y, const Ppe &ppe) {
+    Expr zero_point = i64(ppe[kOutZeroPoint]);
+    auto shifted = [&](PpeField bound) {
+        return cast<int32_t>(clamp(i64(ppe[bound]) - zero_point, i64(INT32_MIN), i64(INT32_MAX)));
+    };
+    y = clamp(y, shifted(kClampLow), shifted(kClampHigh)) + ppe[kOutZeroPoint];
+    return cast<uint8_t>(clamp(y, ppe[kOutMin], ppe[kOutMax]));
+}
+
+// The same on an int64 value (a leaky ReLU's can exceed 32 bits), as dpu_arith.h writes it.
+Expr clamp_to_output_64(Expr y, const Ppe &ppe) {
     y = clamp(y + i64(ppe[kOutZeroPoint]), i64(ppe[kClampLow]), i64(ppe[kClampHigh]));
     return cast<uint8_t>(clamp(y, i64(ppe[kOutMin]), i64(ppe[kOutMax])));
 }
 
+// dpu::requantize to the output byte: acc (bias included) times mult, round-shifted, saturated
+// to 32 bits, then dpu::apply_int_ppe.
+Expr requantize(Expr acc, Expr mult, Expr shift, const Ppe &ppe) {
+    Expr y = scale_and_saturate(acc, mult, shift);
+    Expr leaky = round_shift(i64(y) * i64(ppe[kLeakyMult]), ppe[kLeakyShift]);
+    return select(
+        ppe.is(dpu::Activation::LeakyRelu), clamp_to_output_64(select(y < 0, leaky, i64(y)), ppe),
+        clamp_to_output_32(select(ppe.is(dpu::Activation::Relu), max(y, 0),
+                                  ppe.is(dpu::Activation::ReluX), clamp(y, 0, ppe[kReluxMax]), y),
+                           ppe));
+}
+
 // dpu::apply_float_ppe, then the fp16 output's bits.
 Expr float_ppe(Expr y, const Ppe &ppe) {
-    Expr activation = ppe[kActivation];
     Expr relu = std_max(y, 0.0f);
     Expr relux = std_clamp(y, 0.0f, ppe.real(kFpReluxMax));
-    Expr leaky = select(y < 0.0f, y * ppe.real(kFpLeakyAlpha), y);
-    y = select(activation == 1, relu, activation == 2, relux, activation == 3, leaky, y);
+    Expr leaky = select(less(y, 0.0f), y * ppe.real(kFpLeakyAlpha), y);
+    y = select(ppe.is(dpu::Activation::Relu), relu, ppe.is(dpu::Activation::ReluX), relux,
+               ppe.is(dpu::Activation::LeakyRelu), leaky, y);
     return float_to_half(std_clamp(y, ppe.real(kFpClampLow), ppe.real(kFpClampHigh)));
 }
 
@@ -130,6 +182,15 @@ Expr output_stage(Expr acc, Expr c, const Func &channels, const Ppe &ppe, Type o
     Expr total = reinterpret<int32_t>(acc + reinterpret<uint32_t>(bias));
     if (output_bits == UInt(16)) return float_ppe(cast<float>(total) * scale, ppe);
     return requantize(total, channels(c, int(kMult)), channels(c, int(kShift)), ppe);
+}
+
+// Each activation its own copy of `output`'s loops, in which the PPE's selects fold to one
+// path; the verifier admits no other activation.
+void specialize_on_activation(Stage output, const Ppe &ppe) {
+    for (auto a : {dpu::Activation::None, dpu::Activation::Relu, dpu::Activation::ReluX,
+                   dpu::Activation::LeakyRelu})
+        output.specialize(ppe.is(a));
+    output.specialize_fail("unknown activation");
 }
 
 // ---- Activations -----------------------------------------------------------------------
@@ -205,6 +266,7 @@ class DpuConv : public WindowGenerator<DpuConv> {
     Input<Buffer<void, 4>> weights{"weights"};      // (c, ic, kx, ky): int32 or float
     Input<Buffer<int32_t, 2>> channels{"channels"}; // (c, ChannelField)
     Input<Buffer<int32_t, 1>> ppe{"ppe"};           // PpeField
+    Input<int32_t> activation{"activation"};        // dpu::Activation
     Input<int32_t> input_sign_flip{"input_sign_flip"};
     Input<int32_t> input_zero_point{"input_zero_point"};
     Input<int32_t> stride_x{"stride_x"}, stride_y{"stride_y"};
@@ -236,11 +298,13 @@ class DpuConv : public WindowGenerator<DpuConv> {
             acc(c, x, y) += select(finite_weights || inside(input, ix, iy), product, 0.0f);
         else // |product| <= 255 * 255: the int32 product is exact, the sum wraps
             acc(c, x, y) += reinterpret<uint32_t>(product);
-        output(c, x, y) = output_stage(acc(c, x, y), c, channels, Ppe(ppe), output.type());
+        const Ppe post(activation, ppe);
+        output(c, x, y) = output_stage(acc(c, x, y), c, channels, post, output.type());
 
         input.dim(0).set_stride(1);
         output.dim(0).set_stride(1);
         schedule_window(output, acc, padded, {r[0], r[1], r[2]}, kConvTileColumns);
+        specialize_on_activation(output, post);
         if (fp16) acc.update().specialize(finite_weights);
     }
 };
@@ -260,6 +324,7 @@ class DpuPool : public WindowGenerator<DpuPool> {
     Input<Buffer<void, 3>> input{"input"};
     Input<Buffer<int32_t, 2>> channels{"channels"};
     Input<Buffer<int32_t, 1>> ppe{"ppe"};
+    Input<int32_t> activation{"activation"};
     Input<int32_t> input_sign_flip{"input_sign_flip"};
     Input<int32_t> input_zero_point{"input_zero_point"};
     Input<int32_t> kernel_w{"kernel_w"}, kernel_h{"kernel_h"};
@@ -291,11 +356,13 @@ class DpuPool : public WindowGenerator<DpuPool> {
             acc(c, x, y) += value;
         }
         Expr total = fp16 ? acc(c, x, y) : reinterpret<uint32_t>(acc(c, x, y));
-        output(c, x, y) = output_stage(total, c, channels, Ppe(ppe), output.type());
+        const Ppe post(activation, ppe);
+        output(c, x, y) = output_stage(total, c, channels, post, output.type());
 
         input.dim(0).set_stride(1);
         output.dim(0).set_stride(1);
         schedule_window(output, acc, padded, {r[0], r[1]}, kPoolTileColumns);
+        specialize_on_activation(output, post);
     }
 };
 
@@ -313,6 +380,8 @@ class DpuEltwise : public Generator<DpuEltwise> {
     Input<Buffer<void, 3>> input2{"input2"};
     Input<Buffer<int32_t, 2>> channels{"channels"};
     Input<Buffer<int32_t, 1>> ppe{"ppe"};
+    Input<int32_t> activation{"activation"};
+    Input<int32_t> op{"op"}; // numbered as blob::EltwiseOp (kEltwiseOps)
     Input<int32_t> input_sign_flip{"input_sign_flip"};
     Input<int32_t> input_zero_point{"input_zero_point"};
     Input<int32_t> input2_zero_point{"input2_zero_point"};
@@ -326,24 +395,25 @@ class DpuEltwise : public Generator<DpuEltwise> {
 
     void generate() {
         Var c("c"), x("x"), y("y");
-        const Ppe fields{Func(ppe)};
+        const Ppe post(activation, ppe);
         Expr a = element(input(c, x, y), input_sign_flip, input_zero_point);
         Expr b = element(input2(c, x, y), input_sign_flip, input2_zero_point);
-        Expr op = fields[kEltwiseOp], total;
+        Expr total;
         if (fp16) {
             total = select(op == 0, a + b, op == 1, a - b, op == 2, a * b, op == 3, std_max(a, b),
                            std_min(a, b));
         } else {
+            // (v - zero point) * mult saturated to int32, in double: exact below 2^40.
             auto operand = [](Expr v, Expr mult) {
-                return reinterpret<uint32_t>(
-                    cast<int32_t>(clamp(i64(v) * i64(mult), i64(INT32_MIN), i64(INT32_MAX))));
+                Expr scaled = cast<double>(v) * cast<double>(mult);
+                return cast<int32_t>(clamp(scaled, f64(INT32_MIN), f64(INT32_MAX)));
             };
-            Expr ua = operand(a, fields[kIn1Mult]), ub = operand(b, fields[kIn2Mult]);
-            Expr sa = reinterpret<int32_t>(ua), sb = reinterpret<int32_t>(ub);
+            Expr sa = operand(a, post[kIn1Mult]), sb = operand(b, post[kIn2Mult]);
+            Expr ua = reinterpret<uint32_t>(sa), ub = reinterpret<uint32_t>(sb);
             total = select(op == 0, ua + ub, op == 1, ua - ub, op == 2, ua * ub, op == 3,
                            reinterpret<uint32_t>(max(sa, sb)), reinterpret<uint32_t>(min(sa, sb)));
         }
-        output(c, x, y) = output_stage(total, c, channels, fields, output.type());
+        output(c, x, y) = output_stage(total, c, channels, post, output.type());
 
         for (auto *in : {&input, &input2}) in->dim(0).set_stride(1);
         output.dim(0).set_stride(1);
@@ -352,6 +422,10 @@ class DpuEltwise : public Generator<DpuEltwise> {
         output.split(c, co, ci, kTileChannels, TailStrategy::ShiftInwards)
             .vectorize(ci, lanes)
             .unroll(ci);
+        // Each op and activation a copy of the loops with one path.
+        for (int k = 0; k < kEltwiseOps; ++k)
+            specialize_on_activation(output.specialize(op == k), post);
+        output.specialize_fail("unknown eltwise op");
     }
 };
 

@@ -11,9 +11,12 @@ constexpr int kTileChannels = 16;
 constexpr int kConvTileColumns = 2; // conv, matmul and depthwise
 constexpr int kPoolTileColumns = 2;
 
-// The `ppe` buffer: the task's post-processing, one int32 each (floats as their bits).
+// Eltwise ops, numbered as blob::EltwiseOp: Add, Sub, Mul, Max, Min.
+constexpr int kEltwiseOps = 5;
+
+// The `ppe` buffer: the task's post-processing, one int32 each (floats as their bits). The
+// activation and the eltwise op, which choose code paths, are scalar arguments.
 enum PpeField {
-    kActivation, // dpu::Activation
     kReluxMax,
     kLeakyMult,
     kLeakyShift,
@@ -26,8 +29,7 @@ enum PpeField {
     kFpLeakyAlpha,
     kFpClampLow,
     kFpClampHigh,
-    kEltwiseOp, // blob::EltwiseOp
-    kIn1Mult,
+    kIn1Mult, // eltwise: each input, minus its zero point, times its multiplier
     kIn2Mult,
     kPpeFields
 };

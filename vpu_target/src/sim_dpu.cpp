@@ -169,7 +169,8 @@ dpu::Activation activation_of(blob::Activation a) {
 }
 
 // The `ppe` buffer of every call: dpu::IntPpe and dpu::FloatPpe as the task sets them (their
-// defaults without a Ppe), the output type's range, and the eltwise fields.
+// defaults without a Ppe), the output type's range, and the eltwise multipliers; and the two
+// values that choose a pipeline's code path, the activation and the eltwise op.
 class PpeFields {
   public:
     PpeFields(const blob::DpuTask &task, const View &out) {
@@ -177,7 +178,7 @@ class PpeFields {
         dpu::FloatPpe f;
         if (out.dtype == DType::U8) i.out_min = 0, i.out_max = 255;
         i.out_zero_point = out.zero_point;
-        int32_t op = 0, in1_mult = 1, in2_mult = 1;
+        int32_t in1_mult = 1, in2_mult = 1;
         if (const blob::Ppe *ppe = task.ppe()) {
             i.activation = f.activation = activation_of(ppe->activation());
             i.relux_max = ppe->relux_max();
@@ -189,11 +190,11 @@ class PpeFields {
             f.leaky_alpha = ppe->leaky_alpha();
             f.clamp_low = ppe->fp_clamp_low();
             f.clamp_high = ppe->fp_clamp_high();
-            op = int32_t(ppe->eltwise_op());
+            eltwise_op = int32_t(ppe->eltwise_op());
             in1_mult = ppe->in1_mult();
             in2_mult = ppe->in2_mult();
         }
-        fields_[kActivation] = int32_t(i.activation);
+        activation = int32_t(i.activation);
         fields_[kReluxMax] = i.relux_max;
         fields_[kLeakyMult] = i.leaky_mult;
         fields_[kLeakyShift] = i.leaky_shift;
@@ -206,15 +207,19 @@ class PpeFields {
         fields_[kFpLeakyAlpha] = bits_of(f.leaky_alpha);
         fields_[kFpClampLow] = bits_of(f.clamp_low);
         fields_[kFpClampHigh] = bits_of(f.clamp_high);
-        fields_[kEltwiseOp] = op;
         fields_[kIn1Mult] = in1_mult;
         fields_[kIn2Mult] = in2_mult;
     }
     HalideBuffer buffer() { return HalideBuffer(fields_, kInt32, {{0, kPpeFields, 1, 0}}); }
 
+    int32_t activation = 0;
+    int32_t eltwise_op = 0;
+
   private:
     int32_t fields_[kPpeFields] = {};
 };
+
+static_assert(int(blob::EltwiseOp::MAX) + 1 == kEltwiseOps, "the pipelines' eltwise ops");
 
 // The `channels` buffer: each output channel's bias and scaling, for channels [0, C) and
 // kTileChannels more (zeros), which a call computing a whole tile past C reads.
@@ -472,9 +477,9 @@ void run_conv(const blob::DpuTask &task, Memory &memory, const std::string &name
         all_weights.emplace(table, layout, 0, all_channels);
     auto call = [&](halide_buffer_t *o, const PackedWeights &weights, int64_t c0, int64_t c1) {
         HalideBuffer w = weights.buffer(c0, c1);
-        return pipeline(in_buf.get(), w.get(), scaling.get(), ppe_buf.get(), input.sign_flip(),
-                        input.flipped_zero_point(), task.stride_w(), task.stride_h(),
-                        task.pad_left(), task.pad_top(), weights.finite(), o);
+        return pipeline(in_buf.get(), w.get(), scaling.get(), ppe_buf.get(), ppe.activation,
+                        input.sign_flip(), input.flipped_zero_point(), task.stride_w(),
+                        task.stride_h(), task.pad_left(), task.pad_top(), weights.finite(), o);
     };
     for (const Box &box : variant_boxes(task)) {
         const int64_t slice = all_weights ? box.c1 - box.c0 : kPackedWeightBytes / channel_bytes;
@@ -501,9 +506,9 @@ void run_pool(const blob::DpuTask &task, Memory &memory, const std::string &name
         compute_box(out, box, kPoolTileColumns, box.c1 - box.c0, name,
                     [&](halide_buffer_t *o, int64_t, int64_t) {
                         return pipeline(in_buf.get(), scale_buf.get(), ppe_buf.get(),
-                                        in.sign_flip(), in.flipped_zero_point(), task.kernel_w(),
-                                        task.kernel_h(), task.stride_w(), task.stride_h(),
-                                        task.pad_left(), task.pad_top(), o);
+                                        ppe.activation, in.sign_flip(), in.flipped_zero_point(),
+                                        task.kernel_w(), task.kernel_h(), task.stride_w(),
+                                        task.stride_h(), task.pad_left(), task.pad_top(), o);
                     });
 }
 
@@ -520,8 +525,9 @@ void run_eltwise(const blob::DpuTask &task, Memory &memory, const std::string &n
     HalideBuffer scale_buf = scaling.buffer();
     for (const Box &box : variant_boxes(task))
         compute_box(out, box, 1, box.c1 - box.c0, name, [&](halide_buffer_t *o, int64_t, int64_t) {
-            return pipeline(a_buf.get(), b_buf.get(), scale_buf.get(), ppe_buf.get(), a.sign_flip(),
-                            a.flipped_zero_point(), b.flipped_zero_point(), o);
+            return pipeline(a_buf.get(), b_buf.get(), scale_buf.get(), ppe_buf.get(),
+                            ppe.activation, ppe.eltwise_op, a.sign_flip(), a.flipped_zero_point(),
+                            b.flipped_zero_point(), o);
         });
 }
 
