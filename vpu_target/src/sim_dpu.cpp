@@ -71,7 +71,7 @@ class HalideBuffer {
 struct Table {
     Table(int64_t min0, int64_t n0, int64_t n1) : min0(min0), n0(n0), values(size_t(n0 * n1)) {}
     int32_t &at(int64_t i0, int64_t i1) { return values[size_t(i1 * n0 + (i0 - min0))]; }
-    HalideBuffer buffer() {
+    HalideBuffer buffer() const {
         return HalideBuffer(values.data(), kInt32,
                             {{int32_t(min0), int32_t(n0), 1, 0},
                              {0, int32_t(values.size() / size_t(n0)), int32_t(n0), 0}});
@@ -248,7 +248,8 @@ Table per_tensor_scaling(const blob::DpuTask &task, const View &in, const View &
 // weight_tables.h): each output channel's weights and its scaling.
 class WeightTable {
   public:
-    WeightTable(const blob::DpuTask &task, Memory &memory, const std::string &task_name) {
+    WeightTable(const blob::DpuTask &task, Memory &memory, const std::string &task_name)
+        : scaling_(channel_table(task.weight_table()->dims()->Get(1)->extent())) {
         const auto *table = task.weight_table();
         const uint8_t *words = memory.at(*table->address());
         const int64_t word_stride = table->dims()->Get(0)->stride();
@@ -256,9 +257,7 @@ class WeightTable {
         const blob::Address &weights = *task.weights()->address();
         const uint64_t span = blob::channel_weight_span(*task.weights());
         const bool fp16 = task.input()->dtype() == DType::F16;
-        const uint32_t channels = table->dims()->Get(1)->extent();
-        scaling_ = std::make_unique<Table>(channel_table(channels));
-        for (uint32_t c = 0; c < channels; ++c) {
+        for (uint32_t c = 0; c < table->dims()->Get(1)->extent(); ++c) {
             int32_t entry[4];
             for (int j = 0; j < 4; ++j)
                 std::memcpy(&entry[j], words + (j * word_stride + c * channel_stride) * 4, 4);
@@ -272,20 +271,20 @@ class WeightTable {
                                       "verifier bug: it checks every entry)");
             pointers_.push_back(memory.at(blob::Address(weights.space(), weights.index(), offset)));
             const uint32_t requant = uint32_t(entry[2]);
-            scaling_->at(c, kBias) = entry[3]; // fp16: the float's bits
-            scaling_->at(c, kMult) = fp16 ? 0 : dpu::requant_mult(requant);
-            scaling_->at(c, kShift) = fp16 ? 0 : dpu::requant_shift(requant);
-            scaling_->at(c, kScale) = int32_t(requant); // fp16 outputs: the float's bits
+            scaling_.at(c, kBias) = entry[3]; // fp16: the float's bits
+            scaling_.at(c, kMult) = fp16 ? 0 : dpu::requant_mult(requant);
+            scaling_.at(c, kShift) = fp16 ? 0 : dpu::requant_shift(requant);
+            scaling_.at(c, kScale) = int32_t(requant); // fp16 outputs: the float's bits
         }
     }
 
     const uint8_t *weights(int64_t c) const { return pointers_[size_t(c)]; }
     int64_t channels() const { return int64_t(pointers_.size()); }
-    Table &scaling() { return *scaling_; }
+    const Table &scaling() const { return scaling_; }
 
   private:
+    Table scaling_;
     std::vector<const uint8_t *> pointers_;
-    std::unique_ptr<Table> scaling_;
 };
 
 // One channel's weights as the task's weights tensor lays them out from its pointer:
@@ -457,10 +456,10 @@ template <typename F> F by_types(const View &in, const View &out, F i8, F i8_to_
 // Depthwise: each channel with its own kernel.
 void run_conv(const blob::DpuTask &task, Memory &memory, const std::string &name, bool depthwise) {
     const View out = view_of(*task.output(), memory);
-    const View whole_input = view_of(*task.input(), memory);
     // A conv reads every input channel, a depthwise conv those of its output channels.
-    const ChannelInput channel_input(whole_input);
-    const View &input = depthwise ? channel_input.view() : whole_input;
+    std::optional<ChannelInput> channel_input;
+    View input = view_of(*task.input(), memory);
+    if (depthwise) input = channel_input.emplace(input).view();
     WeightTable table(task, memory, name);
     const WeightLayout layout(task, depthwise);
     PpeFields ppe(task, out);
