@@ -12,7 +12,7 @@ DEB_PACKAGES := cmake ninja-build g++ clang-format \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps configure build demo test test-long bench format clean
+.PHONY: all deps generators configure build demo test test-long bench format clean
 
 all: build
 
@@ -26,12 +26,24 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
 
-$(BUILD_DIR)/build.ninja: | deps
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+# The DPU's Halide generators, built once in a plain Release tree of their own, which every
+# tree below (build, build-sanitize, build-fuzz) imports rather than building (and, under the
+# sanitizers, running) its own: vpu_target/dpu_kernels/CMakeLists.txt.
+GENERATOR_BUILD_DIR ?= build-generators
+IMPORT_GENERATORS = -Dvpuc_dpu_generators_DIR=$(abspath $(GENERATOR_BUILD_DIR))/cmake
+
+$(GENERATOR_BUILD_DIR)/build.ninja: | deps
+	cmake -S vpu_target/dpu_kernels -B $(GENERATOR_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release
+
+generators: deps $(GENERATOR_BUILD_DIR)/build.ninja
+	cmake --build $(GENERATOR_BUILD_DIR) -j $(JOBS)
+
+$(BUILD_DIR)/build.ninja: | deps generators
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(IMPORT_GENERATORS)
 
 configure: deps $(BUILD_DIR)/build.ninja
 
-build: configure
+build: configure generators
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
@@ -75,10 +87,11 @@ FUZZ_DEB_PACKAGES := clang-14 libclang-rt-14-dev
 # The whole test suite built with AddressSanitizer and UndefinedBehaviorSanitizer (gcc); a
 # memory error, a leak or undefined behaviour fails the test that meets it (except where
 # tests/ubsan.supp says why not).
-$(SANITIZE_BUILD_DIR)/build.ninja: | deps
-	cmake -S . -B $(SANITIZE_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DVPUC_SANITIZE=ON
+$(SANITIZE_BUILD_DIR)/build.ninja: | deps generators
+	cmake -S . -B $(SANITIZE_BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release -DVPUC_SANITIZE=ON \
+		$(IMPORT_GENERATORS)
 
-test-sanitize: deps $(SANITIZE_BUILD_DIR)/build.ninja
+test-sanitize: deps generators $(SANITIZE_BUILD_DIR)/build.ninja
 	cmake --build $(SANITIZE_BUILD_DIR) -j $(JOBS)
 	cd $(SANITIZE_BUILD_DIR) && \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:suppressions=$(CURDIR)/tests/ubsan.supp \
@@ -90,11 +103,11 @@ test-sanitize: deps $(SANITIZE_BUILD_DIR)/build.ninja
 fuzz-deps:
 	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(DEB_PACKAGES) $(FUZZ_DEB_PACKAGES)"
 
-$(FUZZ_BUILD_DIR)/build.ninja: | fuzz-deps
+$(FUZZ_BUILD_DIR)/build.ninja: | fuzz-deps generators
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ_BUILD_DIR) -G Ninja \
-		-DCMAKE_BUILD_TYPE=Release -DVPUC_FUZZ=ON
+		-DCMAKE_BUILD_TYPE=Release -DVPUC_FUZZ=ON $(IMPORT_GENERATORS)
 
-fuzz: fuzz-deps $(FUZZ_BUILD_DIR)/build.ninja
+fuzz: fuzz-deps generators $(FUZZ_BUILD_DIR)/build.ninja
 	cmake --build $(FUZZ_BUILD_DIR) -j $(JOBS) --target fuzzers
 	tests/fuzz/run_fuzzers.sh $(FUZZ_BUILD_DIR) $(FUZZ_SECONDS) $(FUZZ_RUNS)
 
@@ -113,4 +126,4 @@ format:
 		\( -name '*.cpp' -o -name '*.h' \) 2>/dev/null | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(GENERATOR_BUILD_DIR)

@@ -245,12 +245,37 @@ TEST_F(Cli, BenchSandboxMeasuresEveryLayer) {
                    "--runs needs an integer in 1..1000 (got '0')");
 }
 
+// `vpuc bench simulator` measures the DPU emulation on the layers asked for, under a header
+// with the timing model's label; figures are the host's, so only their presence is checked.
+TEST_F(Cli, BenchSimulatorMeasuresTheDpuEmulation) {
+    const Outcome run = vpuc_run("bench simulator --layer conv3x3 --runs 1");
+    EXPECT_EQ(run.status, 0) << run.output;
+    for (const char *expected :
+         {"vpuc bench simulator: functional DPU emulation on this host, one thread; vpu27, "
+          "timing model ",
+          "G work", "DPU ms", "G/s", "conv3x3 56x56x64->64     int8",
+          "conv3x3 56x56x64->64     fp16"})
+        EXPECT_NE(run.output.find(expected), std::string::npos) << expected << "\n" << run.output;
+    EXPECT_EQ(run.output.find("conv1x1"), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("error"), std::string::npos) << run.output;
+    const Outcome json = vpuc_run("bench simulator --layer add --runs 1 --json");
+    EXPECT_EQ(json.status, 0) << json.output;
+    EXPECT_NE(json.output.find("\"giga_per_second\": "), std::string::npos) << json.output;
+    expect_failure(vpuc_run("bench simulator --runs 0"),
+                   "--runs needs an integer in 1..1000 (got '0')");
+    expect_failure(vpuc_run("bench simulator --layer conv2"),
+                   "no layer's name starts with 'conv2' (layers: conv3x3 56x56x64->64, "
+                   "conv1x1");
+    expect_failure(vpuc_run("bench simulator extra"), "unexpected argument 'extra'");
+}
+
 TEST_F(Cli, BenchNeedsAKnownSubcommand) {
     expect_subcommands_listed(vpuc_run("bench"),
-                              "vpuc: 'bench' needs a subcommand: layers, sandbox, timing-model");
+                              "vpuc: 'bench' needs a subcommand: layers, sandbox, simulator, "
+                              "timing-model");
     expect_subcommands_listed(vpuc_run("bench foo"),
                               "vpuc: unknown command 'bench foo' (bench subcommands: layers, "
-                              "sandbox, timing-model)");
+                              "sandbox, simulator, timing-model)");
     const Outcome help = vpuc_run("bench --help");
     EXPECT_EQ(help.status, 0) << help.output;
     EXPECT_NE(help.output.find("usage: vpuc bench SUBCOMMAND"), std::string::npos) << help.output;

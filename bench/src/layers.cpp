@@ -17,21 +17,6 @@ namespace vpuc::bench {
 
 namespace {
 
-dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h,
-                           Precision precision) {
-    dsl::TensorDesc t;
-    t.name = name;
-    t.shape = dsl::Shape({1, c, h, w});
-    t.order = dsl::DimsOrder::NHWC();
-    if (precision == Precision::Int8) {
-        t.type = dsl::ElemType::U8;
-        t.quant = dsl::Quant::per_tensor(0.05f, 120);
-    } else {
-        t.type = dsl::ElemType::F16;
-    }
-    return t;
-}
-
 // Weights (ic, k, k, oc) with per-channel bias and requantization, as a trained int8 layer.
 algorithms::QuantWeights quant_weights(int64_t ic, int k, int64_t oc, std::mt19937 &rng) {
     std::uniform_int_distribution<int> weight(-100, 100), bias(-2000, 2000);
@@ -76,6 +61,21 @@ const char *layer_name(LayerSpec::Kind kind) {
 }
 
 } // namespace
+
+dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h,
+                           Precision precision) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape({1, c, h, w});
+    t.order = dsl::DimsOrder::NHWC();
+    if (precision == Precision::Int8) {
+        t.type = dsl::ElemType::U8;
+        t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    } else {
+        t.type = dsl::ElemType::F16;
+    }
+    return t;
+}
 
 const char *to_string(Precision precision) {
     return precision == Precision::Int8 ? "int8" : "fp16";

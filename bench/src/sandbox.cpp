@@ -1,23 +1,13 @@
 #include "bench/sandbox.h"
 
-#include <algorithm>
 #include <chrono>
 #include <exception>
-#include <random>
 
 #include "codegen/lower.h"
+#include "functional_runs.h"
 #include "vpu_target/simulator.h"
 
 namespace vpuc::bench {
-
-namespace {
-
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    return values.empty() ? 0 : values[values.size() / 2];
-}
-
-} // namespace
 
 std::vector<SandboxCase> sandbox_cases() {
     using K = LayerSpec::Kind;
@@ -35,17 +25,7 @@ SandboxCost measure_sandbox(const SandboxCase &c, const target::Target &target, 
     try {
         const std::vector<uint8_t> blob = codegen::lower(build_graph(c.spec, c.precision), target);
         sim::Simulator simulator(target, blob);
-        std::mt19937 rng(1);
-        std::vector<std::vector<uint8_t>> inputs;
-        for (const auto *io : *simulator.blob().header()->inputs()) {
-            std::vector<uint8_t> bytes(io->bytes());
-            // Values in [-2, 2) for fp16 (a random bit pattern may be a NaN), any byte for int8.
-            for (size_t i = 0; i < bytes.size(); ++i)
-                bytes[i] = c.precision == Precision::Fp16 && i % 2 == 1
-                               ? uint8_t(0x38 + rng() % 8) ^ uint8_t(rng() & 0x80)
-                               : uint8_t(rng());
-            inputs.push_back(std::move(bytes));
-        }
+        const auto inputs = random_inputs(simulator.blob(), c.precision);
         std::vector<double> run_ms, start_ms, blocked_ms, kernel_ms;
         for (int r = 0; r < runs; ++r) {
             const auto begin = std::chrono::steady_clock::now();

@@ -1,5 +1,7 @@
 #include "dataflow.h"
 
+#include <algorithm>
+
 #include "vpu_target/printable.h"
 
 namespace vpuc::blob::dataflow {
@@ -59,6 +61,29 @@ void WorkBudget::charge(uint64_t units) {
     }
     throw BlobError(analysis_ + ": work budget exhausted: the blob's tasks touch memory in more "
                                 "pieces than its size justifies");
+}
+
+ByteRanges::ByteRanges(const TensorRef &t, WorkBudget &budget) {
+    tensor_runs(t, budget, [&](uint64_t at, uint64_t bytes) {
+        ranges_.push_back({at, at + bytes});
+    });
+    std::sort(ranges_.begin(), ranges_.end());
+    size_t kept = 0;
+    for (const auto &r : ranges_) {
+        if (kept > 0 && ranges_[kept - 1].second >= r.first)
+            ranges_[kept - 1].second = std::max(ranges_[kept - 1].second, r.second);
+        else
+            ranges_[kept++] = r;
+    }
+    ranges_.resize(kept);
+}
+
+std::optional<uint64_t> ByteRanges::first_common(uint64_t begin, uint64_t end) const {
+    // The first range ending after `begin` is the only one that can hold the first common byte.
+    auto it = std::upper_bound(ranges_.begin(), ranges_.end(), begin,
+                               [](uint64_t at, const auto &r) { return at < r.second; });
+    if (it == ranges_.end() || it->first >= end) return std::nullopt;
+    return std::max(begin, it->first);
 }
 
 } // namespace vpuc::blob::dataflow

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "vpu_target/blob.h"
@@ -71,6 +73,17 @@ template <typename F> void tensor_runs(const TensorRef &t, WorkBudget &budget, F
     };
     outer(outer, d, base);
 }
+
+// The bytes of a tensor as sorted, disjoint ranges, for overlap queries.
+class ByteRanges {
+  public:
+    ByteRanges(const TensorRef &t, WorkBudget &budget);
+    // The first of bytes [begin, end) among them, if any.
+    std::optional<uint64_t> first_common(uint64_t begin, uint64_t end) const;
+
+  private:
+    std::vector<std::pair<uint64_t, uint64_t>> ranges_; // [begin, end)
+};
 
 // Calls f(src_offset, dst_offset, bytes) for each line a DMA copies to the destination at
 // `dst`, in the order the simulator copies them.

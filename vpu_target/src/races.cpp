@@ -203,7 +203,41 @@ class RaceFinder {
     std::vector<std::string> reports_;
 };
 
+// The first byte an operand of `dpu` shares with its output, reported.
+void check_dpu_overlap(const DpuTask &dpu, const std::string &task, WorkBudget &budget,
+                       std::vector<std::string> &reports) {
+    const uint64_t key = memory_key(*dpu.output()->address());
+    const dataflow::ByteRanges output(*dpu.output(), budget);
+    const std::pair<const char *, const TensorRef *> operands[] = {
+        {"input", dpu.input()}, {"input2", dpu.input2()}, {"weights", dpu.weights()}};
+    for (const auto &[name, tensor] : operands) {
+        if (!tensor || memory_key(*tensor->address()) != key) continue;
+        std::optional<uint64_t> common;
+        dataflow::tensor_runs(*tensor, budget, [&](uint64_t at, uint64_t bytes) {
+            if (!common) common = output.first_common(at, at + bytes);
+        });
+        if (!common) continue;
+        reports.push_back("task " + task + ": output overlaps its " + name + " at " +
+                          memory_name(key) + "+" + std::to_string(*common) +
+                          ": the DPU reads its " + name +
+                          " while it writes, so the result would depend on the order it "
+                          "computes its outputs in");
+        return;
+    }
+}
+
 } // namespace
+
+std::vector<std::string> find_dpu_overlaps(const Blob &blob, size_t max_reports,
+                                           uint64_t work_budget) {
+    const TaskGraph graph(blob);
+    WorkBudget budget(work_budget, "overlap check");
+    std::vector<std::string> reports;
+    for (uint32_t t = 0; t < graph.tasks.size() && reports.size() < max_reports; ++t)
+        if (const DpuTask *dpu = graph.tasks[t].task->kind_as_DpuTask())
+            check_dpu_overlap(*dpu, graph.describe(t), budget, reports);
+    return reports;
+}
 
 std::vector<std::string> find_races(const Blob &blob, size_t max_reports, uint64_t work_budget) {
     return RaceFinder(blob, max_reports, work_budget).run();

@@ -292,7 +292,13 @@ class Run {
         case TaskKind::DpuTask: {
             const auto *dpu = task.kind_as_DpuTask();
             r.end_ns = now_ + dpu_task_cycles(target_, *dpu) * 1000.0 / target_.dpu_clock_mhz;
-            if (memory_) run_dpu(*dpu, *memory_, task.name()->str());
+            if (memory_) {
+                const auto start = std::chrono::steady_clock::now();
+                run_dpu(*dpu, *memory_, task.name()->str());
+                result_.dpu_emulation_ns += std::chrono::duration<double, std::nano>(
+                                                std::chrono::steady_clock::now() - start)
+                                                .count();
+            }
             break;
         }
         case TaskKind::ShaveTask: {

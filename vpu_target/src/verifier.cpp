@@ -41,6 +41,13 @@ constexpr size_t kMaxCycleTasks = 16; // tasks of a deadlock cycle named in the 
 constexpr uint64_t kMaxDmaBytes = uint64_t(1) << 30;
 constexpr uint64_t kMaxDmaLines = uint64_t(1) << 24;
 constexpr uint64_t kMaxDpuMacs = uint64_t(1) << 31;
+// A DPU activation spans at most this many bytes (and no extent is larger): the simulator
+// computes DPU tasks with Halide pipelines, which address a buffer with 32-bit offsets. A CMX
+// holds megabytes.
+constexpr int64_t kMaxDpuTensorBytes = (int64_t(1) << 31) - 1;
+// Weights per output channel of a DPU task: twice what a 2 MiB CMX holds in int8. The simulator
+// packs the weights of at least 16 channels at a time, as int32.
+constexpr uint64_t kMaxDpuChannelWeights = uint64_t(1) << 22;
 // A kernel's figures for the timing model (instructions or bytes per output vector).
 constexpr double kMaxPerVectorFigure = 1e9;
 // Work units the semantic stage may spend per byte of blob, plus a floor for small blobs.
@@ -669,6 +676,10 @@ class Checker {
         bool out_ok = check_activation(c, "output", d.output(), tile, false);
         if (in_ok) check_dtype(c, "input", d.input()->dtype());
         if (out_ok) check_dtype(c, "output", d.output()->dtype());
+        if (in_ok && out_ok && d.input()->dtype() == DType::F16 && is_8bit(d.output()->dtype()))
+            c.add("output", cat("dtype ", name_of(d.output()->dtype()),
+                                " with an F16 input: the PPE turns float accumulators into F16 "
+                                "only"));
         bool window_ok = check_window(c, d);
         if (in_ok && out_ok && window_ok) check_output_extents(c, d);
         if (in_ok) check_channel_groups(c, "input", *d.input(), is_convolution(d.op()));
@@ -715,7 +726,22 @@ class Checker {
             c.add(field, cat("C stride must be 1 (NHWC), got ", t->dims()->Get(0)->stride()));
         if (t->dims()->Get(3)->extent() != 1)
             c.add(field, cat("batch N is ", t->dims()->Get(3)->extent(), ", the DPU takes 1"));
+        check_dpu_tensor_size(c, field, *t);
         return true;
+    }
+
+    void check_dpu_tensor_size(const Ctx &c, const char *field, const TensorRef &t) const {
+        int64_t span = 1;
+        bool ok = true;
+        for (const Dim *d : *t.dims()) {
+            ok &= d->extent() <= uint64_t(kMaxDpuTensorBytes) && d->stride() != INT64_MIN;
+            ok = ok && add_product(span, int64_t(d->extent()) - 1, std::abs(d->stride()));
+        }
+        ok =
+            ok && add_product(span, span, dtype_bytes(t.dtype()) - 1) && span <= kMaxDpuTensorBytes;
+        if (!ok)
+            c.add(field, cat("spans more than ", kMaxDpuTensorBytes,
+                             " bytes or elements, which no DPU tensor may"));
     }
 
     void check_in_cmx(const Ctx &c, const char *field, const TensorRef &t, uint32_t tile,
@@ -827,6 +853,12 @@ class Checker {
                   cat("dims ", extents(*w), " must be (", want[0], ", ", want[1], ", ", want[2],
                       ", ", want[3], ") = (", depthwise ? "1" : "IC", ", KW, KH, ",
                       depthwise ? "C" : "OC", ") for ", to_string(d.op())));
+        const uint64_t per_channel = want[0] * want[1] * want[2];
+        if (per_channel > kMaxDpuChannelWeights)
+            c.add("weights", cat(per_channel,
+                                 " weights per output channel (IC x KW x KH), more "
+                                 "than the DPU takes (",
+                                 kMaxDpuChannelWeights, ")"));
     }
 
     static std::string extents(const TensorRef &t) {
@@ -1501,6 +1533,8 @@ const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &targ
         throw BlobError("data races: tasks touch the same bytes, one writing, and neither waits "
                         "for the other (a missing dependency; results would depend on timing):\n" +
                         lines(races));
+    const std::vector<std::string> overlaps = find_dpu_overlaps(blob, kMaxProblems, budget);
+    if (!overlaps.empty()) throw BlobError(lines(overlaps));
     const std::vector<std::string> tables = check_weight_tables(blob, target, kMaxProblems, budget);
     if (!tables.empty()) throw BlobError(lines(tables));
     return blob;

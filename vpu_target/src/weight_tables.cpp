@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "dataflow.h"
 
@@ -158,6 +159,11 @@ class Replay {
         const uint32_t channels = table.dims()->Get(1)->extent();
         const uint64_t span = channel_weight_span(*dpu.weights());
         const Address &weights = *dpu.weights()->address();
+        const Address &out = *dpu.output()->address();
+        // The DPU reads a channel's weights while it writes its output.
+        std::optional<dataflow::ByteRanges> output;
+        if (out.space() == weights.space() && out.index() == weights.index())
+            output.emplace(*dpu.output(), budget_);
         budget_.charge(channels);
         for (uint32_t c = 0; c < channels && reports_.size() < max_; ++c) {
             const uint64_t at =
@@ -188,13 +194,21 @@ class Replay {
             }
             const uint64_t offset = weights.offset() + word;
             const uint64_t cmx = target_.cmx_bytes_per_tile;
-            if (offset > cmx || span > cmx - offset)
+            if (offset > cmx || span > cmx - offset) {
                 reports_.push_back(where + "weights offset " + std::to_string(word) + " puts the " +
                                    std::to_string(span) +
                                    " bytes of the channel's weights past "
                                    "the end of CMX tile " +
                                    std::to_string(weights.index()) + " (" + std::to_string(cmx) +
                                    " bytes)");
+            } else if (const auto common =
+                           output ? output->first_common(offset, offset + span) : std::nullopt) {
+                reports_.push_back(where + "weights offset " + std::to_string(word) +
+                                   " puts the channel's weights over the task's output (CMX tile " +
+                                   std::to_string(weights.index()) + "+" + std::to_string(*common) +
+                                   "): the DPU reads them while it writes, so the result would "
+                                   "depend on the order it computes its outputs in");
+            }
         }
     }
 

@@ -52,6 +52,11 @@ LayerSpec named(LayerSpec spec);
 // with deterministic random constants, no schedule. Convolutions end in a ReLU.
 dsl::Graph build_graph(const LayerSpec &spec, Precision precision);
 
+// The activations of the benchmark graphs: 1 x c x h x w NHWC, u8 (scale 0.05, zero point 120)
+// or f16.
+dsl::TensorDesc activation(const std::string &name, int64_t c, int64_t w, int64_t h,
+                           Precision precision);
+
 // Input, weights and output bytes, each moved between DDR and CMX once.
 int64_t ddr_bytes(const LayerSpec &spec, Precision precision);
 

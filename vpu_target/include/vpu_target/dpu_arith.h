@@ -10,7 +10,8 @@
 // arithmetically, as the PPE's rounding adder does.
 //
 // fp16 path: products and sums in fp32 (in kernel-window order ky, kx, c), then
-//   y = (acc + bias) * scale, activation, clamp, round to fp16 (nearest even).
+//   y = (acc + bias) * scale, activation, clamp, round to fp16 (nearest even; every NaN is
+//   stored as the quiet NaN 0x7e00, see fp16_output).
 #pragma once
 
 #include <algorithm>
@@ -105,6 +106,13 @@ inline float apply_float_ppe(float y, const FloatPpe &ppe) {
         break;
     }
     return std::clamp(y, ppe.clamp_low, ppe.clamp_high);
+}
+
+// The PPE's fp16 output: y rounded to nearest even, and every NaN the quiet NaN 0x7e00. IEEE
+// 754 leaves the sign of a NaN result unspecified: compiled code takes it from the order of an
+// operation's operands, which compilers may change, so the DPU's NaN has no sign.
+inline uint16_t fp16_output(float y) {
+    return std::isnan(y) ? uint16_t(0x7e00) : fp16::from_float(y);
 }
 
 } // namespace vpuc::dpu

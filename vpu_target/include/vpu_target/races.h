@@ -23,4 +23,12 @@ namespace vpuc::blob {
 std::vector<std::string> find_races(const Blob &blob, size_t max_reports = 8,
                                     uint64_t work_budget = UINT64_MAX);
 
+// One line per DPU task whose output shares bytes with its input, input2 or weights tensor, at
+// most `max_reports`: the DPU reads them while it writes, so the result would depend on the
+// order it computes its outputs in. (It reads its weight table whole when it starts: an output
+// may overwrite the table.) Same preconditions and budget as find_races.
+//   "task 'conv' (DPU queue tile 0 dpu 0): output overlaps its input at CMX of tile 0+64"
+std::vector<std::string> find_dpu_overlaps(const Blob &blob, size_t max_reports = 8,
+                                           uint64_t work_budget = UINT64_MAX);
+
 } // namespace vpuc::blob

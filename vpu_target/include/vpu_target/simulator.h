@@ -40,6 +40,8 @@ struct RunResult {
     std::vector<EngineStats> engines;
     std::vector<TaskRecord> tasks; // in start order
     SandboxStats sandbox;          // functional runs with SHAVE tasks
+    // Functional runs: the host's wall-clock time computing DPU tasks (`vpuc bench simulator`).
+    double dpu_emulation_ns = 0;
 };
 
 class Simulator {
