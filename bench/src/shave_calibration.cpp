@@ -101,12 +101,6 @@ double our_microseconds(const target::Target &target, const codegen::ShaveKernel
     return target::shave_task_cycles(target, work) / target.shave_clock_mhz;
 }
 
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const size_t n = values.size();
-    return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
-
 struct Compared {
     const target::VpunnShaveKernel *reference;
     codegen::ShaveKernelCost cost;
@@ -251,15 +245,15 @@ ShaveCalibrationReport calibrate_shave_model(const std::vector<target::VpunnShav
         r.arith_ops = k.cost.arith_ops;
         r.special_ops = k.cost.special_ops;
         r.cmx_bytes = k.cost.cmx_bytes;
-        r.median_error = median(errors);
+        r.median_error = target::error_stats(r.name, errors).median;
         r.max_error = *std::max_element(errors.begin(), errors.end());
         medians.push_back(r.median_error);
         report.kernels.push_back(r);
     };
     for (const Compared &k : fitted) add(k, ShaveKernelRole::Fit, fit_medians);
     for (const Compared &k : checked) add(k, ShaveKernelRole::Check, check_medians);
-    report.fit_median = median(fit_medians);
-    report.check_median = median(check_medians);
+    report.fit_median = target::error_stats("fit", fit_medians).median;
+    report.check_median = target::error_stats("check", check_medians).median;
 
     for (const auto &k : reference) {
         const bool compared =
