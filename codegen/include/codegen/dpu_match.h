@@ -14,6 +14,7 @@
 
 #include "dsl/layer.h"
 #include "vpu_target/dpu_arith.h"
+#include "vpu_target/error.h"
 #include "vpu_target/timing_model.h"
 
 namespace vpuc::codegen {
@@ -58,9 +59,9 @@ struct DpuOpDesc {
 // A layer that cannot run on the DPU. The message names the layer and the part of its
 // definition that does not fit, e.g. "layer 'c1': update definition: the reduction
 // multiplies 3 terms; a DPU MAC multiplies an input by a weight".
-class DpuMatchError : public std::runtime_error {
+class DpuMatchError : public Error {
   public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // Throws DpuMatchError when the layer's algorithm is not a DPU operation. An activation

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "dsl/graph.h"
+#include "vpu_target/error.h"
 #include "vpu_target/target.h"
 
 namespace vpuc::codegen {
@@ -19,9 +20,9 @@ struct LowerOptions {
 };
 
 // An error of the lowering that names the layer (and the task or buffer) concerned.
-class LoweringError : public std::runtime_error {
+class LoweringError : public Error {
   public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // The names of the passes, in order.

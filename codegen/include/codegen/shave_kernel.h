@@ -19,14 +19,15 @@
 #include <vector>
 
 #include "vpu_target/blob.h"
+#include "vpu_target/error.h"
 #include "vpu_target/target.h"
 
 namespace vpuc::codegen {
 
 // A pipeline that cannot become a SHAVE kernel; the message names the kernel and says why.
-class ShaveKernelError : public std::runtime_error {
+class ShaveKernelError : public Error {
   public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 enum class KernelArgKind { InputBuffer, OutputBuffer, ScalarInt, ScalarFloat };

@@ -34,6 +34,8 @@
 #include <string>
 #include <vector>
 
+#include "vpu_target/error.h"
+
 namespace vpuc::dsl {
 
 enum class MemoryLevel { CMX, DDR };
@@ -123,9 +125,9 @@ class Schedule {
 };
 
 // An illegal schedule. The message names the layer and the directive and lists what is legal.
-class ScheduleError : public std::runtime_error {
+class ScheduleError : public Error {
   public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 } // namespace vpuc::dsl

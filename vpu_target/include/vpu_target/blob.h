@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "vpu_target/blob_generated.h"
+#include "vpu_target/error.h"
 
 namespace vpuc::blob {
 
@@ -19,9 +20,9 @@ constexpr uint16_t kVersionMinor = 0;
 // A blob that cannot be run: malformed, hostile, or asking for what the target lacks.
 // The message names the task and field (e.g. "task 'conv0.dpu' (DPU queue tile 1):
 // output: offset 2097152 + 4096 bytes past the end of CMX (1982464 bytes)").
-class BlobError : public std::runtime_error {
+class BlobError : public Error {
   public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // The blob file at `path`, within the blob size limit (vpu_target/input_file.h); throws

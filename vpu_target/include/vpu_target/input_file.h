@@ -11,6 +11,8 @@
 #include <system_error>
 #include <vector>
 
+#include "vpu_target/error.h"
+
 namespace vpuc::files {
 
 enum class FileKind { Blob, Model, Target, ReferenceCsv, Schedule, Npy, RawInput };
@@ -37,10 +39,10 @@ void set_size_limit(FileKind kind, uint64_t bytes);
 // "1 GiB", "64 MiB", "512 KiB" for whole units, else "1000 bytes".
 std::string size_text(uint64_t bytes);
 
-class InputFileError : public std::runtime_error {
+class InputFileError : public Error {
   public:
     explicit InputFileError(const std::string &message, std::error_code code = {})
-        : std::runtime_error(message), code_(code) {}
+        : Error(message), code_(code) {}
     // The system's error when the file could not be opened or read; empty otherwise.
     const std::error_code &code() const { return code_; }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "vpu_target/blob.h"
+#include "vpu_target/error.h"
 #include "vpu_target/timing_params.h"
 
 namespace vpuc::target {
@@ -76,9 +77,9 @@ struct Target {
     int macs_per_cycle(DType input) const;
 };
 
-class TargetError : public std::runtime_error {
+class TargetError : public Error {
   public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // Parses a target description (JSON with // comments). Throws TargetError naming the field

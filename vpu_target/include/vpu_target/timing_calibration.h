@@ -10,11 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "vpu_target/error.h"
+
 namespace vpuc::target {
 
-class CalibrationError : public std::runtime_error {
+class CalibrationError : public Error {
   public:
-    using std::runtime_error::runtime_error;
+    using Error::Error;
 };
 
 // Relative errors |ours - reference| / reference of a set of rows.
