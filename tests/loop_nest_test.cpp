@@ -116,7 +116,7 @@ TEST(Graph, FindListsKnownNames) {
     try {
         g.find("z");
         ADD_FAILURE() << "no error";
-    } catch (const std::invalid_argument &e) {
+    } catch (const dsl::GraphError &e) {
         EXPECT_STREQ(e.what(), "graph 'g': no layer 'z' (layers: a, r)");
     }
 }
@@ -126,7 +126,7 @@ TEST(Graph, RejectsDuplicateNames) {
     try {
         dsl::Graph g("g", {relu("r", a), relu("r", a)});
         ADD_FAILURE() << "no error";
-    } catch (const std::invalid_argument &e) {
+    } catch (const dsl::GraphError &e) {
         EXPECT_STREQ(e.what(), "graph 'g': two layers are named 'r' (layer names must be unique)");
     }
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "algorithms/layers.h"
+#include "algorithms/registry.h"
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -55,9 +56,7 @@ dsl::Quant probability_quant(const InputInfo &in, const std::optional<dsl::Quant
     return dsl::Quant::per_tensor(1.0f / 256, in.type == dsl::ElemType::U8 ? 0 : -128);
 }
 
-} // namespace
-
-dsl::Layer relu(const std::string &name, const dsl::Layer &input) {
+dsl::Layer make_relu(const std::string &name, const dsl::Layer &input) {
     return unary("relu", name, input, [](const Expr &stored, const InputInfo &in) {
         if (in.quantized)
             return Halide::max(
@@ -66,7 +65,7 @@ dsl::Layer relu(const std::string &name, const dsl::Layer &input) {
     });
 }
 
-dsl::Layer clamp(const std::string &name, const dsl::Layer &input, float low, float high) {
+dsl::Layer make_clamp(const std::string &name, const dsl::Layer &input, float low, float high) {
     if (!(low <= high))
         throw std::invalid_argument("clamp '" + name + "': low bound above the high bound");
     const Activation act = Activation::clamp(low, high);
@@ -82,7 +81,7 @@ dsl::Layer clamp(const std::string &name, const dsl::Layer &input, float low, fl
     });
 }
 
-dsl::Layer leaky_relu(const std::string &name, const dsl::Layer &input, float alpha) {
+dsl::Layer make_leaky_relu(const std::string &name, const dsl::Layer &input, float alpha) {
     if (!(alpha >= 0)) throw std::invalid_argument("leaky_relu '" + name + "': alpha must be >= 0");
     const Activation act = Activation::leaky_relu(alpha);
     const dsl::TensorDesc &t = input.output();
@@ -94,8 +93,8 @@ dsl::Layer leaky_relu(const std::string &name, const dsl::Layer &input, float al
     });
 }
 
-dsl::Layer sigmoid(const std::string &name, const dsl::Layer &input,
-                   const std::optional<dsl::Quant> &out_quant) {
+dsl::Layer make_sigmoid(const std::string &name, const dsl::Layer &input,
+                        const std::optional<dsl::Quant> &out_quant) {
     const std::string what = "sigmoid '" + name + "'";
     const InputInfo in = input_info(what, input);
     const dsl::Quant q = in.quantized ? probability_quant(in, out_quant) : dsl::Quant{};
@@ -111,8 +110,8 @@ dsl::Layer sigmoid(const std::string &name, const dsl::Layer &input,
                             {input}, algorithm);
 }
 
-dsl::Layer softmax(const std::string &name, const dsl::Layer &input, dsl::Dim axis,
-                   const std::optional<dsl::Quant> &out_quant) {
+dsl::Layer make_softmax(const std::string &name, const dsl::Layer &input, dsl::Dim axis,
+                        const std::optional<dsl::Quant> &out_quant) {
     const std::string what = "softmax '" + name + "'";
     const InputInfo in = input_info(what, input);
     // Halide dims are (c, x, y): logical C, W, H.
@@ -156,6 +155,118 @@ dsl::Layer softmax(const std::string &name, const dsl::Layer &input, dsl::Dim ax
     };
     return dsl::Layer::make("softmax", output_desc(name, input, in.c, in.w, in.h, in.type, q),
                             {input}, algorithm);
+}
+
+// A probability output's optional per-tensor quantization: output_scale, output_zero_point.
+std::vector<dsl::AttrSpec> probability_specs() {
+    std::vector<dsl::AttrSpec> specs = output_quant_specs();
+    specs.erase(specs.begin()); // the type is the input's
+    return specs;
+}
+
+void set_probability_quant(dsl::Attrs &a, const std::optional<dsl::Quant> &q) {
+    if (!q || q->empty()) return;
+    a.set("output_scale", double(q->scale_at(0)));
+    a.set("output_zero_point", int64_t(q->zero_point_at(0)));
+}
+
+std::optional<dsl::Quant> probability_quant_of(const dsl::Attrs &a) {
+    if (!a.has("output_scale")) return std::nullopt;
+    return dsl::Quant::per_tensor(
+        float(a.get_float("output_scale")),
+        a.has("output_zero_point") ? int32_t(a.get_int("output_zero_point")) : 0);
+}
+
+dsl::LayerDef unary_def(const char *op, const char *doc, std::vector<dsl::AttrSpec> attrs,
+                        dsl::LayerDef::BuildFn build) {
+    dsl::LayerDef def;
+    def.op = op;
+    def.doc = doc;
+    def.inputs = {"input"};
+    def.attrs = std::move(attrs);
+    def.build = std::move(build);
+    return def;
+}
+
+dsl::AttrSpec float_spec(const char *name, const char *doc) {
+    return {name, dsl::AttrType::Float, std::nullopt, doc, {}};
+}
+
+} // namespace
+
+void detail::register_activation_layers(dsl::LayerRegistry &r) {
+    using Inputs = std::vector<dsl::Layer>;
+    r.add(unary_def("relu", "max(x, 0)", {},
+                    [](const std::string &name, const Inputs &in, const dsl::Attrs &) {
+                        return make_relu(name, in.at(0));
+                    }));
+    r.add(unary_def("clamp", "clamp(x, low, high), in real units",
+                    {float_spec("low", "lower bound"), float_spec("high", "upper bound")},
+                    [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
+                        return make_clamp(name, in.at(0), float(a.get_float("low")),
+                                          float(a.get_float("high")));
+                    }));
+    r.add(unary_def("leaky_relu", "x < 0 ? alpha * x : x",
+                    {{"alpha", dsl::AttrType::Float, std::nullopt, "slope below zero, >= 0",
+                      [](const dsl::AttrValue &v) -> std::string {
+                          return std::get<double>(v) >= 0 ? "" : "must be >= 0";
+                      }}},
+                    [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
+                        return make_leaky_relu(name, in.at(0), float(a.get_float("alpha")));
+                    }));
+    r.add(unary_def("sigmoid", "1 / (1 + exp(-x)) in float32, on the SHAVEs", probability_specs(),
+                    [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
+                        return make_sigmoid(name, in.at(0), probability_quant_of(a));
+                    }));
+    std::vector<dsl::AttrSpec> softmax_attrs = {
+        {"axis", dsl::AttrType::Int, int64_t(1), "logical dimension: 1 (C), 2 (H) or 3 (W)",
+         [](const dsl::AttrValue &v) -> std::string {
+             const int64_t axis = std::get<int64_t>(v);
+             return axis >= 1 && axis <= 3 ? "" : "must be 1 (C), 2 (H) or 3 (W)";
+         }}};
+    for (auto &spec : probability_specs()) softmax_attrs.push_back(spec);
+    dsl::LayerDef softmax_def = unary_def(
+        "softmax", "exp(x) / sum(exp(x)) along an axis, in float32, on the SHAVEs", softmax_attrs,
+        [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
+            return make_softmax(name, in.at(0), dsl::Dim(int(a.get_int("axis"))),
+                                probability_quant_of(a));
+        });
+    // Every output element reads the whole input along the axis.
+    softmax_def.unsplittable_dims = [](const dsl::Attrs &a) {
+        return std::vector<dsl::Dim>{dsl::Dim(int(a.get_int("axis")))};
+    };
+    r.add(std::move(softmax_def));
+}
+
+dsl::Layer relu(const std::string &name, const dsl::Layer &input) {
+    return layer_registry().build("relu", name, {input}, {});
+}
+
+dsl::Layer clamp(const std::string &name, const dsl::Layer &input, float low, float high) {
+    dsl::Attrs a;
+    a.set("low", double(low)).set("high", double(high));
+    return layer_registry().build("clamp", name, {input}, a);
+}
+
+dsl::Layer leaky_relu(const std::string &name, const dsl::Layer &input, float alpha) {
+    dsl::Attrs a;
+    a.set("alpha", double(alpha));
+    return layer_registry().build("leaky_relu", name, {input}, a);
+}
+
+dsl::Layer sigmoid(const std::string &name, const dsl::Layer &input,
+                   const std::optional<dsl::Quant> &out_quant) {
+    dsl::Attrs a;
+    set_probability_quant(a, out_quant);
+    return layer_registry().build("sigmoid", name, {input}, a);
+}
+
+dsl::Layer softmax(const std::string &name, const dsl::Layer &input, dsl::Dim axis,
+                   const std::optional<dsl::Quant> &out_quant) {
+    dsl::Attrs a;
+    a.set("axis", int64_t(axis.index()));
+    set_probability_quant(a, out_quant);
+    return layer_registry().build("softmax", name, {input}, a);
 }
 
 } // namespace vpuc::algorithms

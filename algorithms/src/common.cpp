@@ -80,3 +80,113 @@ dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int
 }
 
 } // namespace vpuc::algorithms::detail
+
+namespace vpuc::algorithms::detail {
+
+namespace {
+
+std::string at_least(const dsl::AttrValue &v, int64_t min, size_t count) {
+    const auto &l = std::get<std::vector<int64_t>>(v);
+    if (l.size() != count) return "expected " + std::to_string(count) + " values";
+    for (int64_t x : l)
+        if (x < min || x > 65535)
+            return "each value must be in [" + std::to_string(min) + ", 65535]";
+    return "";
+}
+
+} // namespace
+
+std::vector<dsl::AttrSpec> activation_specs() {
+    return {
+        {"activation", dsl::AttrType::String, std::string("none"),
+         "fused activation: none, relu or leaky_relu",
+         [](const dsl::AttrValue &v) -> std::string {
+             const auto &s = std::get<std::string>(v);
+             return s == "none" || s == "relu" || s == "leaky_relu"
+                        ? ""
+                        : "expected none, relu or leaky_relu";
+         }},
+        {"alpha", dsl::AttrType::Float, 0.0, "leaky_relu slope, >= 0",
+         [](const dsl::AttrValue &v) -> std::string {
+             return std::get<double>(v) >= 0 ? "" : "must be >= 0";
+         }},
+        {"clamp_low", dsl::AttrType::Float, -double(INFINITY), "clamp after the activation", {}},
+        {"clamp_high", dsl::AttrType::Float, double(INFINITY), "clamp after the activation", {}},
+    };
+}
+
+void set_activation(dsl::Attrs &attrs, const Activation &act) {
+    attrs.set("activation", std::string(act.kind == dpu::Activation::Relu        ? "relu"
+                                        : act.kind == dpu::Activation::LeakyRelu ? "leaky_relu"
+                                                                                 : "none"));
+    attrs.set("alpha", double(act.alpha));
+    attrs.set("clamp_low", double(act.low));
+    attrs.set("clamp_high", double(act.high));
+}
+
+Activation activation_of(const dsl::Attrs &attrs) {
+    Activation act;
+    const std::string &kind = attrs.get_string("activation");
+    act.kind = kind == "relu"         ? dpu::Activation::Relu
+               : kind == "leaky_relu" ? dpu::Activation::LeakyRelu
+                                      : dpu::Activation::None;
+    act.alpha = float(attrs.get_float("alpha"));
+    act.low = float(attrs.get_float("clamp_low"));
+    act.high = float(attrs.get_float("clamp_high"));
+    return act;
+}
+
+dsl::AttrSpec pair_spec(const std::string &name, int64_t min, const std::string &doc) {
+    return {name, dsl::AttrType::Ints, std::vector<int64_t>{1, 1}, doc,
+            [min](const dsl::AttrValue &v) { return at_least(v, min, 2); }};
+}
+
+dsl::AttrSpec pads_spec() {
+    return {"pads", dsl::AttrType::Ints, std::vector<int64_t>{0, 0, 0, 0},
+            "[top, left, bottom, right]",
+            [](const dsl::AttrValue &v) { return at_least(v, 0, 4); }};
+}
+
+std::vector<dsl::AttrSpec> output_quant_specs() {
+    dsl::AttrSpec type{"output_type", dsl::AttrType::String, std::nullopt, "int8 output: u8 or i8",
+                       [](const dsl::AttrValue &v) -> std::string {
+                           const auto &s = std::get<std::string>(v);
+                           return s == "u8" || s == "i8" ? "" : "expected u8 or i8";
+                       }};
+    type.optional = true;
+    dsl::AttrSpec scale{"output_scale", dsl::AttrType::Float, std::nullopt,
+                        "int8 output: per-tensor scale",
+                        [](const dsl::AttrValue &v) -> std::string {
+                            const double s = std::get<double>(v);
+                            return s > 0 && std::isfinite(s) ? "" : "must be positive and finite";
+                        }};
+    scale.optional = true;
+    dsl::AttrSpec zero_point{"output_zero_point", dsl::AttrType::Int, std::nullopt,
+                             "int8 output: zero point", [](const dsl::AttrValue &v) -> std::string {
+                                 const int64_t z = std::get<int64_t>(v);
+                                 return z >= -128 && z <= 255 ? "" : "must be in [-128, 255]";
+                             }};
+    zero_point.optional = true;
+    return {type, scale, zero_point};
+}
+
+void set_output_quant(dsl::Attrs &attrs, dsl::ElemType type, const dsl::Quant &quant) {
+    attrs.set("output_type", std::string(dsl::to_string(type)));
+    if (quant.empty()) return;
+    attrs.set("output_scale", double(quant.scale_at(0)));
+    attrs.set("output_zero_point", int64_t(quant.zero_point_at(0)));
+}
+
+bool output_quant_of(const dsl::Attrs &attrs, dsl::ElemType &type, dsl::Quant &quant) {
+    if (!attrs.has("output_type")) return false;
+    type = attrs.get_string("output_type") == "i8" ? dsl::ElemType::I8 : dsl::ElemType::U8;
+    quant = attrs.has("output_scale")
+                ? dsl::Quant::per_tensor(float(attrs.get_float("output_scale")),
+                                         attrs.has("output_zero_point")
+                                             ? int32_t(attrs.get_int("output_zero_point"))
+                                             : 0)
+                : dsl::Quant{};
+    return true;
+}
+
+} // namespace vpuc::algorithms::detail

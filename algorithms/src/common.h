@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/arith.h"
 #include "dsl/layer.h"
+#include "dsl/registry.h"
 
 namespace vpuc::algorithms::detail {
 
@@ -46,6 +48,48 @@ int64_t window_extent(const std::string &what, int64_t in, int pad_a, int pad_b,
 
 dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int64_t c, int64_t w,
                             int64_t h, dsl::ElemType type, dsl::Quant quant);
+
+// Attribute schemas and conversions shared by the registry entries (registry.cpp lists them).
+// The fused activation: activation ("none", "relu", "leaky_relu"), alpha, clamp_low,
+// clamp_high, in real units.
+std::vector<dsl::AttrSpec> activation_specs();
+void set_activation(dsl::Attrs &attrs, const Activation &act);
+Activation activation_of(const dsl::Attrs &attrs);
+// ONNX's order: strides [h, w], pads [top, left, bottom, right].
+dsl::AttrSpec pair_spec(const std::string &name, int64_t min, const std::string &doc);
+dsl::AttrSpec pads_spec();
+// An int8 output's type and per-tensor quantization: output_type ("u8"/"i8"), output_scale,
+// output_zero_point, all optional.
+std::vector<dsl::AttrSpec> output_quant_specs();
+void set_output_quant(dsl::Attrs &attrs, dsl::ElemType type, const dsl::Quant &quant);
+// The output's type and quantization if the attributes give them.
+bool output_quant_of(const dsl::Attrs &attrs, dsl::ElemType &type, dsl::Quant &quant);
+// A tensor attribute as a typed buffer; throws AttrError naming the attribute on another type.
+template <typename T>
+Halide::Buffer<T> tensor_as(const dsl::Attrs &attrs, const std::string &name) {
+    const Halide::Buffer<> &b = attrs.get_tensor(name);
+    if (b.type() != Halide::type_of<T>())
+        throw dsl::AttrError("attribute '" + name + "' holds " + dsl::to_string(dsl::AttrValue(b)) +
+                             "; expected " + dsl::type_name(Halide::type_of<T>()) + " elements");
+    return Halide::Buffer<T>(b);
+}
+template <typename T>
+std::vector<T> tensor_values(const dsl::Attrs &attrs, const std::string &name) {
+    if (!attrs.has(name)) return {};
+    Halide::Buffer<T> b = tensor_as<T>(attrs, name);
+    return std::vector<T>(b.data(), b.data() + b.number_of_elements());
+}
+template <typename T> Halide::Buffer<> vector_tensor(const std::vector<T> &values) {
+    Halide::Buffer<T> b(static_cast<int>(values.size()));
+    std::copy(values.begin(), values.end(), b.data());
+    return b;
+}
+
+// Each layer family adds its entries (conv.cpp, pool.cpp, eltwise.cpp, activation.cpp).
+void register_conv_layers(dsl::LayerRegistry &r);
+void register_pool_layers(dsl::LayerRegistry &r);
+void register_eltwise_layers(dsl::LayerRegistry &r);
+void register_activation_layers(dsl::LayerRegistry &r);
 
 [[noreturn]] inline void invalid(const std::string &what, const std::string &why) {
     throw std::invalid_argument(what + ": " + why);

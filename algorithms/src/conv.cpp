@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "algorithms/layers.h"
+#include "algorithms/registry.h"
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -212,36 +213,178 @@ Conv2dParams with_activation(const Activation &activation) {
     return p;
 }
 
+// The attributes of a conv-like layer: ONNX's order for strides, dilations and pads.
+dsl::Attrs geometry_attrs(ConvKind kind, const Conv2dParams &p) {
+    dsl::Attrs a;
+    if (kind != ConvKind::MatMul) {
+        a.set("strides", std::vector<int64_t>{p.stride_h, p.stride_w});
+        a.set("dilations", std::vector<int64_t>{p.dilation_h, p.dilation_w});
+        a.set("pads", std::vector<int64_t>{p.pad_top, p.pad_left, p.pad_bottom, p.pad_right});
+    }
+    if (kind == ConvKind::Conv) a.set("groups", int64_t(p.groups));
+    set_activation(a, p.activation);
+    return a;
+}
+
+Conv2dParams params_of(ConvKind kind, const dsl::Attrs &a) {
+    Conv2dParams p;
+    p.activation = activation_of(a);
+    if (kind == ConvKind::MatMul) return p;
+    const auto strides = a.get_ints("strides"), dilations = a.get_ints("dilations"),
+               pads = a.get_ints("pads");
+    p.stride_h = int(strides[0]);
+    p.stride_w = int(strides[1]);
+    p.dilation_h = int(dilations[0]);
+    p.dilation_w = int(dilations[1]);
+    p.pad_top = int(pads[0]);
+    p.pad_left = int(pads[1]);
+    p.pad_bottom = int(pads[2]);
+    p.pad_right = int(pads[3]);
+    if (kind == ConvKind::Conv) p.groups = int(a.get_int("groups"));
+    return p;
+}
+
+dsl::Attrs quant_attrs(ConvKind kind, const QuantWeights &w, const Conv2dParams &p) {
+    dsl::Attrs a = geometry_attrs(kind, p);
+    a.set("weights", w.weights);
+    a.set("weight_zero_point", int64_t(w.zero_point));
+    if (!w.bias.empty()) a.set("bias", vector_tensor(w.bias));
+    std::vector<uint16_t> mults;
+    std::vector<uint8_t> shifts;
+    for (const FixedPoint &f : w.requant) {
+        mults.push_back(f.mult);
+        shifts.push_back(f.shift);
+    }
+    if (!w.requant.empty()) {
+        a.set("requant_mult", vector_tensor(mults));
+        a.set("requant_shift", vector_tensor(shifts));
+    }
+    set_output_quant(a, w.output_type, w.output_quant);
+    return a;
+}
+
+dsl::Attrs float_attrs(ConvKind kind, const FloatWeights &w, const Conv2dParams &p) {
+    dsl::Attrs a = geometry_attrs(kind, p);
+    a.set("weights", w.weights);
+    if (!w.bias.empty()) a.set("bias", vector_tensor(w.bias));
+    if (!w.scale.empty()) a.set("scale", vector_tensor(w.scale));
+    return a;
+}
+
+dsl::Layer build_conv(ConvKind kind, const std::string &name, const dsl::Layer &input,
+                      const dsl::Attrs &a) {
+    const Conv2dParams p = params_of(kind, a);
+    const Halide::Buffer<> &weights = a.get_tensor("weights");
+    const std::string what = std::string(op_name(kind)) + " '" + name + "'";
+    if (weights.type() == Halide::Int(8)) {
+        QuantWeights w;
+        w.weights = tensor_as<int8_t>(a, "weights");
+        w.zero_point = int32_t(a.get_int("weight_zero_point"));
+        w.bias = tensor_values<int32_t>(a, "bias");
+        const auto mults = tensor_values<uint16_t>(a, "requant_mult");
+        const auto shifts = tensor_values<uint8_t>(a, "requant_shift");
+        if (mults.size() != shifts.size())
+            invalid(what, "requant_mult has " + std::to_string(mults.size()) +
+                              " entries, requant_shift " + std::to_string(shifts.size()));
+        for (size_t i = 0; i < mults.size(); ++i) w.requant.push_back({mults[i], shifts[i]});
+        output_quant_of(a, w.output_type, w.output_quant);
+        return quant_conv(kind, name, input, w, p);
+    }
+    if (weights.type() == Halide::Float(16)) {
+        if (a.has("requant_mult") || a.has("requant_shift") || a.has("output_type"))
+            invalid(what, "fp16 weights take no requantization or output type");
+        FloatWeights w;
+        w.weights = tensor_as<Halide::float16_t>(a, "weights");
+        w.bias = tensor_values<float>(a, "bias");
+        w.scale = tensor_values<float>(a, "scale");
+        return float_conv(kind, name, input, w, p);
+    }
+    invalid(what, std::string("weights of ") + dsl::type_name(weights.type()) +
+                      "; expected i8 (int8) or f16");
+}
+
+dsl::LayerDef conv_def(ConvKind kind, const std::string &doc) {
+    dsl::LayerDef def;
+    def.op = op_name(kind);
+    def.doc = doc;
+    def.inputs = {"input"};
+    if (kind != ConvKind::MatMul) {
+        def.attrs.push_back(pair_spec("strides", 1, "[h, w]"));
+        def.attrs.push_back(pair_spec("dilations", 1, "[h, w]"));
+        def.attrs.push_back(pads_spec());
+    }
+    if (kind == ConvKind::Conv)
+        def.attrs.push_back({"groups", dsl::AttrType::Int, int64_t(1), "groups of channels",
+                             [](const dsl::AttrValue &v) -> std::string {
+                                 return std::get<int64_t>(v) >= 1 ? "" : "must be >= 1";
+                             }});
+    for (auto &spec : activation_specs()) def.attrs.push_back(spec);
+    const char *layout = kind == ConvKind::Conv        ? "(ic / groups, kw, kh, oc)"
+                         : kind == ConvKind::Depthwise ? "(1, kw, kh, c)"
+                                                       : "(k, n)";
+    def.attrs.push_back({"weights",
+                         dsl::AttrType::Tensor,
+                         std::nullopt,
+                         std::string("i8 or f16, dims ") + layout,
+                         {}});
+    def.attrs.push_back({"weight_zero_point", dsl::AttrType::Int, int64_t(0), "int8 weights", {}});
+    auto optional_tensor = [&](const char *name, const char *what) {
+        dsl::AttrSpec spec{name, dsl::AttrType::Tensor, std::nullopt, what, {}};
+        spec.optional = true;
+        def.attrs.push_back(spec);
+    };
+    optional_tensor("bias", "per output channel: i32 (int8) or f32 (fp16)");
+    optional_tensor("scale", "fp16: f32 per output channel, after the bias");
+    optional_tensor("requant_mult", "int8: u16 per output channel, or one for all");
+    optional_tensor("requant_shift", "int8: u8, as requant_mult");
+    for (auto &spec : output_quant_specs()) def.attrs.push_back(spec);
+    def.build = [kind](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                       const dsl::Attrs &attrs) {
+        return build_conv(kind, name, inputs.at(0), attrs);
+    };
+    return def;
+}
+
 } // namespace
+
+void detail::register_conv_layers(dsl::LayerRegistry &r) {
+    r.add(conv_def(ConvKind::Conv, "2-D convolution, optionally grouped, on the DPU"));
+    r.add(conv_def(ConvKind::Depthwise, "depthwise 2-D convolution, on the DPU"));
+    r.add(conv_def(ConvKind::MatMul, "fully connected: (1, K, 1, M) rows times (K, N) weights"));
+}
 
 dsl::Layer conv2d(const std::string &name, const dsl::Layer &input, const QuantWeights &w,
                   const Conv2dParams &p) {
-    return quant_conv(ConvKind::Conv, name, input, w, p);
+    return layer_registry().build("conv2d", name, {input}, quant_attrs(ConvKind::Conv, w, p));
 }
 
 dsl::Layer conv2d(const std::string &name, const dsl::Layer &input, const FloatWeights &w,
                   const Conv2dParams &p) {
-    return float_conv(ConvKind::Conv, name, input, w, p);
+    return layer_registry().build("conv2d", name, {input}, float_attrs(ConvKind::Conv, w, p));
 }
 
 dsl::Layer depthwise_conv2d(const std::string &name, const dsl::Layer &input, const QuantWeights &w,
                             const Conv2dParams &p) {
-    return quant_conv(ConvKind::Depthwise, name, input, w, p);
+    return layer_registry().build("depthwise_conv2d", name, {input},
+                                  quant_attrs(ConvKind::Depthwise, w, p));
 }
 
 dsl::Layer depthwise_conv2d(const std::string &name, const dsl::Layer &input, const FloatWeights &w,
                             const Conv2dParams &p) {
-    return float_conv(ConvKind::Depthwise, name, input, w, p);
+    return layer_registry().build("depthwise_conv2d", name, {input},
+                                  float_attrs(ConvKind::Depthwise, w, p));
 }
 
 dsl::Layer matmul(const std::string &name, const dsl::Layer &input, const QuantWeights &w,
                   const Activation &activation) {
-    return quant_conv(ConvKind::MatMul, name, input, w, with_activation(activation));
+    return layer_registry().build("matmul", name, {input},
+                                  quant_attrs(ConvKind::MatMul, w, with_activation(activation)));
 }
 
 dsl::Layer matmul(const std::string &name, const dsl::Layer &input, const FloatWeights &w,
                   const Activation &activation) {
-    return float_conv(ConvKind::MatMul, name, input, w, with_activation(activation));
+    return layer_registry().build("matmul", name, {input},
+                                  float_attrs(ConvKind::MatMul, w, with_activation(activation)));
 }
 
 } // namespace vpuc::algorithms

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "algorithms/layers.h"
+#include "algorithms/registry.h"
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -90,8 +91,11 @@ QuantEltwise quant_eltwise(EltwiseOp op, const dsl::Quant &a, const dsl::Quant &
     return q;
 }
 
-dsl::Layer eltwise(const std::string &name, EltwiseOp op, const dsl::Layer &a, const dsl::Layer &b,
-                   const Activation &activation, const std::optional<QuantEltwise> &quant) {
+namespace {
+
+dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer &a,
+                        const dsl::Layer &b, const Activation &activation,
+                        const std::optional<QuantEltwise> &quant) {
     const std::string what = std::string(op_name(op)) + " '" + name + "'";
     const InputInfo ia = input_info(what, a), ib = input_info(what, b);
     if (ia.quantized != ib.quantized) invalid(what, "one input is int8 and the other is not");
@@ -133,6 +137,75 @@ dsl::Layer eltwise(const std::string &name, EltwiseOp op, const dsl::Layer &a, c
     };
     return dsl::Layer::make(op_name(op), output_desc(name, a, c, w, h, q.out.type, q.out.quant),
                             {a, b}, algorithm);
+}
+
+constexpr EltwiseOp kEltwiseOps[] = {EltwiseOp::Add, EltwiseOp::Sub, EltwiseOp::Mul, EltwiseOp::Max,
+                                     EltwiseOp::Min};
+
+dsl::Attrs eltwise_attrs(const Activation &activation, const std::optional<QuantEltwise> &quant) {
+    dsl::Attrs a;
+    set_activation(a, activation);
+    if (quant) {
+        a.set("in1_mult", int64_t(quant->in1_mult));
+        a.set("in2_mult", int64_t(quant->in2_mult));
+        set_output_quant(a, quant->out.type, quant->out.quant);
+        a.set("requant_mult", int64_t(quant->out.requant.mult));
+        a.set("requant_shift", int64_t(quant->out.requant.shift));
+    }
+    return a;
+}
+
+dsl::LayerDef eltwise_def(EltwiseOp op) {
+    dsl::LayerDef def;
+    def.op = op_name(op);
+    def.doc = std::string("elementwise ") + op_name(op) + " with numpy broadcasting";
+    def.inputs = {"a", "b"};
+    def.attrs = activation_specs();
+    auto optional_int = [&](const char *name, const char *doc, int64_t lo, int64_t hi) {
+        dsl::AttrSpec spec{name, dsl::AttrType::Int, std::nullopt, doc,
+                           [lo, hi](const dsl::AttrValue &v) -> std::string {
+                               const int64_t x = std::get<int64_t>(v);
+                               return x >= lo && x <= hi ? ""
+                                                         : "must be in [" + std::to_string(lo) +
+                                                               ", " + std::to_string(hi) + "]";
+                           }};
+        spec.optional = true;
+        def.attrs.push_back(spec);
+    };
+    optional_int("in1_mult", "int8: a's multiplier", INT32_MIN, INT32_MAX);
+    optional_int("in2_mult", "int8: b's multiplier", INT32_MIN, INT32_MAX);
+    for (auto &spec : output_quant_specs()) def.attrs.push_back(spec);
+    optional_int("requant_mult", "int8 output: u16", 0, 65535);
+    optional_int("requant_shift", "int8 output: 0..63", 0, 63);
+    def.build = [op](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                     const dsl::Attrs &a) {
+        std::optional<QuantEltwise> quant;
+        QuantEltwise q;
+        if (output_quant_of(a, q.out.type, q.out.quant)) {
+            for (const char *needed : {"in1_mult", "in2_mult", "requant_mult", "requant_shift"})
+                if (!a.has(needed))
+                    invalid(std::string(op_name(op)) + " '" + name + "'",
+                            std::string("an int8 output needs ") + needed);
+            q.in1_mult = int32_t(a.get_int("in1_mult"));
+            q.in2_mult = int32_t(a.get_int("in2_mult"));
+            q.out.requant = {uint16_t(a.get_int("requant_mult")),
+                             uint8_t(a.get_int("requant_shift"))};
+            quant = q;
+        }
+        return make_eltwise(name, op, inputs.at(0), inputs.at(1), activation_of(a), quant);
+    };
+    return def;
+}
+
+} // namespace
+
+void detail::register_eltwise_layers(dsl::LayerRegistry &r) {
+    for (EltwiseOp op : kEltwiseOps) r.add(eltwise_def(op));
+}
+
+dsl::Layer eltwise(const std::string &name, EltwiseOp op, const dsl::Layer &a, const dsl::Layer &b,
+                   const Activation &activation, const std::optional<QuantEltwise> &quant) {
+    return layer_registry().build(op_name(op), name, {a, b}, eltwise_attrs(activation, quant));
 }
 
 } // namespace vpuc::algorithms

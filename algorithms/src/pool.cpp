@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "algorithms/layers.h"
+#include "algorithms/registry.h"
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -79,16 +80,92 @@ dsl::Layer pool(bool is_max, const std::string &name, const dsl::Layer &input, c
                             algorithm);
 }
 
+dsl::Attrs pool_attrs(const PoolParams &p, const std::optional<QuantOutput> &out) {
+    dsl::Attrs a;
+    a.set("kernel_shape", std::vector<int64_t>{p.kernel_h, p.kernel_w});
+    a.set("strides", std::vector<int64_t>{p.stride_h, p.stride_w});
+    a.set("pads", std::vector<int64_t>{p.pad_top, p.pad_left, p.pad_bottom, p.pad_right});
+    set_activation(a, p.activation);
+    if (out) {
+        set_output_quant(a, out->type, out->quant);
+        a.set("requant_mult", int64_t(out->requant.mult));
+        a.set("requant_shift", int64_t(out->requant.shift));
+    }
+    return a;
+}
+
+dsl::Layer build_pool(bool is_max, const std::string &name, const dsl::Layer &input,
+                      const dsl::Attrs &a) {
+    PoolParams p;
+    const auto kernel = a.get_ints("kernel_shape"), strides = a.get_ints("strides"),
+               pads = a.get_ints("pads");
+    p.kernel_h = int(kernel[0]);
+    p.kernel_w = int(kernel[1]);
+    p.stride_h = int(strides[0]);
+    p.stride_w = int(strides[1]);
+    p.pad_top = int(pads[0]);
+    p.pad_left = int(pads[1]);
+    p.pad_bottom = int(pads[2]);
+    p.pad_right = int(pads[3]);
+    p.activation = activation_of(a);
+    std::optional<QuantOutput> out;
+    QuantOutput q;
+    if (output_quant_of(a, q.type, q.quant)) {
+        if (!a.has("requant_mult") || !a.has("requant_shift"))
+            invalid(std::string(is_max ? "max_pool" : "avg_pool") + " '" + name + "'",
+                    "an output_type needs requant_mult and requant_shift");
+        q.requant = {uint16_t(a.get_int("requant_mult")), uint8_t(a.get_int("requant_shift"))};
+        out = q;
+    }
+    return pool(is_max, name, input, p, out);
+}
+
+dsl::LayerDef pool_def(bool is_max) {
+    dsl::LayerDef def;
+    def.op = is_max ? "max_pool" : "avg_pool";
+    def.doc = is_max ? "max pooling over a window" : "average pooling, padding counted in the area";
+    def.inputs = {"input"};
+    dsl::AttrSpec kernel = pair_spec("kernel_shape", 1, "[h, w]");
+    kernel.default_value.reset();
+    def.attrs = {kernel, pair_spec("strides", 1, "[h, w]"), pads_spec()};
+    for (auto &spec : activation_specs()) def.attrs.push_back(spec);
+    for (auto &spec : output_quant_specs()) def.attrs.push_back(spec);
+    dsl::AttrSpec mult{"requant_mult", dsl::AttrType::Int, std::nullopt, "int8 output: u16",
+                       [](const dsl::AttrValue &v) -> std::string {
+                           const int64_t m = std::get<int64_t>(v);
+                           return m >= 0 && m <= 65535 ? "" : "must be in [0, 65535]";
+                       }};
+    mult.optional = true;
+    dsl::AttrSpec shift{"requant_shift", dsl::AttrType::Int, std::nullopt, "int8 output: 0..63",
+                        [](const dsl::AttrValue &v) -> std::string {
+                            const int64_t s = std::get<int64_t>(v);
+                            return s >= 0 && s <= 63 ? "" : "must be in [0, 63]";
+                        }};
+    shift.optional = true;
+    def.attrs.push_back(mult);
+    def.attrs.push_back(shift);
+    def.build = [is_max](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                         const dsl::Attrs &attrs) {
+        return build_pool(is_max, name, inputs.at(0), attrs);
+    };
+    return def;
+}
+
 } // namespace
+
+void detail::register_pool_layers(dsl::LayerRegistry &r) {
+    r.add(pool_def(true));
+    r.add(pool_def(false));
+}
 
 dsl::Layer max_pool(const std::string &name, const dsl::Layer &input, const PoolParams &p,
                     const std::optional<QuantOutput> &out) {
-    return pool(true, name, input, p, out);
+    return layer_registry().build("max_pool", name, {input}, pool_attrs(p, out));
 }
 
 dsl::Layer avg_pool(const std::string &name, const dsl::Layer &input, const PoolParams &p,
                     const std::optional<QuantOutput> &out) {
-    return pool(false, name, input, p, out);
+    return layer_registry().build("avg_pool", name, {input}, pool_attrs(p, out));
 }
 
 } // namespace vpuc::algorithms

@@ -1,7 +1,10 @@
 #include "dsl/graph.h"
 
 #include <map>
-#include <stdexcept>
+#include <set>
+
+#include "dsl/graph_text.h"
+#include "dsl/registry.h"
 
 namespace vpuc::dsl {
 
@@ -18,12 +21,22 @@ class Collector {
         auto it = seen_.find(layer.name());
         if (it != seen_.end()) {
             if (!it->second.same_as(layer))
-                throw std::invalid_argument("graph '" + graph_ + "': two layers are named '" +
-                                            layer.name() + "' (layer names must be unique)");
+                throw GraphError("graph '" + graph_ + "': two layers are named '" + layer.name() +
+                                 "' (layer names must be unique)");
+            if (on_path_.count(layer.name()))
+                throw GraphError("graph '" + graph_ + "': layer '" + layer.name() +
+                                 "' reads its own output through a cycle");
             return;
         }
         seen_.emplace(layer.name(), layer);
-        for (const Layer &in : layer.inputs()) visit(in);
+        on_path_.insert(layer.name());
+        for (size_t i = 0; i < layer.inputs().size(); ++i) {
+            if (!layer.inputs()[i].defined())
+                throw GraphError("graph '" + graph_ + "': layer '" + layer.name() + "' input " +
+                                 std::to_string(i) + " is undefined");
+            visit(layer.inputs()[i]);
+        }
+        on_path_.erase(layer.name());
         (layer.is_input() ? inputs_ : layers_).push_back(layer);
     }
 
@@ -31,20 +44,34 @@ class Collector {
     const std::string &graph_;
     std::vector<Layer> &inputs_, &layers_;
     std::map<std::string, Layer> seen_;
+    std::set<std::string> on_path_;
 };
+
+// The tensor a reader was built for, and what it reads now, compared without their names.
+bool same_tensor(const TensorDesc &a, const TensorDesc &b) {
+    return a.shape == b.shape && a.type == b.type && a.order == b.order &&
+           a.quant.scale == b.quant.scale && a.quant.zero_point == b.quant.zero_point &&
+           (a.quant.empty() || a.quant.axis == b.quant.axis);
+}
 
 } // namespace
 
 Graph::Graph(std::string name, std::vector<Layer> outputs)
     : name_(std::move(name)), outputs_(std::move(outputs)) {
-    if (outputs_.empty()) throw std::invalid_argument("graph '" + name_ + "': no outputs");
-    Collector collector(name_, inputs_, layers_);
-    for (size_t i = 0; i < outputs_.size(); ++i) {
+    if (outputs_.empty()) throw GraphError("graph '" + name_ + "': no outputs");
+    for (size_t i = 0; i < outputs_.size(); ++i)
         if (!outputs_[i].defined())
-            throw std::invalid_argument("graph '" + name_ + "': output " + std::to_string(i) +
-                                        " is undefined");
-        collector.visit(outputs_[i]);
-    }
+            throw GraphError("graph '" + name_ + "': output " + std::to_string(i) +
+                             " is undefined");
+    collect();
+}
+
+void Graph::collect() {
+    std::vector<Layer> inputs, layers;
+    Collector collector(name_, inputs, layers);
+    for (const Layer &out : outputs_) collector.visit(out);
+    inputs_ = std::move(inputs);
+    layers_ = std::move(layers);
 }
 
 std::vector<Layer> Graph::consumers(const Layer &layer) const {
@@ -65,8 +92,105 @@ Layer Graph::find(const std::string &name) const {
             if (l.name() == name) return l;
             known += (known.empty() ? "" : ", ") + l.name();
         }
-    throw std::invalid_argument("graph '" + name_ + "': no layer '" + name + "' (layers: " + known +
-                                ")");
+    throw GraphError("graph '" + name_ + "': no layer '" + name + "' (layers: " + known + ")");
+}
+
+void Graph::verify(const LayerRegistry *registry) const {
+    // Re-collecting checks names, cycles and undefined inputs as construction does.
+    std::vector<Layer> inputs, layers;
+    Collector collector(name_, inputs, layers);
+    for (const Layer &out : outputs_) collector.visit(out);
+    for (const Layer &layer : layers) {
+        const std::string where =
+            "graph '" + name_ + "': layer '" + layer.name() + "' (" + layer.op() + ")";
+        const auto &built_for = layer.built_for();
+        if (built_for.size() != layer.inputs().size())
+            throw GraphError(where + " has " + std::to_string(layer.inputs().size()) +
+                             " inputs; its algorithm takes " + std::to_string(built_for.size()));
+        for (size_t i = 0; i < built_for.size(); ++i) {
+            const TensorDesc &now = layer.inputs()[i].output();
+            if (!same_tensor(now, built_for[i]))
+                throw GraphError(where + ": input " + std::to_string(i) + " '" + now.name +
+                                 "' is " + tensor_text(now) + "; the algorithm was built for " +
+                                 tensor_text(built_for[i]) +
+                                 " (rebuild the layer through the registry)");
+        }
+        if (!registry || !registry->find(layer.op())) continue;
+        try {
+            if (registry->complete(layer.op(), layer.name(), layer.attrs()) != layer.attrs())
+                throw GraphError(where + ": attributes not in the registry's complete form");
+        } catch (const AttrError &e) {
+            throw GraphError("graph '" + name_ + "': " + e.what());
+        }
+    }
+}
+
+void Graph::rewire_readers(const Layer &from, const Layer &to, const Layer *skip) {
+    struct Change {
+        Layer reader;
+        size_t input;
+    };
+    std::vector<Change> changes;
+    const std::vector<Layer> outputs_before = outputs_;
+    for (const Layer &l : layers_) {
+        if (skip && l.same_as(*skip)) continue;
+        for (size_t i = 0; i < l.inputs().size(); ++i)
+            if (l.inputs()[i].same_as(from)) {
+                changes.push_back({l, i});
+                changes.back().reader.set_input(i, to);
+            }
+    }
+    for (Layer &out : outputs_)
+        if (out.same_as(from)) out = to;
+    try {
+        collect();
+        verify();
+    } catch (const GraphError &) {
+        for (auto &c : changes) c.reader.set_input(c.input, from);
+        outputs_ = outputs_before;
+        collect();
+        throw;
+    }
+}
+
+void Graph::replace(const std::string &name, const Layer &replacement) {
+    if (!replacement.defined())
+        throw GraphError("graph '" + name_ + "': replace '" + name + "' with an undefined layer");
+    rewire_readers(find(name), replacement, &replacement);
+}
+
+void Graph::insert_after(const std::string &producer, const Layer &layer) {
+    const Layer p = find(producer);
+    if (!layer.defined())
+        throw GraphError("graph '" + name_ + "': insert an undefined layer after '" + producer +
+                         "'");
+    bool reads = false;
+    for (const Layer &in : layer.inputs()) reads |= in.same_as(p);
+    if (!reads)
+        throw GraphError("graph '" + name_ + "': layer '" + layer.name() + "' inserted after '" +
+                         producer + "' does not read it");
+    rewire_readers(p, layer, &layer);
+}
+
+void Graph::remove(const std::string &name) {
+    const Layer layer = find(name);
+    if (layer.is_input() || layer.inputs().empty())
+        throw GraphError("graph '" + name_ + "': layer '" + name +
+                         "' has no input to stand in for it");
+    rewire_readers(layer, layer.inputs()[0], nullptr);
+}
+
+void Graph::rename(const std::string &from, const std::string &to) {
+    Layer layer = find(from);
+    if (to.empty())
+        throw GraphError("graph '" + name_ + "': rename '" + from + "' to an empty name");
+    for (const auto *list : {&inputs_, &layers_})
+        for (const Layer &l : *list)
+            if (l.name() == to && !l.same_as(layer))
+                throw GraphError("graph '" + name_ + "': rename '" + from + "' to '" + to +
+                                 "': a layer has that name");
+    layer.set_name(to);
+    // Readers were built for the tensor under its old name; only the name changed.
 }
 
 } // namespace vpuc::dsl

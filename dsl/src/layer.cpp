@@ -15,6 +15,8 @@ struct Layer::Impl {
     std::vector<Layer> inputs;
     Algorithm algorithm; // empty for graph inputs
     Schedule schedule;
+    Attrs attrs;
+    std::vector<TensorDesc> built_for;
 };
 
 Layer Layer::input(TensorDesc tensor) {
@@ -40,6 +42,7 @@ Layer Layer::make(std::string op, TensorDesc output, std::vector<Layer> inputs,
     layer.impl_->name = output.name;
     layer.impl_->op = std::move(op);
     layer.impl_->output = std::move(output);
+    for (const Layer &in : inputs) layer.impl_->built_for.push_back(in.output());
     layer.impl_->inputs = std::move(inputs);
     layer.impl_->algorithm = std::move(algorithm);
     return layer;
@@ -67,6 +70,22 @@ const std::vector<Layer> &Layer::inputs() const {
 }
 const Algorithm &Layer::algorithm() const {
     return impl().algorithm;
+}
+const Attrs &Layer::attrs() const {
+    return impl().attrs;
+}
+const std::vector<TensorDesc> &Layer::built_for() const {
+    return impl().built_for;
+}
+void Layer::set_input(size_t index, const Layer &producer) {
+    impl().inputs.at(index) = producer;
+}
+void Layer::set_name(const std::string &name) {
+    impl().name = name;
+    impl().output.name = name;
+}
+void Layer::set_attrs(Attrs attrs) {
+    impl().attrs = std::move(attrs);
 }
 Schedule &Layer::schedule() {
     return impl().schedule;

@@ -1,12 +1,22 @@
-// A graph of layers: built in C++ here, from ONNX by the front end.
+// A graph of layers: built in C++ here, from ONNX by the front end, and edited by graph passes.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "dsl/layer.h"
+#include "vpu_target/error.h"
 
 namespace vpuc::dsl {
+
+class LayerRegistry;
+
+// A malformed graph or a graph edit that would make one. The message names the graph and the
+// layer or tensor concerned.
+class GraphError : public Error {
+  public:
+    using Error::Error;
+};
 
 class Graph {
   public:
@@ -19,10 +29,33 @@ class Graph {
     const std::vector<Layer> &layers() const { return layers_; }
     // Layers that read `layer`'s output.
     std::vector<Layer> consumers(const Layer &layer) const;
-    // Throws std::invalid_argument listing the known names when absent.
+    // Throws GraphError listing the known names when absent.
     Layer find(const std::string &name) const;
 
+    // Edits. Layers are shared handles, as Halide Funcs are: an edit rewires the layers
+    // themselves, so every graph holding them sees it. After each edit the graph re-derives its
+    // layer order and verifies itself; an edit that would leave it invalid throws GraphError
+    // and changes nothing.
+    //
+    // Every reader of layer `name` (and the graph's outputs) reads `replacement` instead.
+    void replace(const std::string &name, const Layer &replacement);
+    // `layer` reads `producer`; every other reader of `producer` now reads `layer`.
+    void insert_after(const std::string &producer, const Layer &layer);
+    // The readers of layer `name` read its first input instead (which must be the same tensor).
+    void remove(const std::string &name);
+    // Renames a layer and the tensor it produces.
+    void rename(const std::string &from, const std::string &to);
+
+    // Throws GraphError when the graph is not well formed: layer names unique, no cycle, every
+    // layer's inputs the tensors (shape, type, quantization, order) its algorithm was built
+    // for, and, with `registry`, the attributes of every registered op complete and valid.
+    void verify(const LayerRegistry *registry = nullptr) const;
+
   private:
+    void collect(); // inputs_ and layers_ from outputs_
+    // Readers of `from` (but `skip`) and outputs that are `from` now read `to`; then collects
+    // and verifies, undoing the rewiring if that fails.
+    void rewire_readers(const Layer &from, const Layer &to, const Layer *skip);
     std::string name_;
     std::vector<Layer> outputs_, inputs_, layers_;
 };

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dsl/attrs.h"
 #include "dsl/schedule.h"
 #include "dsl/tensor.h"
 
@@ -43,6 +44,12 @@ class Layer {
     const TensorDesc &output() const;
     const std::vector<Layer> &inputs() const;
     const Algorithm &algorithm() const;
+    // The layer's attributes as data (op kind's values and constants), filled in by the layer
+    // registry (dsl/registry.h); empty for a layer made directly with make().
+    const Attrs &attrs() const;
+    // The tensors the algorithm was built for, one per input: a graph edit that rewires an
+    // input must keep its shape, type, quantization and order (Graph::verify checks).
+    const std::vector<TensorDesc> &built_for() const;
 
     // The schedule is per layer and mutable, like a Halide Func's.
     Schedule &schedule();
@@ -51,6 +58,11 @@ class Layer {
     bool same_as(const Layer &other) const { return impl_ == other.impl_; }
 
   private:
+    friend class Graph;         // rewires inputs and renames
+    friend class LayerRegistry; // attaches the attributes it built the layer from
+    void set_input(size_t index, const Layer &producer);
+    void set_name(const std::string &name); // the layer's and its output tensor's
+    void set_attrs(Attrs attrs);
     struct Impl;
     Impl &impl() const; // throws std::logic_error on an undefined Layer
     std::shared_ptr<Impl> impl_;

@@ -1,0 +1,73 @@
+// The layer registry: every layer kind as data. An entry names the op, its inputs, the schema
+// of its attributes (names, types, defaults, checks), which logical dimensions a kernel may
+// split, and the function that builds the layer's Halide algorithm from attributes.
+//
+// The compiler, the reference runner, the tests, `vpuc layers`, the graph printer and reader,
+// and the ONNX importer all read it; the layer library only adds entries
+// (algorithms::layer_registry() holds the built-in ones).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/attrs.h"
+#include "dsl/layer.h"
+
+namespace vpuc::dsl {
+
+struct AttrSpec {
+    std::string name;
+    AttrType type = AttrType::Int;
+    // Absent: the attribute is required, unless `optional`.
+    std::optional<AttrValue> default_value;
+    std::string doc;
+    // Returns why `value` is not allowed ("" when it is); may be empty.
+    std::function<std::string(const AttrValue &value)> check;
+    bool optional = false; // may be left out, and then stays out (a conv without bias)
+};
+
+struct LayerDef {
+    std::string op;  // "conv2d"
+    std::string doc; // one line for `vpuc layers`
+    std::vector<std::string> inputs;
+    std::vector<AttrSpec> attrs;
+    // The logical dimensions of the output a kernel may not split, because each output element
+    // reads the whole input along them (softmax's axis, TopK's). Empty: all may be split.
+    std::function<std::vector<Dim>(const Attrs &attrs)> unsplittable_dims;
+    // Builds the layer from complete, checked attributes (defaults filled in).
+    using BuildFn = std::function<Layer(const std::string &name, const std::vector<Layer> &inputs,
+                                        const Attrs &attrs)>;
+    BuildFn build;
+};
+
+class LayerRegistry {
+  public:
+    // Throws AttrError when the op is already registered or the entry is incomplete.
+    void add(LayerDef def);
+
+    const LayerDef *find(const std::string &op) const;
+    // Throws AttrError listing the known ops.
+    const LayerDef &at(const std::string &op) const;
+    std::vector<const LayerDef *> all() const; // sorted by op
+
+    // `attrs` checked against `op`'s schema (an unknown attribute, a wrong type, a value its
+    // check refuses, or a missing required one is an AttrError naming the layer and the
+    // attribute), with the defaults filled in, in schema order. Ints read where Floats are
+    // expected become Floats.
+    Attrs complete(const std::string &op, const std::string &layer, const Attrs &attrs) const;
+
+    // Builds a layer of `op` from its attributes; the layer carries the completed attributes.
+    Layer build(const std::string &op, const std::string &name, const std::vector<Layer> &inputs,
+                const Attrs &attrs) const;
+
+    // The dimensions `layer` may not split: its entry's answer, none for an op not registered.
+    std::vector<Dim> unsplittable_dims(const Layer &layer) const;
+
+  private:
+    std::map<std::string, LayerDef> defs_;
+};
+
+} // namespace vpuc::dsl
