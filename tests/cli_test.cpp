@@ -10,7 +10,10 @@
 #include <iterator>
 #include <string>
 
+#include "algorithms/registry.h"
 #include "codegen/lower.h"
+#include "dsl/graph_text.h"
+#include "examples/small_net.h"
 #include "vpu_target/blob_writer.h"
 
 namespace {
@@ -124,6 +127,27 @@ TEST_F(Cli, ListPasses) {
     std::string expected;
     for (const std::string &name : vpuc::codegen::pass_names()) expected += name + "\n";
     EXPECT_EQ(run.output, expected);
+}
+
+TEST_F(Cli, LayersListsTheRegistry) {
+    const Outcome run = vpuc_run("layers");
+    EXPECT_EQ(run.status, 0) << run.output;
+    for (const auto *def : vpuc::algorithms::layer_registry().all())
+        EXPECT_NE(run.output.find(def->op + " "), std::string::npos) << def->op;
+    const Outcome conv = vpuc_run("layers conv2d");
+    EXPECT_EQ(conv.status, 0) << conv.output;
+    EXPECT_NE(conv.output.find("weights            tensor  required"), std::string::npos)
+        << conv.output;
+    EXPECT_NE(conv.output.find("strides            ints    default [1,1]"), std::string::npos)
+        << conv.output;
+    EXPECT_NE(vpuc_run("layers softmax").output.find("may not split: C"), std::string::npos);
+    expect_failure(vpuc_run("layers conv3d"), "no layer op 'conv3d' (registered: add,");
+}
+
+TEST_F(Cli, DemoPrintsItsGraph) {
+    const Outcome run = vpuc_run("demo --print-graph");
+    EXPECT_EQ(run.status, 0) << run.output;
+    EXPECT_EQ(run.output, vpuc::dsl::print_graph(vpuc::examples::small_net(1).graph));
 }
 
 TEST_F(Cli, DemoHelpDocumentsTheOptions) {

@@ -15,6 +15,7 @@
 #include "algorithms/reference.h"
 #include "codegen/lower.h"
 #include "command.h"
+#include "dsl/graph_text.h"
 #include "examples/conv_relu_shave.h"
 #include "examples/small_net.h"
 #include "options.h"
@@ -202,17 +203,22 @@ int demo_hand_built(const target::Target &target, uint32_t seed, const Options &
 
 int demo_command(const std::vector<std::string> &args) {
     Options o = parse_options(args, {"--target", "--seed", "--trace", "--blob", "--dump-after"},
-                              {"--hand-built", "--list-passes"}, {files::FileKind::Target});
+                              {"--hand-built", "--list-passes", "--print-graph"},
+                              {files::FileKind::Target});
     if (!o.positional.empty()) throw std::runtime_error("demo takes no positional arguments");
     if (o.has("--list-passes")) {
         for (const std::string &pass : codegen::pass_names()) std::printf("%s\n", pass.c_str());
+        return 0;
+    }
+    const auto seed = uint32_t(integer_option("--seed", o.get("--seed", "1"), 0, UINT32_MAX));
+    if (o.has("--print-graph")) {
+        std::fputs(dsl::print_graph(examples::small_net(seed).graph).c_str(), stdout);
         return 0;
     }
     if (o.has("--hand-built") && !o.get("--dump-after").empty())
         throw std::runtime_error("--dump-after needs the compiled network; the --hand-built blob "
                                  "is not lowered");
     target::Target target = target::load_target(o.get("--target", "vpu27"));
-    const auto seed = uint32_t(integer_option("--seed", o.get("--seed", "1"), 0, UINT32_MAX));
     return o.has("--hand-built") ? demo_hand_built(target, seed, o)
                                  : demo_compiled(target, seed, o);
 }
@@ -249,7 +255,7 @@ const bool registered_run = register_command(
 const bool registered_demo = register_command(
     {"demo", "compile and run the bundled example network, checked against its reference",
      "usage: vpuc demo [--target T] [--seed N] [--blob FILE] [--trace FILE]\n"
-     "                 [--dump-after PASS] [--list-passes] [--hand-built]\n\n"
+     "                 [--dump-after PASS] [--list-passes] [--print-graph] [--hand-built]\n\n"
      "Compiles a small network written with the DSL (conv 3x3 + ReLU -> max pool -> conv 1x1\n"
      "-> softmax) with default schedules, writes the blob to FILE (default demo.vpub), runs\n"
      "it and compares the result with the Halide CPU reference.\n\n"
@@ -262,7 +268,9 @@ const bool registered_demo = register_command(
      "  --trace FILE       where to write the trace (default demo.trace.json)\n"
      "  --dump-after PASS  print the lowering's pass log and the IR after PASS (an unknown\n"
      "                     pass is an error that lists them)\n"
-     "  --list-passes      print the lowering's passes, in order, and exit\n" +
+     "  --list-passes      print the lowering's passes, in order, and exit\n"
+     "  --print-graph      print the network in the graph text form (dsl/graph_text.h:\n"
+     "                     one line per layer with its op, tensors and attributes) and exit\n" +
          size_options_help({files::FileKind::Target}),
      demo_command});
 
