@@ -225,8 +225,8 @@ TEST(FixedPoint, KeepsSixteenBitsAndRoundsTheReal) {
     EXPECT_NEAR(std::ldexp(double(ninth.mult), -ninth.shift), 1.0 / 9, 1e-5);
     EXPECT_EQ(fixed_point(1000.0).mult, 64000);
     EXPECT_EQ(fixed_point(1000.0).shift, 6);
-    EXPECT_THROW(fixed_point(70000.0), std::invalid_argument);
-    EXPECT_THROW(fixed_point(-1.0), std::invalid_argument);
+    EXPECT_THROW(fixed_point(70000.0), dsl::LayerError);
+    EXPECT_THROW(fixed_point(-1.0), dsl::LayerError);
 }
 
 TEST(IntPpe, ConvertsRealActivationsToTheOutputDomain) {
@@ -439,9 +439,9 @@ TEST(Conv2d, RejectsWeightsThatDoNotFitTheInput) {
     std::mt19937 rng(1);
     auto in = input("in", 8, 5, 5, ElemType::U8);
     QuantWeights qw = quant_weights({3, 3, 3, 4}, 4, rng);
-    EXPECT_THROW(conv2d("c", in, qw), std::invalid_argument);
+    EXPECT_THROW(conv2d("c", in, qw), dsl::LayerError);
     FloatWeights fw = float_weights({8, 3, 3, 4}, 4, rng);
-    EXPECT_THROW(conv2d("c", in, fw), std::invalid_argument); // u8 input, fp16 weights
+    EXPECT_THROW(conv2d("c", in, fw), dsl::LayerError); // u8 input, fp16 weights
 }
 
 // ---- Pools ---------------------------------------------------------------------------------
@@ -569,7 +569,7 @@ TEST(Eltwise, Fp16WithBroadcastingMatchesTheLoop) {
     expect_all(out,
                [&](int c, int x, int y) { return float_at(va, c, 0, y) * float_at(vb, 0, x, y); });
     EXPECT_THROW(eltwise("bad", EltwiseOp::Add, a, input("c", 2, 4, 6, ElemType::F16)),
-                 std::invalid_argument);
+                 dsl::LayerError);
 }
 
 TEST(QuantEltwise, ScalesOperandsToTheLargerScale) {
@@ -691,8 +691,8 @@ TEST(Reference, AGraphEqualsItsLayersRunOneByOne) {
     expect_all(outs[0], [&](int c, int px, int py) { return int_at(pool_out, c, px, py); });
     expect_all(outs[1], [&](int c, int px, int py) { return int_at(act_out, c, px, py); });
 
-    EXPECT_THROW(run_reference(graph, {}), std::invalid_argument);
-    EXPECT_THROW(run_reference(conv, {make_buffer(pool.output())}), std::invalid_argument);
+    EXPECT_THROW(run_reference(graph, {}), ReferenceError);
+    EXPECT_THROW(run_reference(conv, {make_buffer(pool.output())}), ReferenceError);
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/loop_nest.h"
+#include "codegen/lower.h"
 #include "dsl/graph.h"
 #include "vpu_target/target.h"
 
@@ -485,7 +486,7 @@ TEST_F(LoopNestTest, RejectsOutputsThatAreNotActivations) {
     try {
         codegen::resolve_loop_nest(g, batch2, target);
         ADD_FAILURE() << "no error";
-    } catch (const std::invalid_argument &e) {
+    } catch (const codegen::LoweringError &e) {
         EXPECT_STREQ(e.what(), "layer 'big': a loop nest needs a 1xCxHxW output with C, H, W > 0 "
                                "(got 2x16x4x4)");
     }

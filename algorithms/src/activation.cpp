@@ -66,8 +66,7 @@ dsl::Layer make_relu(const std::string &name, const dsl::Layer &input) {
 }
 
 dsl::Layer make_clamp(const std::string &name, const dsl::Layer &input, float low, float high) {
-    if (!(low <= high))
-        throw std::invalid_argument("clamp '" + name + "': low bound above the high bound");
+    if (!(low <= high)) invalid("clamp '" + name + "'", "low bound above the high bound");
     const Activation act = Activation::clamp(low, high);
     const dsl::TensorDesc &t = input.output();
     return unary("clamp", name, input, [act, t](const Expr &stored, const InputInfo &in) {
@@ -82,7 +81,7 @@ dsl::Layer make_clamp(const std::string &name, const dsl::Layer &input, float lo
 }
 
 dsl::Layer make_leaky_relu(const std::string &name, const dsl::Layer &input, float alpha) {
-    if (!(alpha >= 0)) throw std::invalid_argument("leaky_relu '" + name + "': alpha must be >= 0");
+    if (!(alpha >= 0)) invalid("leaky_relu '" + name + "'", "alpha must be >= 0");
     const Activation act = Activation::leaky_relu(alpha);
     const dsl::TensorDesc &t = input.output();
     return unary("leaky_relu", name, input, [act, t](const Expr &stored, const InputInfo &in) {

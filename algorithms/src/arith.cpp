@@ -22,8 +22,8 @@ void type_range(dsl::ElemType type, int32_t &lo, int32_t &hi) {
         lo = -128;
         hi = 127;
     } else {
-        throw std::invalid_argument(std::string("int_ppe: the output type is ") +
-                                    dsl::to_string(type) + "; the integer PPE writes u8 or i8");
+        throw dsl::LayerError(std::string("int_ppe: the output type is ") + dsl::to_string(type) +
+                              "; the integer PPE writes u8 or i8");
     }
 }
 
@@ -38,22 +38,22 @@ int32_t quantized_bound(float bound, float scale, int32_t zero_point, int32_t lo
 
 FixedPoint fixed_point(double real) {
     if (!(real >= 0) || real >= 65536)
-        throw std::invalid_argument("fixed_point: " + std::to_string(real) +
-                                    " is outside [0, 65536), the range of a 16-bit multiplier");
+        throw dsl::LayerError("fixed_point: " + std::to_string(real) +
+                              " is outside [0, 65536), the range of a 16-bit multiplier");
     if (real == 0) return {0, 0};
     int shift = 0;
     while (shift < 63 && std::llround(std::ldexp(real, shift + 1)) < 65536) ++shift;
     long long mult = std::llround(std::ldexp(real, shift));
     if (mult > 65535)
-        throw std::invalid_argument("fixed_point: " + std::to_string(real) +
-                                    " rounds to 65536, beyond a 16-bit multiplier");
+        throw dsl::LayerError("fixed_point: " + std::to_string(real) +
+                              " rounds to 65536, beyond a 16-bit multiplier");
     return {uint16_t(mult), uint8_t(shift)};
 }
 
 dpu::IntPpe int_ppe(const Activation &act, dsl::ElemType type, const dsl::Quant &quant) {
     if (quant.per_channel())
-        throw std::invalid_argument("int_ppe: the output quantization is per channel; the PPE's "
-                                    "zero point is per tensor");
+        throw dsl::LayerError("int_ppe: the output quantization is per channel; the PPE's "
+                              "zero point is per tensor");
     dpu::IntPpe ppe;
     type_range(type, ppe.out_min, ppe.out_max);
     const float scale = quant.empty() ? 1.0f : quant.scale_at(0);
@@ -72,7 +72,7 @@ dpu::IntPpe int_ppe(const Activation &act, dsl::ElemType type, const dsl::Quant 
         break;
     }
     case dpu::Activation::ReluX:
-        throw std::invalid_argument("int_ppe: give ReluX as Activation::clamp(0, max)");
+        throw dsl::LayerError("int_ppe: give ReluX as Activation::clamp(0, max)");
     }
     ppe.clamp_low = quantized_bound(act.low, scale, ppe.out_zero_point, ppe.out_min, ppe.out_max);
     ppe.clamp_high = quantized_bound(act.high, scale, ppe.out_zero_point, ppe.out_min, ppe.out_max);
@@ -81,7 +81,7 @@ dpu::IntPpe int_ppe(const Activation &act, dsl::ElemType type, const dsl::Quant 
 
 dpu::FloatPpe float_ppe(const Activation &act) {
     if (act.kind == dpu::Activation::ReluX)
-        throw std::invalid_argument("float_ppe: give ReluX as Activation::clamp(0, max)");
+        throw dsl::LayerError("float_ppe: give ReluX as Activation::clamp(0, max)");
     dpu::FloatPpe ppe;
     ppe.activation = act.kind;
     ppe.leaky_alpha = act.alpha;

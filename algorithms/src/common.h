@@ -92,7 +92,7 @@ void register_eltwise_layers(dsl::LayerRegistry &r);
 void register_activation_layers(dsl::LayerRegistry &r);
 
 [[noreturn]] inline void invalid(const std::string &what, const std::string &why) {
-    throw std::invalid_argument(what + ": " + why);
+    throw dsl::LayerError(what + ": " + why);
 }
 
 } // namespace vpuc::algorithms::detail

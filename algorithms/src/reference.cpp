@@ -17,10 +17,10 @@ void check_buffer(const std::string &what, const dsl::TensorDesc &t, const Halid
                           b.dim(1).extent() == s[dsl::dims::W] &&
                           b.dim(2).extent() == s[dsl::dims::H];
     if (!shape_ok || b.type() != dsl::halide_type(t.type))
-        throw std::invalid_argument(
-            what + ": the buffer for '" + t.name + "' must be (c, x, y) = (" +
-            std::to_string(s[dsl::dims::C]) + ", " + std::to_string(s[dsl::dims::W]) + ", " +
-            std::to_string(s[dsl::dims::H]) + ") of " + dsl::to_string(t.type));
+        throw ReferenceError(what + ": the buffer for '" + t.name + "' must be (c, x, y) = (" +
+                             std::to_string(s[dsl::dims::C]) + ", " +
+                             std::to_string(s[dsl::dims::W]) + ", " +
+                             std::to_string(s[dsl::dims::H]) + ") of " + dsl::to_string(t.type));
 }
 
 // A graph input as a Func reading its buffer.
@@ -62,8 +62,8 @@ const Halide::Target &reference_target() {
 Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor) {
     const dsl::Shape &s = tensor.shape;
     if (s.rank() != 4 || s[dsl::dims::N] != 1)
-        throw std::invalid_argument("make_buffer: '" + tensor.name + "' is " + dsl::to_string(s) +
-                                    "; activations are 4-D with batch 1");
+        throw ReferenceError("make_buffer: '" + tensor.name + "' is " + dsl::to_string(s) +
+                             "; activations are 4-D with batch 1");
     return Halide::Buffer<>(dsl::halide_type(tensor.type),
                             {int(s[dsl::dims::C]), int(s[dsl::dims::W]), int(s[dsl::dims::H])});
 }
@@ -72,8 +72,8 @@ std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
                                             const std::vector<Halide::Buffer<>> &inputs) {
     const std::string what = "run_reference(" + graph.name() + ")";
     if (inputs.size() != graph.inputs().size())
-        throw std::invalid_argument(what + ": " + std::to_string(inputs.size()) + " buffers for " +
-                                    std::to_string(graph.inputs().size()) + " inputs");
+        throw ReferenceError(what + ": " + std::to_string(inputs.size()) + " buffers for " +
+                             std::to_string(graph.inputs().size()) + " inputs");
     std::map<std::string, Func> funcs; // by layer name: names are unique in a graph
     for (size_t i = 0; i < inputs.size(); ++i) {
         const dsl::TensorDesc &t = graph.inputs()[i].output();
@@ -89,7 +89,7 @@ std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
     std::vector<dsl::TensorDesc> tensors;
     for (const dsl::Layer &out : graph.outputs()) {
         if (out.is_input())
-            throw std::invalid_argument(what + ": output '" + out.name() + "' is a graph input");
+            throw ReferenceError(what + ": output '" + out.name() + "' is a graph input");
         outputs.push_back(funcs.at(out.name()));
         tensors.push_back(out.output());
     }
@@ -99,10 +99,10 @@ std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
 Halide::Buffer<> run_reference(const dsl::Layer &layer,
                                const std::vector<Halide::Buffer<>> &inputs) {
     const std::string what = "run_reference(" + layer.name() + ")";
-    if (layer.is_input()) throw std::invalid_argument(what + ": a graph input has no algorithm");
+    if (layer.is_input()) throw ReferenceError(what + ": a graph input has no algorithm");
     if (inputs.size() != layer.inputs().size())
-        throw std::invalid_argument(what + ": " + std::to_string(inputs.size()) + " buffers for " +
-                                    std::to_string(layer.inputs().size()) + " inputs");
+        throw ReferenceError(what + ": " + std::to_string(inputs.size()) + " buffers for " +
+                             std::to_string(layer.inputs().size()) + " inputs");
     std::vector<Func> ins;
     for (size_t i = 0; i < inputs.size(); ++i) {
         const dsl::TensorDesc &t = layer.inputs()[i].output();

@@ -1,5 +1,7 @@
 #include "codegen/bounds.h"
 
+#include "codegen/lower.h"
+
 #include <Halide.h>
 
 #include <algorithm>
@@ -22,8 +24,8 @@ int64_t constant_bound(const Halide::Expr &e, const std::string &layer) {
     if (const int64_t *v = HI::as_const_int(simple)) return *v;
     std::ostringstream bound;
     bound << simple;
-    throw std::runtime_error("layer '" + layer + "': bounds inference: the bound '" + bound.str() +
-                             "' is not a constant");
+    throw LoweringError("layer '" + layer + "': bounds inference: the bound '" + bound.str() +
+                        "' is not a constant");
 }
 
 // Binds a function's pure variables to the box its consumers require of it, and its

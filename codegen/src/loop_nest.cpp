@@ -1,5 +1,7 @@
 #include "codegen/loop_nest.h"
 
+#include "codegen/lower.h"
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -140,10 +142,10 @@ class Resolver {
         bool ok = shape.rank() == 4 && shape[dsl::dims::N] == 1 && shape[dsl::dims::C] > 0 &&
                   shape[dsl::dims::H] > 0 && shape[dsl::dims::W] > 0;
         if (!ok)
-            throw std::invalid_argument("layer '" + layer_.name() +
-                                        "': a loop nest needs a 1xCxHxW output with C, H, W > 0 "
-                                        "(got " +
-                                        dsl::to_string(shape) + ")");
+            throw LoweringError("layer '" + layer_.name() +
+                                "': a loop nest needs a 1xCxHxW output with C, H, W > 0 "
+                                "(got " +
+                                dsl::to_string(shape) + ")");
         nest_.layer = layer_.name();
         const int64_t extents[3] = {shape[dsl::dims::C], shape[dsl::dims::W], shape[dsl::dims::H]};
         for (int d = 0; d < 3; ++d) {

@@ -1,5 +1,7 @@
 #include "dsl/dims.h"
 
+#include "dsl/tensor.h"
+
 #include <algorithm>
 
 namespace vpuc::dsl {
@@ -15,7 +17,7 @@ DimsOrder::DimsOrder(std::vector<Dim> memory_to_logical, std::string name)
     std::vector<bool> seen(order_.size(), false);
     for (Dim d : order_) {
         if (d.index() < 0 || d.index() >= rank() || seen[size_t(d.index())])
-            throw std::invalid_argument("DimsOrder: not a permutation");
+            throw LayerError("DimsOrder: not a permutation");
         seen[size_t(d.index())] = true;
     }
     if (name_.empty())

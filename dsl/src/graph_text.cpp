@@ -124,11 +124,14 @@ class LineReader {
             t.order = DimsOrder::NCHW();
         } else if (order == "NHWC") {
             t.order = DimsOrder::NHWC();
+        } else if (order == "ND" + std::to_string(extents.size())) {
+            t.order = DimsOrder::identity(int(extents.size()));
         } else {
             std::vector<Dim> dims;
             for (char c : order) {
                 if (c < '0' || c >= char('0' + extents.size()))
-                    fail("layout '" + order + "' is not NCHW, NHWC or a permutation of 0.." +
+                    fail("layout '" + order +
+                         "' is not NCHW, NHWC, ND<rank> or a permutation of 0.." +
                          std::to_string(extents.size() - 1));
                 dims.push_back(Dim(c - '0'));
             }

@@ -20,7 +20,7 @@ struct Layer::Impl {
 };
 
 Layer Layer::input(TensorDesc tensor) {
-    if (tensor.name.empty()) throw std::invalid_argument("Layer::input: the tensor has no name");
+    if (tensor.name.empty()) throw LayerError("Layer::input: the tensor has no name");
     Layer layer;
     layer.impl_ = std::make_shared<Impl>();
     layer.impl_->name = tensor.name;
@@ -32,11 +32,11 @@ Layer Layer::input(TensorDesc tensor) {
 Layer Layer::make(std::string op, TensorDesc output, std::vector<Layer> inputs,
                   Algorithm algorithm) {
     std::string where = "Layer::make(" + op + " '" + output.name + "'): ";
-    if (output.name.empty()) throw std::invalid_argument(where + "the output tensor has no name");
-    if (!algorithm) throw std::invalid_argument(where + "no algorithm");
+    if (output.name.empty()) throw LayerError(where + "the output tensor has no name");
+    if (!algorithm) throw LayerError(where + "no algorithm");
     for (size_t i = 0; i < inputs.size(); ++i)
         if (!inputs[i].defined())
-            throw std::invalid_argument(where + "input " + std::to_string(i) + " is undefined");
+            throw LayerError(where + "input " + std::to_string(i) + " is undefined");
     Layer layer;
     layer.impl_ = std::make_shared<Impl>();
     layer.impl_->name = output.name;

@@ -56,9 +56,8 @@ bool is_quantized_int(ElemType t) {
 
 Quant Quant::per_channel(std::vector<float> scales, std::vector<int32_t> zero_points, Dim axis) {
     if (scales.size() != zero_points.size())
-        throw std::invalid_argument("per-channel quantization: " + std::to_string(scales.size()) +
-                                    " scales but " + std::to_string(zero_points.size()) +
-                                    " zero points");
+        throw LayerError("per-channel quantization: " + std::to_string(scales.size()) +
+                         " scales but " + std::to_string(zero_points.size()) + " zero points");
     return {std::move(scales), std::move(zero_points), axis};
 }
 

@@ -34,7 +34,7 @@ struct FixedPoint {
 };
 
 // The closest FixedPoint to `real` (0 <= real < 65536), with the largest shift that keeps
-// mult below 2^16 (at most 63, the PPE's 6-bit field). Throws std::invalid_argument.
+// mult below 2^16 (at most 63, the PPE's 6-bit field). Throws dsl::LayerError.
 FixedPoint fixed_point(double real);
 
 // The PPE's integer form of `act` for an output stored as `type` (u8/i8) with `quant`: the

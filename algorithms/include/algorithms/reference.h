@@ -12,6 +12,12 @@
 
 namespace vpuc::algorithms {
 
+// Buffers that do not fit the graph or layer they are given to (count, type or shape).
+class ReferenceError : public Error {
+  public:
+    using Error::Error;
+};
+
 // The JIT target: x86-64 with SSE4.1 and no FMA or AVX, as the SHAVE kernels are compiled, so
 // float results match the kernels' and do not depend on the machine.
 const Halide::Target &reference_target();
@@ -21,7 +27,7 @@ const Halide::Target &reference_target();
 Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor);
 
 // Runs `graph` on `inputs` (one per graph input, in graph.inputs() order, dims as make_buffer)
-// and returns one buffer per graph output. Throws std::invalid_argument on an input of the
+// and returns one buffer per graph output. Throws ReferenceError on an input of the
 // wrong type or shape.
 std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
                                             const std::vector<Halide::Buffer<>> &inputs);

@@ -21,7 +21,7 @@ std::map<std::string, Halide::Internal::Box> required_boxes(const Halide::Func &
 
 // One region per input of `layer`, clamped to the input's extents (a padded conv reads nothing
 // outside its input; the padding is the DPU's or the kernel's business). Throws
-// std::runtime_error naming the layer when a bound is not a constant.
+// LoweringError naming the layer when a bound is not a constant.
 std::vector<Region> input_regions(const dsl::Layer &layer, const Region &output);
 
 // The same for many regions of one layer: its algorithm is instantiated once, and each call

@@ -9,8 +9,16 @@
 #include <vector>
 
 #include "dsl/dims.h"
+#include "vpu_target/error.h"
 
 namespace vpuc::dsl {
+
+// A layer, tensor or constant that cannot be defined as given (a shape, type, quantization or
+// parameter that does not fit). The message names the layer or tensor.
+class LayerError : public Error {
+  public:
+    using Error::Error;
+};
 
 enum class ElemType { U8, I8, F16, F32, I32 };
 
