@@ -37,25 +37,6 @@ Expr float_activation(const Expr &stored, const InputInfo &in, const Activation 
     return apply_float_ppe(Halide::cast<float>(stored), float_ppe(act), in.halide_type);
 }
 
-// Quantized output of a float value: round half to even, saturate to the type.
-Expr quantize(const Expr &value, const dsl::Quant &q, dsl::ElemType type) {
-    const bool u8 = type == dsl::ElemType::U8;
-    Expr stored = Halide::round(value / q.scale_at(0)) + float(q.zero_point_at(0));
-    return Halide::cast(dsl::halide_type(type),
-                        Halide::clamp(stored, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f));
-}
-
-Expr dequantize(const Expr &stored, const InputInfo &in) {
-    if (!in.quantized) return Halide::cast<float>(stored);
-    return Halide::cast<float>(Halide::cast<int32_t>(stored) - in.zero_point) * in.scale;
-}
-
-// The output quantization of an int8 sigmoid or softmax: [0, 1] over the type's 256 steps.
-dsl::Quant probability_quant(const InputInfo &in, const std::optional<dsl::Quant> &given) {
-    if (given) return *given;
-    return dsl::Quant::per_tensor(1.0f / 256, in.type == dsl::ElemType::U8 ? 0 : -128);
-}
-
 dsl::Layer make_relu(const std::string &name, const dsl::Layer &input) {
     return unary("relu", name, input, [](const Expr &stored, const InputInfo &in) {
         if (in.quantized)
@@ -156,34 +137,19 @@ dsl::Layer make_softmax(const std::string &name, const dsl::Layer &input, dsl::D
                             {input}, algorithm);
 }
 
-// A probability output's optional per-tensor quantization: output_scale, output_zero_point.
-std::vector<dsl::AttrSpec> probability_specs() {
-    std::vector<dsl::AttrSpec> specs = output_quant_specs();
-    specs.erase(specs.begin()); // the type is the input's
-    return specs;
-}
-
-void set_probability_quant(dsl::Attrs &a, const std::optional<dsl::Quant> &q) {
-    if (!q || q->empty()) return;
-    a.set("output_scale", double(q->scale_at(0)));
-    a.set("output_zero_point", int64_t(q->zero_point_at(0)));
-}
-
-std::optional<dsl::Quant> probability_quant_of(const dsl::Attrs &a) {
-    if (!a.has("output_scale")) return std::nullopt;
-    return dsl::Quant::per_tensor(
-        float(a.get_float("output_scale")),
-        a.has("output_zero_point") ? int32_t(a.get_int("output_zero_point")) : 0);
-}
-
+// A one-input layer whose example is the op with `example_attrs` on an odd-shaped input.
 dsl::LayerDef unary_def(const char *op, const char *doc, std::vector<dsl::AttrSpec> attrs,
-                        dsl::LayerDef::BuildFn build) {
+                        dsl::LayerDef::BuildFn build, const dsl::Attrs &example_attrs = {}) {
     dsl::LayerDef def;
     def.op = op;
     def.doc = doc;
     def.inputs = {"input"};
     def.attrs = std::move(attrs);
     def.build = std::move(build);
+    def.example = [op = std::string(op), example_attrs](dsl::ElemType type) {
+        return layer_registry().build(op, op, {example_input("in", 19, 11, 7, type)},
+                                      example_attrs);
+    };
     return def;
 }
 
@@ -199,20 +165,24 @@ void detail::register_activation_layers(dsl::LayerRegistry &r) {
                     [](const std::string &name, const Inputs &in, const dsl::Attrs &) {
                         return make_relu(name, in.at(0));
                     }));
-    r.add(unary_def("clamp", "clamp(x, low, high), in real units",
-                    {float_spec("low", "lower bound"), float_spec("high", "upper bound")},
-                    [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
-                        return make_clamp(name, in.at(0), float(a.get_float("low")),
-                                          float(a.get_float("high")));
-                    }));
-    r.add(unary_def("leaky_relu", "x < 0 ? alpha * x : x",
-                    {{"alpha", dsl::AttrType::Float, std::nullopt, "slope below zero, >= 0",
-                      [](const dsl::AttrValue &v) -> std::string {
-                          return std::get<double>(v) >= 0 ? "" : "must be >= 0";
-                      }}},
-                    [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
-                        return make_leaky_relu(name, in.at(0), float(a.get_float("alpha")));
-                    }));
+    r.add(unary_def(
+        "clamp", "clamp(x, low, high), in real units",
+        {float_spec("low", "lower bound"), float_spec("high", "upper bound")},
+        [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
+            return make_clamp(name, in.at(0), float(a.get_float("low")),
+                              float(a.get_float("high")));
+        },
+        dsl::Attrs().set("low", 0.5).set("high", 6.0)));
+    r.add(unary_def(
+        "leaky_relu", "x < 0 ? alpha * x : x",
+        {{"alpha", dsl::AttrType::Float, std::nullopt, "slope below zero, >= 0",
+          [](const dsl::AttrValue &v) -> std::string {
+              return std::get<double>(v) >= 0 ? "" : "must be >= 0";
+          }}},
+        [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
+            return make_leaky_relu(name, in.at(0), float(a.get_float("alpha")));
+        },
+        dsl::Attrs().set("alpha", 0.1)));
     r.add(unary_def("sigmoid", "1 / (1 + exp(-x)) in float32, on the SHAVEs", probability_specs(),
                     [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
                         return make_sigmoid(name, in.at(0), probability_quant_of(a));

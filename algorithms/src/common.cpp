@@ -1,5 +1,8 @@
 #include "common.h"
 
+#include <cmath>
+#include <random>
+
 namespace vpuc::algorithms::detail {
 
 using Halide::Expr;
@@ -77,6 +80,33 @@ dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int
     t.quant = std::move(quant);
     t.order = like.output().order;
     return t;
+}
+
+QuantWeights example_quant_weights(const std::vector<int> &dims, int out_channels) {
+    std::mt19937 rng(uint32_t(dims.size() * 131 + size_t(out_channels)));
+    QuantWeights w;
+    w.weights = Halide::Buffer<int8_t>(dims);
+    w.weights.for_each_value([&](int8_t &v) { v = int8_t(int(rng() % 201) - 100); });
+    for (int c = 0; c < out_channels; ++c) {
+        w.bias.push_back(int32_t(rng() % 4001) - 2000);
+        w.requant.push_back(fixed_point(0.004 + 0.0003 * c));
+    }
+    w.output_type = dsl::ElemType::U8;
+    w.output_quant = dsl::Quant::per_tensor(0.05f, 10);
+    return w;
+}
+
+FloatWeights example_float_weights(const std::vector<int> &dims, int out_channels) {
+    std::mt19937 rng(uint32_t(dims.size() * 137 + size_t(out_channels)));
+    auto real = [&](float scale) { return scale * (float(rng() % 2001) / 1000.0f - 1.0f); };
+    FloatWeights w;
+    w.weights = Halide::Buffer<Halide::float16_t>(dims);
+    w.weights.for_each_value([&](Halide::float16_t &v) { v = Halide::float16_t(real(0.3f)); });
+    for (int c = 0; c < out_channels; ++c) {
+        w.bias.push_back(real(1.0f));
+        w.scale.push_back(1.0f + real(0.25f));
+    }
+    return w;
 }
 
 } // namespace vpuc::algorithms::detail
@@ -187,6 +217,56 @@ bool output_quant_of(const dsl::Attrs &attrs, dsl::ElemType &type, dsl::Quant &q
                                              : 0)
                 : dsl::Quant{};
     return true;
+}
+
+dsl::Layer example_input(const std::string &name, int64_t c, int64_t w, int64_t h,
+                         dsl::ElemType type) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape({1, c, h, w});
+    t.type = type;
+    if (dsl::is_quantized_int(type)) t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    t.order = dsl::DimsOrder::NHWC();
+    return dsl::Layer::input(t);
+}
+
+// Quantized output of a float value: round half to even, saturate to the type.
+Expr quantize(const Expr &value, const dsl::Quant &q, dsl::ElemType type) {
+    const bool u8 = type == dsl::ElemType::U8;
+    Expr stored = Halide::round(value / q.scale_at(0)) + float(q.zero_point_at(0));
+    return Halide::cast(dsl::halide_type(type),
+                        Halide::clamp(stored, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f));
+}
+
+Expr dequantize(const Expr &stored, const InputInfo &in) {
+    if (!in.quantized) return Halide::cast<float>(stored);
+    return Halide::cast<float>(Halide::cast<int32_t>(stored) - in.zero_point) * in.scale;
+}
+
+// The output quantization of an int8 sigmoid or softmax: [0, 1] over the type's 256 steps.
+dsl::Quant probability_quant(const InputInfo &in, const std::optional<dsl::Quant> &given) {
+    if (given) return *given;
+    return dsl::Quant::per_tensor(1.0f / 256, in.type == dsl::ElemType::U8 ? 0 : -128);
+}
+
+// A probability output's optional per-tensor quantization: output_scale, output_zero_point.
+std::vector<dsl::AttrSpec> probability_specs() {
+    std::vector<dsl::AttrSpec> specs = output_quant_specs();
+    specs.erase(specs.begin()); // the type is the input's
+    return specs;
+}
+
+void set_probability_quant(dsl::Attrs &a, const std::optional<dsl::Quant> &q) {
+    if (!q || q->empty()) return;
+    a.set("output_scale", double(q->scale_at(0)));
+    a.set("output_zero_point", int64_t(q->zero_point_at(0)));
+}
+
+std::optional<dsl::Quant> probability_quant_of(const dsl::Attrs &a) {
+    if (!a.has("output_scale")) return std::nullopt;
+    return dsl::Quant::per_tensor(
+        float(a.get_float("output_scale")),
+        a.has("output_zero_point") ? int32_t(a.get_int("output_zero_point")) : 0);
 }
 
 } // namespace vpuc::algorithms::detail

@@ -4,11 +4,14 @@
 
 #include <Halide.h>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "algorithms/arith.h"
+#include "algorithms/layers.h"
+#include "algorithms/registry.h"
 #include "dsl/layer.h"
 #include "dsl/registry.h"
 
@@ -85,11 +88,34 @@ template <typename T> Halide::Buffer<> vector_tensor(const std::vector<T> &value
     return b;
 }
 
+// Float32 SHAVE layers on int8 tensors: the stored value in real units, and a real value
+// stored as `type` with `q` (rounded half to even, saturated).
+Halide::Expr dequantize(const Halide::Expr &stored, const InputInfo &in);
+Halide::Expr quantize(const Halide::Expr &value, const dsl::Quant &q, dsl::ElemType type);
+// The output quantization of an int8 layer whose results lie in [0, 1] (sigmoid, softmax):
+// `given`, else the type's 256 steps over [0, 1].
+dsl::Quant probability_quant(const InputInfo &in, const std::optional<dsl::Quant> &given);
+// Its attributes: output_scale and output_zero_point, both optional.
+std::vector<dsl::AttrSpec> probability_specs();
+void set_probability_quant(dsl::Attrs &a, const std::optional<dsl::Quant> &q);
+std::optional<dsl::Quant> probability_quant_of(const dsl::Attrs &a);
+
 // Each layer family adds its entries (conv.cpp, pool.cpp, eltwise.cpp, activation.cpp).
 void register_conv_layers(dsl::LayerRegistry &r);
 void register_pool_layers(dsl::LayerRegistry &r);
 void register_eltwise_layers(dsl::LayerRegistry &r);
 void register_activation_layers(dsl::LayerRegistry &r);
+// The layers of algorithms/layers/, one file each (generated: layer_files.cpp.in).
+void register_layer_files(dsl::LayerRegistry &r);
+
+// A graph input for a registry example: 1 x c x h x w NHWC, u8 quantized (0.05, 120) or f16.
+dsl::Layer example_input(const std::string &name, int64_t c, int64_t w, int64_t h,
+                         dsl::ElemType type);
+// Deterministic constants for registry examples: int8 weights in [-100, 100] with per-channel
+// bias and requantization to u8 (0.05, 10); fp16 weights in about [-0.3, 0.3] with per-channel
+// bias and scale. `dims` as the op's weights.
+QuantWeights example_quant_weights(const std::vector<int> &dims, int out_channels);
+FloatWeights example_float_weights(const std::vector<int> &dims, int out_channels);
 
 [[noreturn]] inline void invalid(const std::string &what, const std::string &why) {
     throw dsl::LayerError(what + ": " + why);

@@ -303,6 +303,36 @@ dsl::Layer build_conv(ConvKind kind, const std::string &name, const dsl::Layer &
                       "; expected i8 (int8) or f16");
 }
 
+// Odd shapes, so a channel group, a row split or a halo that is off shows.
+dsl::Layer conv_example(ConvKind kind, dsl::ElemType type) {
+    const bool int8 = dsl::is_quantized_int(type);
+    Conv2dParams p;
+    p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
+    p.activation = Activation::relu();
+    switch (kind) {
+    case ConvKind::Conv: {
+        dsl::Layer in = example_input("in", 19, 13, 11, type);
+        const std::vector<int> dims = {19, 3, 3, 21};
+        return int8 ? conv2d("conv2d", in, example_quant_weights(dims, 21), p)
+                    : conv2d("conv2d", in, example_float_weights(dims, 21), p);
+    }
+    case ConvKind::Depthwise: {
+        dsl::Layer in = example_input("in", 21, 13, 9, type);
+        p.stride_w = p.stride_h = 2;
+        const std::vector<int> dims = {1, 3, 3, 21};
+        return int8 ? depthwise_conv2d("depthwise_conv2d", in, example_quant_weights(dims, 21), p)
+                    : depthwise_conv2d("depthwise_conv2d", in, example_float_weights(dims, 21), p);
+    }
+    case ConvKind::MatMul: {
+        dsl::Layer in = example_input("in", 37, 5, 1, type);
+        const std::vector<int> dims = {37, 19};
+        return int8 ? matmul("matmul", in, example_quant_weights(dims, 19))
+                    : matmul("matmul", in, example_float_weights(dims, 19));
+    }
+    }
+    return {};
+}
+
 dsl::LayerDef conv_def(ConvKind kind, const std::string &doc) {
     dsl::LayerDef def;
     def.op = op_name(kind);
@@ -338,6 +368,7 @@ dsl::LayerDef conv_def(ConvKind kind, const std::string &doc) {
     optional_tensor("requant_mult", "int8: u16 per output channel, or one for all");
     optional_tensor("requant_shift", "int8: u8, as requant_mult");
     for (auto &spec : output_quant_specs()) def.attrs.push_back(spec);
+    def.example = [kind](dsl::ElemType type) { return conv_example(kind, type); };
     def.build = [kind](const std::string &name, const std::vector<dsl::Layer> &inputs,
                        const dsl::Attrs &attrs) {
         return build_conv(kind, name, inputs.at(0), attrs);

@@ -177,6 +177,14 @@ dsl::LayerDef eltwise_def(EltwiseOp op) {
     for (auto &spec : output_quant_specs()) def.attrs.push_back(spec);
     optional_int("requant_mult", "int8 output: u16", 0, 65535);
     optional_int("requant_shift", "int8 output: 0..63", 0, 63);
+    def.example = [op](dsl::ElemType type) {
+        dsl::Layer a = example_input("a", 21, 9, 7, type), b = example_input("b", 21, 9, 7, type);
+        std::optional<QuantEltwise> q;
+        if (dsl::is_quantized_int(type))
+            q = quant_eltwise(op, a.output().quant, b.output().quant, dsl::ElemType::U8,
+                              dsl::Quant::per_tensor(0.08f, 100));
+        return eltwise(op_name(op), op, a, b, {}, q);
+    };
     def.build = [op](const std::string &name, const std::vector<dsl::Layer> &inputs,
                      const dsl::Attrs &a) {
         std::optional<QuantEltwise> quant;

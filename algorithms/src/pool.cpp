@@ -144,6 +144,14 @@ dsl::LayerDef pool_def(bool is_max) {
     shift.optional = true;
     def.attrs.push_back(mult);
     def.attrs.push_back(shift);
+    def.example = [is_max](dsl::ElemType type) {
+        PoolParams p;
+        p.kernel_w = p.kernel_h = is_max ? 3 : 2;
+        p.stride_w = p.stride_h = 2;
+        if (is_max) p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
+        dsl::Layer in = example_input("in", 21, 13, 11, type);
+        return is_max ? max_pool("max_pool", in, p) : avg_pool("avg_pool", in, p);
+    };
     def.build = [is_max](const std::string &name, const std::vector<dsl::Layer> &inputs,
                          const dsl::Attrs &attrs) {
         return build_pool(is_max, name, inputs.at(0), attrs);

@@ -11,6 +11,7 @@ dsl::LayerRegistry &layer_registry() {
         detail::register_pool_layers(r);
         detail::register_eltwise_layers(r);
         detail::register_activation_layers(r);
+        detail::register_layer_files(r);
         return r;
     }();
     return registry;

@@ -41,6 +41,10 @@ struct LayerDef {
     using BuildFn = std::function<Layer(const std::string &name, const std::vector<Layer> &inputs,
                                         const Attrs &attrs)>;
     BuildFn build;
+    // A small instance of the op on graph inputs, for `type` U8 (int8) or F16; an undefined
+    // Layer when the op does not take that type. The registry's tests compile, run and check
+    // every example on every target, and `vpuc bench layers` measures them (bench/).
+    std::function<Layer(ElemType type)> example;
 };
 
 class LayerRegistry {
