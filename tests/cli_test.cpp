@@ -144,6 +144,15 @@ TEST_F(Cli, LayersListsTheRegistry) {
     expect_failure(vpuc_run("layers conv3d"), "no layer op 'conv3d' (registered: add,");
 }
 
+TEST_F(Cli, BenchLayersMeasuresEveryRegistryExample) {
+    const Outcome run = vpuc_run("bench layers --registry --json");
+    EXPECT_EQ(run.status, 0) << run.output;
+    for (const auto *def : vpuc::algorithms::layer_registry().all())
+        EXPECT_NE(run.output.find("\"op\": \"" + def->op + "\""), std::string::npos) << def->op;
+    EXPECT_EQ(run.output.find("\"error\""), std::string::npos) << run.output;
+    expect_failure(vpuc_run("bench layers --registry --layer conv"), "it takes no --layer");
+}
+
 TEST_F(Cli, DemoPrintsItsGraph) {
     const Outcome run = vpuc_run("demo --print-graph");
     EXPECT_EQ(run.status, 0) << run.output;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.h"
 #include "bench/layers.h"
 #include "command.h"
 #include "options.h"
@@ -28,6 +29,7 @@ const std::vector<files::FileKind> kReads = {files::FileKind::Target, files::Fil
 const char *kUsage =
     R"(usage: vpuc bench layers [--target T] [--json] [--blob-dir DIR] [--layer NAME]
                          [--schedule S|@FILE] [--height H]
+       vpuc bench layers --registry [--target T] [--json]
 
 Compiles each standard layer (3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512,
 3x3 depthwise 112x112x32, 7x7/2 conv 224x224x3->64 pad 3, softmax over 1000) in
@@ -68,6 +70,10 @@ options:
   --blob-dir DIR  also write each compiled blob to DIR/LAYER_DTYPE_Nt.vpub (N: the tiles
                   the schedule could use), e.g. for `vpuc run BLOB --trace FILE`; DIR is
                   created if missing
+  --registry      instead, every op of the layer registry (built-in and added in
+                  algorithms/layers/, see docs/adding-a-layer.md) on its example,
+                  int8 and fp16, with the DDR term of its roofline only (ddr us: its
+                  inputs, outputs and constants over the DDR bandwidth)
   -h, --help      this text
 )";
 
@@ -238,11 +244,84 @@ dsl::Schedule schedule_option(const std::string &value) {
     }
 }
 
+// --registry: every op's registry example (algorithms/registry.h), int8 and fp16, against the
+// DDR term of its roofline (the examples' MACs are not counted).
+int run_registry(const target::Target &t, bool json) {
+    struct RegistryRow {
+        std::string op;
+        bench::Precision precision;
+        int64_t ddr_bytes = 0;
+        bench::Measurement m;
+    };
+    std::vector<RegistryRow> rows;
+    for (const auto *def : algorithms::layer_registry().all())
+        for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {
+            const dsl::Layer layer =
+                def->example(p == bench::Precision::Int8 ? dsl::ElemType::U8 : dsl::ElemType::F16);
+            if (!layer.defined()) continue;
+            std::fprintf(stderr, "[%zu] %s %s ... ", rows.size() + 1, def->op.c_str(),
+                         bench::to_string(p));
+            const dsl::Graph graph(def->op, {layer});
+            rows.push_back(
+                {def->op, p, bench::graph_ddr_bytes(graph), bench::measure_graph(graph, t)});
+            std::fprintf(stderr, "%s\n", rows.back().m.error.empty() ? "done" : "failed");
+        }
+    if (json) {
+        Json out;
+        out["target"] = t.name;
+        out["timing_model_version"] = target::kTimingModelVersion;
+        Json list = Json::array();
+        for (const RegistryRow &r : rows) {
+            Json row;
+            row["op"] = r.op;
+            row["dtype"] = bench::to_string(r.precision);
+            row["ddr_bytes"] = r.ddr_bytes;
+            if (!r.m.error.empty()) {
+                row["error"] = r.m.error;
+            } else {
+                row["cycles"] = r.m.latency_cycles;
+                row["us"] = r.m.latency_ns / 1e3;
+                row["ddr_roofline_us"] = double(r.ddr_bytes) / t.ddr_bandwidth_gbps / 1e3;
+                row["compile_ms"] = r.m.compile_ms;
+            }
+            list.push_back(std::move(row));
+        }
+        out["rows"] = std::move(list);
+        std::printf("%s\n", out.dump(2).c_str());
+    } else {
+        std::printf("vpuc bench layers --registry: %s, %s\n\n", printable(t.name).c_str(),
+                    target::timing_model_label(t).c_str());
+        std::printf("%-18s %-5s %10s %9s %9s %10s\n", "op", "dtype", "cycles", "us", "ddr us",
+                    "compile ms");
+        for (const RegistryRow &r : rows) {
+            std::printf("%-18s %-5s ", r.op.c_str(), bench::to_string(r.precision));
+            if (!r.m.error.empty()) {
+                std::printf("error: %s\n", one_line(r.m.error).c_str());
+                continue;
+            }
+            std::printf("%10.0f %9.2f %9.2f %10.1f\n", r.m.latency_cycles, r.m.latency_ns / 1e3,
+                        double(r.ddr_bytes) / t.ddr_bandwidth_gbps / 1e3, r.m.compile_ms);
+        }
+    }
+    const bool failed = std::any_of(rows.begin(), rows.end(),
+                                    [](const RegistryRow &r) { return !r.m.error.empty(); });
+    return failed ? 1 : 0;
+}
+
 int run(const std::vector<std::string> &args) {
-    const Options o = parse_options(
-        args, {"--target", "--blob-dir", "--layer", "--schedule", "--height"}, {"--json"}, kReads);
+    const Options o =
+        parse_options(args, {"--target", "--blob-dir", "--layer", "--schedule", "--height"},
+                      {"--json", "--registry"}, kReads);
     if (!o.positional.empty())
         throw std::runtime_error("unexpected argument '" + o.positional[0] + "' (see --help)");
+    if (o.has("--registry")) {
+        for (const char *other : {"--blob-dir", "--layer", "--schedule", "--height"})
+            if (!o.get(other).empty())
+                throw std::runtime_error(std::string("--registry measures the registry's "
+                                                     "examples; it takes no ") +
+                                         other);
+        return run_registry(target::load_target(o.get("--target", "vpu27")), o.has("--json"));
+    }
     const std::string blob_dir = o.get("--blob-dir");
     std::optional<dsl::Schedule> schedule;
     if (!o.get("--schedule").empty()) schedule = schedule_option(o.get("--schedule"));

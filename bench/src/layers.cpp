@@ -221,27 +221,24 @@ Roofline roofline(const LayerSpec &spec, Precision precision, const target::Targ
     return r;
 }
 
-namespace {
+int64_t graph_ddr_bytes(const dsl::Graph &graph) {
+    int64_t bytes = 0;
+    for (const dsl::Layer &in : graph.inputs()) bytes += in.output().bytes();
+    for (const dsl::Layer &out : graph.outputs()) bytes += out.output().bytes();
+    for (const dsl::Layer &layer : graph.layers())
+        for (const auto &[name, value] : layer.attrs().entries())
+            if (const auto *t = std::get_if<Halide::Buffer<>>(&value))
+                bytes += int64_t(t->size_in_bytes());
+    return bytes;
+}
 
-// Builds the layer, lets `schedule_layer` set its schedule (or leave it to lower()), compiles
-// and simulates it.
-Measurement measure_scheduled(const LayerSpec &spec, Precision precision,
-                              const target::Target &target,
-                              const std::function<void(dsl::Layer &)> &schedule_layer) {
+Measurement measure_graph(const dsl::Graph &graph, const target::Target &target) {
     Measurement m;
-    std::optional<dsl::Graph> graph;
-    try {
-        graph = build_graph(spec, precision);
-    } catch (const std::exception &e) {
-        m.error = std::string("build: ") + e.what();
-        return m;
-    }
-    dsl::Layer layer = graph->outputs().front();
+    const dsl::Layer layer = graph.outputs().front();
     std::vector<uint8_t> blob;
     try {
-        schedule_layer(layer);
         const auto start = std::chrono::steady_clock::now();
-        blob = codegen::lower(*graph, target);
+        blob = codegen::lower(graph, target);
         m.compile_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
@@ -266,6 +263,26 @@ Measurement measure_scheduled(const LayerSpec &spec, Precision precision,
         m.error = std::string("simulate: ") + e.what();
     }
     return m;
+}
+
+namespace {
+
+// Builds the layer, lets `schedule_layer` set its schedule (or leave it to lower()), compiles
+// and simulates it.
+Measurement measure_scheduled(const LayerSpec &spec, Precision precision,
+                              const target::Target &target,
+                              const std::function<void(dsl::Layer &)> &schedule_layer) {
+    std::optional<dsl::Graph> graph;
+    try {
+        graph = build_graph(spec, precision);
+        dsl::Layer layer = graph->outputs().front();
+        schedule_layer(layer);
+    } catch (const std::exception &e) {
+        Measurement m;
+        m.error = std::string("build: ") + e.what();
+        return m;
+    }
+    return measure_graph(*graph, target);
 }
 
 } // namespace

@@ -89,6 +89,14 @@ struct Measurement {
 Measurement measure(const LayerSpec &spec, Precision precision, const target::Target &target,
                     int tiles = 0);
 
+// Compiles `graph` (layers without a schedule get lower()'s default) and simulates it in
+// timing-only mode; Measurement::schedule is its first output's. Errors as measure()'s.
+Measurement measure_graph(const dsl::Graph &graph, const target::Target &target);
+
+// The bytes `graph` must move between DDR and CMX at least once: its inputs, its outputs and
+// its layers' constant tensors (the DDR term of a roofline for any graph).
+int64_t graph_ddr_bytes(const dsl::Graph &graph);
+
 // The same with `schedule` as the layer's schedule instead of a default one.
 Measurement measure(const LayerSpec &spec, Precision precision, const target::Target &target,
                     const dsl::Schedule &schedule);
