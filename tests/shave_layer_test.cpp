@@ -1,7 +1,7 @@
 // SHAVE layers through the lowering, from what the compiler refuses to what it makes of a
-// layer's schedule and constants: reads outside an input are refused by name, the kernel keeps
-// its vectorization under unroll and fuse, identical kernels compile once, and per-channel
-// constants reach the kernel. Results are compared with the CPU reference byte for byte.
+// layer's schedule: reads outside an input are refused by name, and the kernel keeps its
+// vectorization under unroll and fuse. Results are compared with the CPU reference byte for
+// byte.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -80,6 +80,39 @@ TEST(ShaveLayer, AReadPastTheInputIsRefusedAndABoundaryConditionFixesIt) {
     dsl::Layer edge = shifted_relu("edge", in, 20, 20, 1, true);
     edge.schedule().on_shave().split("x", "xo", "xi", 8);
     test::compile_and_check(dsl::Graph("edge", {edge}), "vpu27");
+}
+
+// The ops per output vector the blob's kernel for `layer` counts (kernels are named after
+// their layers).
+float kernel_ops(const std::vector<uint8_t> &blob, const std::string &layer) {
+    for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
+        if (kernel->name()->str().find("_" + layer) != std::string::npos)
+            return kernel->arith_ops_per_vector() + kernel->special_ops_per_vector();
+    ADD_FAILURE() << "no kernel for layer '" << layer << "'";
+    return 0;
+}
+
+const dsl::Quant kProbability = dsl::Quant::per_tensor(1.0f / 256, 0);
+
+// Scheduling the loops inside a task replaces the kernel's default schedule; without a
+// vectorize of its own, the innermost loop is still vectorized by a full vector. A sigmoid
+// computes in float32, so a scalar kernel would take about four times the instructions.
+TEST(ShaveLayer, UnrollAndFuseKeepTheKernelVectorized) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 32, 9, 10));
+    dsl::Layer plain = algorithms::sigmoid("plain", in, kProbability);
+    plain.schedule().on_shave();
+    dsl::Layer unrolled = algorithms::sigmoid("unrolled", plain, kProbability);
+    unrolled.schedule().on_shave().unroll("c");
+    dsl::Layer fused = algorithms::sigmoid("fused", unrolled, kProbability);
+    fused.schedule().on_shave().split("y", "yo", "yi", 2).fuse("c", "x", "cx");
+    dsl::Layer rows = algorithms::sigmoid("rows", fused, kProbability);
+    rows.schedule().on_shave().split("y", "yo", "yi", 5).unroll("yi");
+    const std::vector<uint8_t> blob =
+        test::compile_and_check(dsl::Graph("vectorized", {rows}), "vpu27").blob;
+    const float vectorized = kernel_ops(blob, "plain");
+    EXPECT_GT(vectorized, 0);
+    for (const std::string layer : {"unrolled", "fused", "rows"})
+        EXPECT_LE(kernel_ops(blob, layer), 1.25f * vectorized) << layer;
 }
 
 } // namespace
