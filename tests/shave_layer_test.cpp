@@ -1,12 +1,14 @@
 // SHAVE layers through the lowering, from what the compiler refuses to what it makes of a
-// layer's schedule: reads outside an input are refused by name, and the kernel keeps its
-// vectorization under unroll and fuse. Results are compared with the CPU reference byte for
-// byte.
+// layer's schedule and constants: reads outside an input are refused by name, the kernel keeps
+// its vectorization under unroll and fuse, identical kernels compile once, and per-channel
+// constants reach the kernel. Results are compared with the CPU reference byte for byte.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "codegen/shave_kernel.h"
 #include "lowering_fixtures.h"
 
 using namespace vpuc;
@@ -113,6 +115,129 @@ TEST(ShaveLayer, UnrollAndFuseKeepTheKernelVectorized) {
     EXPECT_GT(vectorized, 0);
     for (const std::string layer : {"unrolled", "fused", "rows"})
         EXPECT_LE(kernel_ops(blob, layer), 1.25f * vectorized) << layer;
+}
+
+// out(c, x, y) = max(in(c, x, y), floor): the Func is named after the layer, as the library's
+// layers name theirs.
+dsl::Layer floor_at(const std::string &name, const dsl::Layer &in, uint8_t floor) {
+    const dsl::TensorDesc input = in.output();
+    return dsl::Layer::make("floor_at",
+                            activation(name, input.shape[dsl::dims::C], input.shape[dsl::dims::W],
+                                       input.shape[dsl::dims::H]),
+                            {in}, [=](const std::vector<Halide::Func> &inputs) {
+                                const auto &v = dsl::act_vars();
+                                Halide::Func f(name);
+                                f(v.c, v.x, v.y) = Halide::max(inputs[0](v.c, v.x, v.y), floor);
+                                return f;
+                            });
+}
+
+// Two layers of different names computing the same thing share one compiled kernel.
+TEST(ShaveLayer, IdenticalKernelsOfDifferentLayersCompileOnce) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 24, 7, 6));
+    dsl::Layer first = floor_at("first", in, 117);
+    first.schedule().on_shave();
+    dsl::Layer second = floor_at("second", first, 117);
+    second.schedule().on_shave();
+    const codegen::ShaveKernelCacheStats before = codegen::shave_kernel_cache_stats();
+    const std::vector<uint8_t> blob =
+        test::compile_and_check(dsl::Graph("twice", {second}), "vpu27").blob;
+    const codegen::ShaveKernelCacheStats after = codegen::shave_kernel_cache_stats();
+    EXPECT_EQ(after.misses - before.misses, 1u);
+    EXPECT_EQ(after.hits - before.hits, 1u);
+    // Each keeps its own name in the blob.
+    const auto *kernels = blob::GetBlob(blob.data())->kernels();
+    ASSERT_EQ(kernels->size(), 2u);
+    EXPECT_EQ(kernels->Get(0)->name()->str(), "k0_first");
+    EXPECT_EQ(kernels->Get(1)->name()->str(), "k1_second");
+    EXPECT_EQ(kernels->Get(0)->object()->size(), kernels->Get(1)->object()->size());
+}
+
+// A name says nothing of what a kernel computes: layers of the same name with different
+// definitions each get their own kernel, and each computes its own result.
+TEST(ShaveLayer, LayersOfTheSameNameWithDifferentDefinitionsDoNotShareAKernel) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 24, 7, 6));
+    dsl::Layer low = floor_at("same", in, 61);
+    low.schedule().on_shave();
+    dsl::Layer high = floor_at("same", in, 189);
+    high.schedule().on_shave();
+    const codegen::ShaveKernelCacheStats before = codegen::shave_kernel_cache_stats();
+    const auto low_run = test::compile_and_check(dsl::Graph("low", {low}), "vpu27");
+    const auto high_run = test::compile_and_check(dsl::Graph("high", {high}), "vpu27");
+    const codegen::ShaveKernelCacheStats after = codegen::shave_kernel_cache_stats();
+    EXPECT_EQ(after.misses - before.misses, 2u);
+    EXPECT_EQ(after.hits - before.hits, 0u);
+    EXPECT_NE(low_run.result.outputs.at(0), high_run.result.outputs.at(0));
+}
+
+// A scale and a bias per channel, as a Halide::Buffer read directly or through a Func over c.
+dsl::Layer scale_bias(const std::string &name, const dsl::Layer &in, float scale_step,
+                      bool through_func) {
+    const dsl::TensorDesc input = in.output();
+    const int channels = int(input.shape[dsl::dims::C]);
+    Halide::Buffer<float> scale(channels, name + "_scale"), bias(channels, name + "_bias");
+    for (int c = 0; c < channels; ++c) {
+        scale(c) = 0.5f + scale_step * float(c);
+        bias(c) = float(c % 5) * 3.25f - 6;
+    }
+    return dsl::Layer::make(
+        "scale_bias",
+        activation(name, channels, input.shape[dsl::dims::W], input.shape[dsl::dims::H]), {in},
+        [=](const std::vector<Halide::Func> &inputs) {
+            const auto &v = dsl::act_vars();
+            Halide::Func scale_of, bias_of;
+            if (through_func) {
+                scale_of(v.c) = scale(v.c);
+                bias_of(v.c) = bias(v.c);
+            }
+            Halide::Expr s = through_func ? scale_of(v.c) : scale(v.c);
+            Halide::Expr b = through_func ? bias_of(v.c) : bias(v.c);
+            Halide::Func f(name);
+            f(v.c, v.x, v.y) = Halide::cast<uint8_t>(Halide::clamp(
+                Halide::cast<float>(inputs[0](v.c, v.x, v.y)) * s + b + 0.5f, 0.0f, 255.0f));
+            return f;
+        });
+}
+
+// The constants are part of what a kernel computes: the same definition with other values is
+// another kernel, and with the same values the same one.
+TEST(ShaveLayer, KernelsWithDifferentConstantsDoNotShare) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 24, 5, 4));
+    dsl::Layer steep = scale_bias("steep", in, 0.05f, false);
+    steep.schedule().on_shave();
+    dsl::Layer sloped = scale_bias("sloped", steep, 0.01f, false);
+    sloped.schedule().on_shave();
+    dsl::Layer sharp = scale_bias("sharp", sloped, 0.05f, false);
+    sharp.schedule().on_shave();
+    const codegen::ShaveKernelCacheStats before = codegen::shave_kernel_cache_stats();
+    test::compile_and_check(dsl::Graph("constants", {sharp}), "vpu27");
+    const codegen::ShaveKernelCacheStats after = codegen::shave_kernel_cache_stats();
+    EXPECT_EQ(after.misses - before.misses, 2u);
+    EXPECT_EQ(after.hits - before.hits, 1u);
+}
+
+// The cache is shared by every thread: lowerings running at once find each other's kernels.
+TEST(ShaveLayer, TheKernelCacheServesConcurrentLowerings) {
+    std::vector<dsl::Graph> graphs;
+    for (int i = 0; i < 4; ++i) {
+        // Layers of their own: lowering writes default schedules into the layers it is given.
+        const dsl::Layer in = dsl::Layer::input(activation("in", 20, 6, 5));
+        dsl::Layer layer = floor_at("thread" + std::to_string(i), in, 83);
+        layer.schedule().on_shave();
+        graphs.emplace_back("thread" + std::to_string(i), std::vector<dsl::Layer>{layer});
+    }
+    const target::Target target = target::load_target("vpu27");
+    const codegen::ShaveKernelCacheStats before = codegen::shave_kernel_cache_stats();
+    std::vector<std::vector<uint8_t>> blobs(graphs.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < graphs.size(); ++i)
+        threads.emplace_back([&, i] { blobs[i] = codegen::lower(graphs[i], target); });
+    for (std::thread &t : threads) t.join();
+    const codegen::ShaveKernelCacheStats after = codegen::shave_kernel_cache_stats();
+    EXPECT_EQ((after.hits - before.hits) + (after.misses - before.misses), graphs.size());
+    EXPECT_GE(after.misses - before.misses, 1u);
+    // Whoever compiled it, every blob computes the same.
+    for (size_t i = 0; i < graphs.size(); ++i) test::compile_and_check(graphs[i], target);
 }
 
 } // namespace

@@ -125,6 +125,23 @@ void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out, int vector_b
     }
 }
 
+// The layer's output as a kernel's output named "out" whatever the layer and its Func are
+// called: Halide orders the code it emits by buffer names, so a kernel named after its layer
+// would differ from another layer's identical one, and the two could not share a compiled
+// kernel (compile_shave_kernel's cache). The wrapper inlines the layer's Func, so the code is
+// the same. A Func with updates cannot be inlined, and one Func called "out" already would clash:
+// those stay as they are.
+Halide::Func named_out(const Halide::Func &layer_out) {
+    const std::string name = "out";
+    if (layer_out.function().has_update_definition() || layer_out.outputs() != 1) return layer_out;
+    for (const auto &called : Halide::Internal::find_transitive_calls(layer_out.function()))
+        if (called.first == name) return layer_out;
+    Halide::Func out(name);
+    const std::vector<Halide::Var> vars = layer_out.args();
+    out(vars) = layer_out(vars);
+    return out;
+}
+
 } // namespace
 
 void compile_shave_kernels(LoweringState &s) {
@@ -141,7 +158,7 @@ void compile_shave_kernels(LoweringState &s) {
         std::string name = "k" + std::to_string(s.program.kernels.size()) + "_";
         for (char c : plan.layer.name())
             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-        Halide::Func out = plan.layer.algorithm()(inputs);
+        Halide::Func out = named_out(plan.layer.algorithm()(inputs));
         apply_shave_schedule(plan, out, s.target.shave_vector_bits);
         // The op count for one SHAVE's share of the first task: splits and distribute make the
         // first task the largest. Stages like a softmax's reductions cost the same whatever the
