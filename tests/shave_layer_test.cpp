@@ -199,6 +199,17 @@ dsl::Layer scale_bias(const std::string &name, const dsl::Layer &in, float scale
         });
 }
 
+// Per-channel constants in a SHAVE algorithm, both ways: Halide compiles the buffers into the
+// kernel's object, and the results are the reference's.
+TEST(ShaveLayer, PerChannelConstantsReachTheKernel) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 40, 6, 5));
+    dsl::Layer direct = scale_bias("direct", in, 0.03f, false);
+    direct.schedule().on_shave().split("c", "co", "ci", 16);
+    dsl::Layer through_func = scale_bias("through_func", direct, 0.02f, true);
+    through_func.schedule().on_shave().distribute("y", 2, dsl::Strategy::SplitOverHeight);
+    test::compile_and_check(dsl::Graph("per_channel", {through_func}), "vpu27");
+}
+
 // The constants are part of what a kernel computes: the same definition with other values is
 // another kernel, and with the same values the same one.
 TEST(ShaveLayer, KernelsWithDifferentConstantsDoNotShare) {
