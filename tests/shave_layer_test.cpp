@@ -227,6 +227,23 @@ TEST(ShaveLayer, KernelsWithDifferentConstantsDoNotShare) {
     EXPECT_EQ(after.hits - before.hits, 1u);
 }
 
+// An algorithm may schedule its own output: the kernel keeps that Func as its output, schedule
+// and all (inlined into another, its schedule would be an error).
+TEST(ShaveLayer, AnAlgorithmThatSchedulesItsOutputCompiles) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 24, 5, 4));
+    dsl::Layer self_scheduled =
+        dsl::Layer::make("self_scheduled", activation("self_scheduled", 24, 5, 4), {in},
+                         [](const std::vector<Halide::Func> &inputs) {
+                             const auto &v = dsl::act_vars();
+                             Halide::Func f("self_scheduled");
+                             f(v.c, v.x, v.y) = Halide::min(inputs[0](v.c, v.x, v.y), uint8_t(200));
+                             f.vectorize(v.c, 8, Halide::TailStrategy::GuardWithIf);
+                             return f;
+                         });
+    self_scheduled.schedule().on_shave();
+    test::compile_and_check(dsl::Graph("self_scheduled", {self_scheduled}), "vpu27");
+}
+
 // The cache is shared by every thread: lowerings running at once find each other's kernels.
 TEST(ShaveLayer, TheKernelCacheServesConcurrentLowerings) {
     std::vector<dsl::Graph> graphs;

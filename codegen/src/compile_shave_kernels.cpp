@@ -129,12 +129,15 @@ void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out, int vector_b
 // called: Halide orders the code it emits by buffer names, so a kernel named after its layer
 // would differ from another layer's identical one, and the two could not share a compiled
 // kernel (compile_shave_kernel's cache). The wrapper inlines the layer's Func, so the code is
-// the same. A Func with updates cannot be inlined, and one Func called "out" already would clash:
-// those stay as they are.
+// the same. A Func with updates or a schedule of its own cannot be inlined, and a Func called
+// "out" already would clash: those stay as they are.
 Halide::Func named_out(const Halide::Func &layer_out) {
     const std::string name = "out";
-    if (layer_out.function().has_update_definition() || layer_out.outputs() != 1) return layer_out;
-    for (const auto &called : Halide::Internal::find_transitive_calls(layer_out.function()))
+    const Halide::Internal::Function &f = layer_out.function();
+    if (f.has_update_definition() || f.definition().schedule().touched() ||
+        layer_out.outputs() != 1 || f.name() == name)
+        return layer_out;
+    for (const auto &called : Halide::Internal::find_transitive_calls(f))
         if (called.first == name) return layer_out;
     Halide::Func out(name);
     const std::vector<Halide::Var> vars = layer_out.args();
