@@ -213,7 +213,11 @@ TEST(ShaveLayer, PerChannelConstantsReachTheKernel) {
     direct.schedule().on_shave().split("c", "co", "ci", 16);
     dsl::Layer through_func = scale_bias("through_func", direct, 0.02f, true);
     through_func.schedule().on_shave().distribute("y", 2, dsl::Strategy::SplitOverHeight);
-    test::compile_and_check(dsl::Graph("per_channel", {through_func}), "vpu27");
+    const std::vector<uint8_t> blob =
+        test::compile_and_check(dsl::Graph("per_channel", {through_func}), "vpu27").blob;
+    // No argument for the constants: each kernel takes its input and its output.
+    for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
+        EXPECT_EQ(kernel->args()->size(), 2u) << kernel->name()->str();
 }
 
 // The constants are part of what a kernel computes: the same definition with other values is
