@@ -171,3 +171,36 @@ TEST(Allocate, ErrorNamesTheTaskAndItsBuffersWhenNothingCanMove) {
 }
 
 } // namespace
+
+namespace {
+
+// An empty buffer cannot be placed (it would take no memory at all): allocation refuses it by
+// name rather than handing it to the allocator.
+TEST(Allocate, AnEmptyBufferIsAnErrorNamingIt) {
+    const dsl::Graph graph = rows_of_four();
+    const target::Target target = target::load_target("vpu27");
+    codegen::LoweringState s(graph, target);
+    codegen::default_schedules(s);
+    codegen::resolve_schedules(s);
+    codegen::select_engines(s);
+    codegen::compile_shave_kernels(s);
+    codegen::build_tasks(s);
+    auto &buffers = s.program.buffers;
+    auto input = std::find_if(buffers.begin(), buffers.end(), [](const codegen::BufferDecl &b) {
+        return b.space == blob::MemSpace::Cmx && b.name.rfind("conv.in0", 0) == 0;
+    });
+    ASSERT_NE(input, buffers.end());
+    input->bytes = 0;
+    try {
+        codegen::allocate_cmx(s);
+        FAIL() << "allocated";
+    } catch (const codegen::LoweringError &e) {
+        const std::string what = e.what();
+        EXPECT_EQ(what.rfind("allocation: buffer '" + input->name + "' (used by task 'conv.", 0),
+                  0u)
+            << what;
+        EXPECT_NE(what.find("') has no bytes"), std::string::npos) << what;
+    }
+}
+
+} // namespace

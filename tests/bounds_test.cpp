@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/bounds.h"
+#include "codegen/lower.h"
 
 using namespace vpuc;
 using codegen::Region;
@@ -92,20 +93,72 @@ TEST(Bounds, ElementwiseReadsTheSameRegionOfEachInput) {
     for (const auto &r : regions) EXPECT_EQ(r.to_string(), region(16, 32, 2, 5, 0, 8).to_string());
 }
 
+// The message of the error input_regions throws for `layer`, or "" if it throws none.
+std::string bounds_error(const dsl::Layer &layer, const Region &output) {
+    try {
+        codegen::input_regions(layer, output);
+    } catch (const codegen::LoweringError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+const std::string kBoundaryAdvice =
+    "; read the input through a boundary condition (Halide::BoundaryConditions::repeat_edge or "
+    "constant_exterior, or clamp the coordinates), or declare an output that reads only inside "
+    "the input";
+
 TEST(Bounds, GatherThroughAByteIsBoundedByItsType) {
-    // in(c, in(c, x, y), y): the index is a u8 value, so Halide bounds it by [0, 255], which
-    // clamps to the whole row.
+    // in(c, in(c, x, y), y): the index is a u8 value, so Halide bounds it by [0, 255], past the
+    // row of 8; clamped, the read stays inside and covers the whole row.
     dsl::Layer in = dsl::Layer::input(activation("in", 16, 8, 8));
-    dsl::Layer gather = dsl::Layer::make(
-        "gather", activation("gather", 16, 8, 8), {in},
-        [](const std::vector<Halide::Func> &inputs) {
-            const auto &v = dsl::act_vars();
-            Halide::Func f("gather");
-            f(v.c, v.x, v.y) = inputs[0](v.c, Halide::cast<int32_t>(inputs[0](v.c, v.x, v.y)), v.y);
-            return f;
-        });
-    auto regions = codegen::input_regions(gather, region(0, 16, 2, 3, 4, 5));
+    auto gather = [&](bool clamped) {
+        return dsl::Layer::make("gather", activation("gather", 16, 8, 8), {in},
+                                [clamped](const std::vector<Halide::Func> &inputs) {
+                                    const auto &v = dsl::act_vars();
+                                    Halide::Expr index =
+                                        Halide::cast<int32_t>(inputs[0](v.c, v.x, v.y));
+                                    if (clamped) index = Halide::clamp(index, 0, 7);
+                                    Halide::Func f("gather");
+                                    f(v.c, v.x, v.y) = inputs[0](v.c, index, v.y);
+                                    return f;
+                                });
+    };
+    EXPECT_EQ(bounds_error(gather(false), region(0, 16, 2, 3, 4, 5)),
+              "layer 'gather': its output, x [0, 8), reads x [0, 256) of input 'in', which has "
+              "x [0, 8)" +
+                  kBoundaryAdvice);
+    auto regions = codegen::input_regions(gather(true), region(0, 16, 2, 3, 4, 5));
     EXPECT_EQ(regions[0].to_string(), region(0, 16, 0, 8, 4, 5).to_string());
+}
+
+// A pointwise layer declared larger than its input reads past the input; so does a stencil
+// without a boundary condition. Per task, such reads were clamped to the input, which left
+// tasks past the input with nothing to read (an empty buffer) or a region short of the read.
+TEST(Bounds, ReadsOutsideAnInputAreRefusedNamingLayerAndInput) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 32, 20, 20));
+    auto pointwise = [&](const std::string &name, int64_t w, int64_t h, int dx) {
+        return dsl::Layer::make(name, activation(name, 32, w, h), {in},
+                                [dx](const std::vector<Halide::Func> &inputs) {
+                                    const auto &v = dsl::act_vars();
+                                    Halide::Func f("f");
+                                    f(v.c, v.x, v.y) = inputs[0](v.c, v.x + dx, v.y);
+                                    return f;
+                                });
+    };
+    EXPECT_EQ(bounds_error(pointwise("larger", 40, 40, 0), region(0, 32, 20, 40, 0, 40)),
+              "layer 'larger': its output, x [0, 40), reads x [0, 40) of input 'in', which has "
+              "x [0, 20)" +
+                  kBoundaryAdvice);
+    EXPECT_EQ(bounds_error(pointwise("taller", 20, 21, 0), region(0, 32, 0, 20, 0, 1)),
+              "layer 'taller': its output, y [0, 21), reads y [0, 21) of input 'in', which has "
+              "y [0, 20)" +
+                  kBoundaryAdvice);
+    EXPECT_EQ(bounds_error(pointwise("shifted", 20, 20, -1), region(0, 32, 0, 20, 0, 20)),
+              "layer 'shifted': its output, x [0, 20), reads x [-1, 19) of input 'in', which "
+              "has x [0, 20)" +
+                  kBoundaryAdvice);
+    EXPECT_EQ(bounds_error(pointwise("inside", 19, 20, 1), region(0, 32, 0, 19, 0, 20)), "");
 }
 
 TEST(Bounds, UnboundedAccessIsReported) {
@@ -123,7 +176,7 @@ TEST(Bounds, UnboundedAccessIsReported) {
     try {
         codegen::input_regions(gather, region(0, 16, 0, 8, 0, 8));
         FAIL() << "expected an error";
-    } catch (const std::runtime_error &e) {
+    } catch (const codegen::LoweringError &e) {
         EXPECT_NE(std::string(e.what()).find("layer 'gather': bounds inference: the bound"),
                   std::string::npos)
             << e.what();

@@ -281,6 +281,16 @@ class Allocator {
     uint64_t high_water_ = 0;
 };
 
+// An empty buffer would take no memory, and would make an empty segment that the allocator
+// cannot place: it means a task with nothing to read or write, which task building never makes.
+void verify_no_empty_buffers(const Program &p) {
+    const std::vector<Lifetime> life = lifetimes(p);
+    for (size_t b = 0; b < p.buffers.size(); ++b)
+        if (p.buffers[b].bytes == 0 && life[b].first >= 0)
+            throw LoweringError("allocation: buffer '" + p.buffers[b].name + "' (used by task '" +
+                                p.tasks[size_t(life[b].first)].name + "') has no bytes");
+}
+
 void add_waits(Program &p, const Allocation &a) {
     for (size_t t = 0; t < p.tasks.size(); ++t)
         p.tasks[t].deps.insert(p.tasks[t].deps.end(), a.waits[t].begin(), a.waits[t].end());
@@ -292,6 +302,7 @@ void add_waits(Program &p, const Allocation &a) {
 // the program allocated again, until nothing more is evicted. A spill's reload can itself
 // crowd CMX, so this may take a few rounds.
 void allocate_cmx(LoweringState &s) {
+    verify_no_empty_buffers(s.program);
     constexpr int kMaxRounds = 32;
     for (int round = 0;; ++round) {
         const auto life = lifetimes(s.program);
@@ -311,6 +322,7 @@ void allocate_cmx(LoweringState &s) {
 }
 
 void allocate_ddr(LoweringState &s) {
+    verify_no_empty_buffers(s.program);
     const auto life = lifetimes(s.program);
     Allocation allocation(s.program.tasks.size());
     s.program.scratch_bytes = Allocator(s, blob::MemSpace::Scratch, 0, UINT64_MAX,

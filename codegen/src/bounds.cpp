@@ -9,6 +9,8 @@
 #include <map>
 #include <sstream>
 
+#include "codegen/lower.h"
+
 namespace vpuc::codegen {
 
 namespace HI = Halide::Internal;
@@ -113,6 +115,41 @@ InputBounds::InputBounds(const dsl::Layer &layer) : pipeline_(std::make_unique<P
     }
     p.root = layer.algorithm()(params).function();
     p.calls = std::make_unique<CallGraph>(p.root);
+    check_reads_inside_inputs(layer);
+}
+
+// Per task, regions are clamped to the inputs, so a read outside an input would silently
+// become a smaller (or empty) region, and the task would compute from memory that does not
+// hold the input. Over the whole output, bounds inference must find every read inside.
+void InputBounds::check_reads_inside_inputs(const dsl::Layer &layer) const {
+    const Pipeline &p = *pipeline_;
+    const dsl::Shape &shape = layer.output().shape;
+    const std::array<int64_t, 3> extents = {shape[dsl::dims::C], shape[dsl::dims::W],
+                                            shape[dsl::dims::H]};
+    HI::Box whole;
+    for (int64_t extent : extents)
+        whole.push_back(HI::Interval(Halide::Expr(0), Halide::Expr(int32_t(extent - 1))));
+    const std::map<std::string, HI::Box> required = p.calls->required(p.root, whole);
+    static const char *const kDimNames[3] = {"c", "x", "y"};
+    for (size_t i = 0; i < p.input_extents.size(); ++i) {
+        auto box = required.find(input_name(i));
+        if (box == required.end()) continue;
+        for (size_t d = 0; d < 3 && d < box->second.size(); ++d) {
+            const int64_t lo = constant_bound(box->second[d].min, p.layer);
+            const int64_t hi = constant_bound(box->second[d].max, p.layer) + 1;
+            const int64_t extent = p.input_extents[i][d];
+            if (lo >= 0 && hi <= extent) continue;
+            const std::string dim = kDimNames[d];
+            throw LoweringError(
+                "layer '" + p.layer + "': its output, " + dim + " [0, " +
+                std::to_string(extents[d]) + "), reads " + dim + " [" + std::to_string(lo) + ", " +
+                std::to_string(hi) + ") of input '" + layer.inputs()[i].output().name +
+                "', which has " + dim + " [0, " + std::to_string(extent) +
+                "); read the input through a boundary condition "
+                "(Halide::BoundaryConditions::repeat_edge or constant_exterior, or clamp the "
+                "coordinates), or declare an output that reads only inside the input");
+        }
+    }
 }
 
 InputBounds::~InputBounds() = default;

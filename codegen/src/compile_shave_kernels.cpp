@@ -1,5 +1,6 @@
 // Pass compile_shave_kernels: each SHAVE layer's algorithm, with the schedule's loops inside a
 // task, compiled by Halide into a kernel object for the blob.
+#include <algorithm>
 #include <cctype>
 #include <functional>
 #include <string>
@@ -19,18 +20,27 @@ namespace {
 // the kernel's own loop over it. Fusing two of them makes one loop inside the task, fused the
 // same way in Halide (fused = outer * extent(inner) + inner). A schedule that vectorizes,
 // unrolls or fuses loops inside the task orders the kernel's loops as it orders them;
-// otherwise the kernel keeps compile_shave_kernel's default schedule.
-void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out) {
+// otherwise the kernel keeps compile_shave_kernel's default schedule. Scheduling the output
+// replaces that default, whose vectorization would then be lost: unless the schedule vectorizes
+// a loop itself, the innermost loop inside the task is vectorized as the default vectorizes c,
+// by a full vector of the output type (or the loop's extent, if smaller), before unrolling,
+// which then unrolls the loop over vectors.
+void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out, int vector_bits) {
     const LoopNest &nest = plan.nest;
     std::vector<const Loop *> inside; // innermost first
-    bool schedules_kernel = false;
+    bool schedules_kernel = false, vectorizes = false;
     for (const Loop &loop : nest.loops) {
         if (loop.task_loop) continue;
         inside.push_back(&loop);
         schedules_kernel = schedules_kernel || loop.unrolled || loop.vector_width > 0 ||
                            nest.vars.at(size_t(loop.var)).dim < 0;
+        vectorizes = vectorizes || loop.vector_width > 0;
     }
     if (!schedules_kernel) return;
+    int element_bits = 8;
+    for (const Halide::Type &t : out.output_types())
+        element_bits = std::max(element_bits, t.bits());
+    const int64_t default_lanes = vector_bits / element_bits;
 
     using Kind = dsl::Directive::Kind;
     // The directive that made or marked loop `name`, for errors.
@@ -90,11 +100,18 @@ void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out) {
         for (size_t i = 0; i < inside.size(); ++i) {
             const Loop &loop = *inside[i];
             const Halide::Var var = order[i].var;
-            int64_t iterations = loop.extent;
-            if (loop.vector_width > 0) {
+            int64_t width = loop.vector_width;
+            if (!vectorizes && i == 0) {
+                width = std::min(default_lanes, loop.extent);
+                doing = "the default vectorization of loop '" + loop.name + "' by " +
+                        std::to_string(width);
+            } else if (width > 0) {
                 doing = directive(loop.name, {Kind::Vectorize});
-                out.vectorize(var, int(loop.vector_width), Halide::TailStrategy::GuardWithIf);
-                iterations = (loop.extent + loop.vector_width - 1) / loop.vector_width;
+            }
+            int64_t iterations = loop.extent;
+            if (width > 1) {
+                out.vectorize(var, int(width), Halide::TailStrategy::GuardWithIf);
+                iterations = (loop.extent + width - 1) / width;
             }
             // After vectorize, `var` is the loop over vectors.
             const int64_t unroll = iterations <= kMaxFullUnroll ? iterations : 2;
@@ -106,6 +123,26 @@ void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out) {
     } catch (const Halide::Error &e) {
         throw error(std::string("Halide: ") + e.what());
     }
+}
+
+// The layer's output as a kernel's output named "out" whatever the layer and its Func are
+// called: Halide orders the code it emits by buffer names, so a kernel named after its layer
+// would differ from another layer's identical one, and the two could not share a compiled
+// kernel (compile_shave_kernel's cache). The wrapper inlines the layer's Func, so the code is
+// the same. A Func with updates or a schedule of its own cannot be inlined, and a Func called
+// "out" already would clash: those stay as they are.
+Halide::Func named_out(const Halide::Func &layer_out) {
+    const std::string name = "out";
+    const Halide::Internal::Function &f = layer_out.function();
+    if (f.has_update_definition() || f.definition().schedule().touched() ||
+        layer_out.outputs() != 1 || f.name() == name)
+        return layer_out;
+    for (const auto &called : Halide::Internal::find_transitive_calls(f))
+        if (called.first == name) return layer_out;
+    Halide::Func out(name);
+    const std::vector<Halide::Var> vars = layer_out.args();
+    out(vars) = layer_out(vars);
+    return out;
 }
 
 } // namespace
@@ -124,8 +161,8 @@ void compile_shave_kernels(LoweringState &s) {
         std::string name = "k" + std::to_string(s.program.kernels.size()) + "_";
         for (char c : plan.layer.name())
             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-        Halide::Func out = plan.layer.algorithm()(inputs);
-        apply_shave_schedule(plan, out);
+        Halide::Func out = named_out(plan.layer.algorithm()(inputs));
+        apply_shave_schedule(plan, out, s.target.shave_vector_bits);
         // The op count for one SHAVE's share of the first task: splits and distribute make the
         // first task the largest. Stages like a softmax's reductions cost the same whatever the
         // share, so the count per output vector depends on it.

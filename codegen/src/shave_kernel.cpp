@@ -5,6 +5,7 @@
 #include <climits>
 #include <cmath>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -700,7 +701,157 @@ blob::ArgKind to_blob(KernelArgKind kind) {
     throw std::logic_error("unknown KernelArgKind");
 }
 
+// --- The cache of compiled kernels -----------------------------------------------------------
+
+// Renames every name in a lowered kernel, dot-separated part by part, to "%0", "%1"... in the
+// order the parts first appear, and empties strings (they only word error messages): two
+// kernels print the same when they compute the same thing, whatever their layers, Funcs,
+// variables and loops are called. Renaming each part the same way everywhere keeps the links
+// names make ("in0" and its "in0.buffer"). Extern and intrinsic calls keep their names.
+class CanonicalNames : public IRMutator {
+  public:
+    std::string rename(const std::string &name) {
+        std::string out;
+        size_t begin = 0;
+        while (true) {
+            const size_t end = name.find('.', begin);
+            const std::string part = name.substr(begin, end - begin);
+            const auto found = parts_.emplace(part, "%" + std::to_string(parts_.size())).first;
+            out += found->second;
+            if (end == std::string::npos) return out;
+            out += '.';
+            begin = end + 1;
+        }
+    }
+
+  private:
+    using IRMutator::visit;
+    Halide::Expr visit(const StringImm *) override { return StringImm::make(""); }
+    Halide::Expr visit(const Variable *op) override {
+        return Variable::make(op->type, rename(op->name), op->image, op->param,
+                              op->reduction_domain);
+    }
+    Halide::Expr visit(const Let *op) override {
+        const std::string name = rename(op->name);
+        return Let::make(name, mutate(op->value), mutate(op->body));
+    }
+    Stmt visit(const LetStmt *op) override {
+        const std::string name = rename(op->name);
+        return LetStmt::make(name, mutate(op->value), mutate(op->body));
+    }
+    Stmt visit(const For *op) override {
+        const std::string name = rename(op->name);
+        return For::make(name, mutate(op->min), mutate(op->extent), op->for_type, op->device_api,
+                         mutate(op->body));
+    }
+    Halide::Expr visit(const Load *op) override {
+        const std::string name = rename(op->name);
+        return Load::make(op->type, name, mutate(op->index), op->image, op->param,
+                          mutate(op->predicate), op->alignment);
+    }
+    Stmt visit(const Store *op) override {
+        const std::string name = rename(op->name);
+        return Store::make(name, mutate(op->value), mutate(op->index), op->param,
+                           mutate(op->predicate), op->alignment);
+    }
+    Stmt visit(const Allocate *op) override {
+        const std::string name = rename(op->name);
+        std::vector<Halide::Expr> extents;
+        for (const Halide::Expr &e : op->extents) extents.push_back(mutate(e));
+        return Allocate::make(
+            name, op->type, op->memory_type, extents, mutate(op->condition), mutate(op->body),
+            op->new_expr.defined() ? mutate(op->new_expr) : Halide::Expr(), op->free_function);
+    }
+    Stmt visit(const Free *op) override { return Free::make(rename(op->name)); }
+    Stmt visit(const ProducerConsumer *op) override {
+        const std::string name = rename(op->name);
+        return ProducerConsumer::make(name, op->is_producer, mutate(op->body));
+    }
+    Stmt visit(const Atomic *op) override {
+        const std::string producer = rename(op->producer_name);
+        const std::string mutex = op->mutex_name.empty() ? "" : rename(op->mutex_name);
+        return Atomic::make(producer, mutex, mutate(op->body));
+    }
+    Halide::Expr visit(const Call *op) override {
+        if (op->call_type != Call::Halide && op->call_type != Call::Image)
+            return IRMutator::visit(op);
+        const std::string name = rename(op->name);
+        std::vector<Halide::Expr> args;
+        for (const Halide::Expr &e : op->args) args.push_back(mutate(e));
+        return Call::make(op->type, name, args, op->call_type, op->func, op->value_index, op->image,
+                          op->param);
+    }
+
+    std::map<std::string, std::string> parts_;
+};
+
+// What a compiled kernel is a function of, none of it a name: the lowered statement (schedule,
+// types and constants in place), the arguments in order, the constant buffers' contents, the
+// target and vector width, the shape its ops were counted for, and the compilers' versions.
+std::string cache_key(const Halide::Module &module, const LoweredFunc &function, int vector_bits,
+                      const std::vector<int64_t> &cost_extents) {
+    CanonicalNames names;
+    std::ostringstream key;
+    key << "vpuc " << VPUC_VERSION << ", Halide " << VPUC_HALIDE_VERSION << ", target "
+        << shave_halide_target().to_string() << ", vector bits " << vector_bits << ", counted for";
+    for (int64_t e : cost_extents) key << ' ' << e;
+    key << "\n";
+    for (const LoweredArgument &arg : function.args)
+        key << "argument " << names.rename(arg.name) << ' ' << int(arg.kind) << ' '
+            << int(arg.dimensions) << ' ' << arg.type << "\n";
+    for (const Halide::Buffer<> &buffer : module.buffers()) {
+        key << "buffer " << names.rename(buffer.name()) << ' ' << buffer.type();
+        for (int d = 0; d < buffer.dimensions(); ++d)
+            key << ' ' << buffer.dim(d).min() << ':' << buffer.dim(d).extent() << ':'
+                << buffer.dim(d).stride();
+        key << ' ' << buffer.size_in_bytes() << " bytes: ";
+        const auto *bytes = reinterpret_cast<const char *>(buffer.raw_buffer()->host);
+        key.write(bytes, std::streamsize(buffer.size_in_bytes()));
+        key << "\n";
+    }
+    key << names.mutate(function.body);
+    return key.str();
+}
+
+// Process-wide: every lowering, on any thread, shares it.
+class KernelCache {
+  public:
+    std::optional<ShaveKernelBinary> find(const std::string &key) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        const auto found = kernels_.find(key);
+        if (found == kernels_.end()) {
+            ++stats_.misses;
+            return std::nullopt;
+        }
+        ++stats_.hits;
+        return found->second;
+    }
+    // Two threads may compile the same kernel at once; the first one kept serves later hits.
+    void insert(const std::string &key, const ShaveKernelBinary &kernel) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        kernels_.emplace(key, kernel);
+    }
+    ShaveKernelCacheStats stats() {
+        std::lock_guard<std::mutex> lock(mutex_);
+        return stats_;
+    }
+
+  private:
+    std::mutex mutex_;
+    std::map<std::string, ShaveKernelBinary> kernels_;
+    ShaveKernelCacheStats stats_;
+};
+
+KernelCache &kernel_cache() {
+    static KernelCache cache;
+    return cache;
+}
+
 } // namespace
+
+ShaveKernelCacheStats shave_kernel_cache_stats() {
+    return kernel_cache().stats();
+}
 
 const Halide::Target &shave_halide_target() {
     static const Halide::Target target("x86-64-linux-sse41-no_runtime-no_bounds_query");
@@ -735,14 +886,24 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
         const LoweredFunc function = module.get_function_by_name(name);
         for (const Halide::Argument &arg : function.args)
             kernel.args.push_back(describe_argument(name, arg));
-        describe_reads(name, output, kernel.args);
-        kernel.per_vector = cost_per_output_vector(
-            function,
+        const std::vector<int64_t> counted_extents =
             cost_extents.empty() ? nominal_extents(output.dimensions(), kernel.vector_lanes)
-                                 : cost_extents,
-            vector_bits, kernel.vector_lanes);
+                                 : cost_extents;
+        const std::string key = cache_key(module, function, vector_bits, counted_extents);
+        if (std::optional<ShaveKernelBinary> cached = kernel_cache().find(key)) {
+            // The same computation: its object, entry, reads and cost, with this kernel's
+            // name and argument names.
+            for (size_t i = 0; i < kernel.args.size(); ++i)
+                cached->args[i].name = kernel.args[i].name;
+            cached->name = name;
+            return *cached;
+        }
+        describe_reads(name, output, kernel.args);
+        kernel.per_vector =
+            cost_per_output_vector(function, counted_extents, vector_bits, kernel.vector_lanes);
         const Halide::Buffer<uint8_t> object = module.compile_to_buffer();
         kernel.object.assign(object.data(), object.data() + object.size_in_bytes());
+        kernel_cache().insert(key, kernel);
     } catch (const Halide::Error &e) {
         fail(name, std::string("Halide: ") + e.what());
     }

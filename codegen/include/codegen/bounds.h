@@ -19,9 +19,11 @@ namespace vpuc::codegen {
 std::map<std::string, Halide::Internal::Box> required_boxes(const Halide::Func &output,
                                                             const Halide::Internal::Box &box);
 
-// One region per input of `layer`, clamped to the input's extents (a padded conv reads nothing
-// outside its input; the padding is the DPU's or the kernel's business). Throws
-// LoweringError naming the layer when a bound is not a constant.
+// One region per input of `layer`, clamped to the input's extents (a region past the output's
+// extent, as channel padding makes, reads no more than the input has). Throws LoweringError
+// naming the layer when a bound is not a constant, and, naming the input too, when the layer's
+// whole output reads outside an input: a padded conv reads inside it (through a clamp, the
+// select discarding what lies outside), and the padding is the DPU's or the kernel's business.
 std::vector<Region> input_regions(const dsl::Layer &layer, const Region &output);
 
 // The same for many regions of one layer: its algorithm is instantiated once, and each call
@@ -34,6 +36,8 @@ class InputBounds {
     std::vector<Region> operator()(const Region &output) const;
 
   private:
+    void check_reads_inside_inputs(const dsl::Layer &layer) const;
+
     struct Pipeline;
     std::unique_ptr<Pipeline> pipeline_;
 };
