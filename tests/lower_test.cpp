@@ -338,6 +338,35 @@ TEST(Lower, ReplicatedOutputsKeptInCmx) {
     compile_and_check(dsl::Graph("replicated", {c2}), target);
 }
 
+// A replicated network output (Clustering) is computed whole on each of its tiles, but each
+// tile stores only its own rows: two stores of the same DDR bytes would race. lower() checks
+// the blob for races, so a store of the whole region from both tiles fails to compile.
+TEST(Lower, ReplicatedNetworkOutputStoresEachRowOnce) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        const target::Target target = target::load_target(target_name);
+        dsl::Layer in = dsl::Layer::input(activation("in", 16, 10, 12));
+        dsl::Layer whole = conv3x3("whole", in, 16, 26);
+        whole.schedule().distribute("y", 2, dsl::Strategy::Clustering);
+        dsl::Layer tasks = conv3x3("tasks", in, 32, 27);
+        tasks.schedule().split("y", "yo", "yi", 5).distribute("yo", 2, dsl::Strategy::Clustering);
+        for (const dsl::Layer &layer : {whole, tasks}) {
+            const dsl::Graph graph("replicated_output", {layer});
+            // Every output row is stored exactly once.
+            std::vector<int> stores_per_row(12, 0);
+            for (const codegen::TaskIR &t : built(graph, target).tasks) {
+                if (t.name.find(".store.") == std::string::npos) continue;
+                const auto &copy = std::get<codegen::DmaWork>(t.work);
+                const uint64_t row_bytes = uint64_t(copy.dsts[0].dims[2].stride());
+                const uint64_t first = copy.dsts[0].offset / row_bytes;
+                for (uint64_t y = first; y < first + copy.dsts[0].dims[2].extent(); ++y)
+                    ++stores_per_row.at(y);
+            }
+            EXPECT_EQ(stores_per_row, std::vector<int>(12, 1)) << layer.name();
+            compile_and_check(graph, target);
+        }
+    }
+}
+
 } // namespace
 
 namespace {

@@ -146,6 +146,7 @@ class LayerBuilder {
         // of `prefetch` tasks ahead are loaded before a task computes.
         const std::vector<Task> tasks = split_by_group(nest_tasks_);
         start_context(tasks);
+        for (const Task &t : tasks) tiles_computing_[t.region.to_string()].push_back(t.tile);
         std::vector<std::vector<Task>> per_tile(size_t(s_.target.tiles));
         for (const Task &t : tasks) per_tile[size_t(t.tile)].push_back(t);
         size_t rounds = 0;
@@ -818,10 +819,29 @@ class LayerBuilder {
             cmx_view(out_buf, whole_out.dtype, region, lanes, whole_out.zero_point);
         const View out = output_window(out_cmx, region, region);
         const int compute = plan_.on_shave ? shave_task(p, out) : dpu_task(p, out);
-        // Only the real channels go to DDR.
-        writers.push_back(add_dma(task_name(p.task, "store"), dma_engine_out(p.task.tile),
-                                  DmaWork{out_cmx, {sub_view(whole_out, region)}}, {compute}));
+        // Only the real channels go to DDR, and only this tile's share of the rows.
+        const Region share = stored_share(p.task);
+        if (share.elements() > 0)
+            writers.push_back(add_dma(
+                task_name(p.task, "store"), dma_engine_out(p.task.tile),
+                DmaWork{sub_view(out_cmx, share, origin_of(region)), {sub_view(whole_out, share)}},
+                {compute}));
         return compute;
+    }
+
+    // The part of a task's output that its tile stores to DDR. A replicated layer (Clustering)
+    // computes the same region on several tiles; two stores of the same bytes would race, so
+    // each of those tiles stores its own contiguous rows of it (none when there are more
+    // tiles than rows). Otherwise the whole region.
+    Region stored_share(const Task &task) const {
+        const std::vector<int> &tiles = tiles_computing_.at(task.region.to_string());
+        const int64_t sharers = int64_t(tiles.size());
+        const int64_t k = std::find(tiles.begin(), tiles.end(), task.tile) - tiles.begin();
+        Region share = task.region;
+        const Interval rows = task.region.dims[2];
+        share.dims[2] = {rows.begin + rows.extent() * k / sharers,
+                         rows.begin + rows.extent() * (k + 1) / sharers};
+        return share;
     }
 
     // Computes into the tile's copy of the output, then copies the result into the copies of
@@ -934,7 +954,9 @@ class LayerBuilder {
     int64_t resident_lanes_ = 0;         // and its elements per pixel
     View zeros_;                         // a constant of zeros, for pad lanes
     std::set<int> computes_all_;         // replicated broadcast layers: the tiles they run on
-    std::vector<int> next_dpu_;          // per tile: the DPU the next task goes to
+    // Root layers: the tiles computing each task region (several when replicated).
+    std::map<std::string, std::vector<int>> tiles_computing_;
+    std::vector<int> next_dpu_; // per tile: the DPU the next task goes to
 };
 
 const LayerPlan &plan_of(const LoweringState &s, const std::string &layer) {
