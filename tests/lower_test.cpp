@@ -31,14 +31,10 @@ dsl::Layer float_conv3x3(const std::string &name, const dsl::Layer &in, int oc, 
     return algorithms::conv2d(name, in, fw, p);
 }
 
-// The program after build_tasks.
+// The task program before allocation.
 codegen::Program built(const dsl::Graph &graph, const target::Target &target) {
     codegen::LoweringState s(graph, target);
-    codegen::default_schedules(s);
-    codegen::resolve_schedules(s);
-    codegen::select_engines(s);
-    codegen::compile_shave_kernels(s);
-    codegen::build_tasks(s);
+    run_through_task_program(s);
     return std::move(s.program);
 }
 
