@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <ostream>
 
 #include "passes.h"
@@ -49,6 +50,25 @@ const std::vector<Pass> &passes() {
         {"assemble", assemble, verify_blob},
     };
     return list;
+}
+
+// A copy of `graph` whose layers are new handles on the same algorithms and tensors, with
+// copies of their schedules: the passes resolve schedules in it, not in the caller's layers.
+dsl::Graph with_own_schedules(const dsl::Graph &graph) {
+    std::map<std::string, dsl::Layer> copies; // layer names are unique in a graph
+    std::function<dsl::Layer(const dsl::Layer &)> copy =
+        [&](const dsl::Layer &layer) -> dsl::Layer {
+        if (layer.is_input()) return layer; // no schedule
+        if (auto it = copies.find(layer.name()); it != copies.end()) return it->second;
+        std::vector<dsl::Layer> inputs;
+        for (const dsl::Layer &in : layer.inputs()) inputs.push_back(copy(in));
+        dsl::Layer own = dsl::Layer::make(layer.op(), layer.output(), inputs, layer.algorithm());
+        own.schedule() = layer.schedule();
+        return copies[layer.name()] = own;
+    };
+    std::vector<dsl::Layer> outputs;
+    for (const dsl::Layer &out : graph.outputs()) outputs.push_back(copy(out));
+    return dsl::Graph(graph.name(), outputs);
 }
 
 std::string dump(const LoweringState &s, const std::string &pass) {
@@ -97,7 +117,8 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
                             ": no such pass (passes: " + known + ")");
     }
     const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
-    LoweringState state(graph, target);
+    const dsl::Graph own = with_own_schedules(graph);
+    LoweringState state(own, target);
     for (const auto &pass : passes()) {
         auto start = std::chrono::steady_clock::now();
         pass.run(state);
@@ -110,6 +131,9 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
         if (options.dump_after == pass.name && options.log)
             *options.log << "IR after " << pass.name << ":\n" << dump(state, pass.name);
     }
+    if (options.schedules)
+        for (const dsl::Layer &layer : own.layers())
+            (*options.schedules)[layer.name()] = layer.schedule();
     return std::move(state.blob);
 }
 
