@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <sstream>
 
+#include "examples/small_net.h"
 #include "lowering_fixtures.h"
 #include "pass_fixtures.h"
 
@@ -100,6 +102,99 @@ TEST_F(TwoTileConv, SplitWeightCopiesMovesTheWholeConstant) {
     EXPECT_NE(error_of(codegen::verify_weight_copies)
                   .find("layer 'conv': weight copy 'conv.weights.c[0,64).1': starts at byte "),
               std::string::npos);
+}
+
+// The passes from allocate_cmx to assemble.
+void run_after_task_program(codegen::LoweringState &s) {
+    codegen::allocate_cmx(s);
+    codegen::allocate_ddr(s);
+    codegen::reduce_dependencies(s);
+    codegen::assign_barriers(s);
+    codegen::map_physical_barriers(s);
+    codegen::assemble(s);
+}
+
+// The task program prints as text that reads back as the same program, and the passes after
+// it, run on the program read back, make the blob they make in memory. The demo network has
+// DPU layers with weights, one without, and a SHAVE kernel.
+TEST(TaskProgramText, PassesRunOnTheProgramReadBackGiveTheSameBlob) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        const target::Target target = target::load_target(target_name);
+        const examples::SmallNet net = examples::small_net(1);
+        codegen::LoweringState in_memory(net.graph, target);
+        run_through_task_program(in_memory);
+        const std::string text = codegen::print(in_memory.program);
+        codegen::Program parsed = codegen::parse_program(text);
+        EXPECT_EQ(codegen::print(parsed), text);
+        ASSERT_EQ(parsed.kernels.size(), 1u);
+
+        codegen::LoweringState from_text(net.graph, target, std::move(parsed));
+        run_after_task_program(in_memory);
+        run_after_task_program(from_text);
+        EXPECT_FALSE(in_memory.blob.empty());
+        EXPECT_EQ(from_text.blob, in_memory.blob) << target_name;
+
+        // After the barrier passes too, addresses and barriers included.
+        const std::string done = codegen::print(in_memory.program);
+        EXPECT_NE(done.find("  barrier 0 (physical "), std::string::npos);
+        EXPECT_EQ(codegen::print(codegen::parse_program(done)), done);
+    }
+}
+
+// A line the parser cannot read is an error naming it and what was expected.
+TEST(TaskProgramText, ErrorsNameTheLine) {
+    const std::string text = "program p: 1 buffers, 1 tasks, 0 barriers, scratch 0 bytes\n"
+                             "  buffer 0 x: Cmx 0, 64 bytes\n"
+                             "  task 0 t [XPU tile 0 #0]\n";
+    try {
+        codegen::parse_program(text);
+        FAIL() << "parsed";
+    } catch (const codegen::ProgramTextError &e) {
+        EXPECT_NE(std::string(e.what()).find("task program, line 3: unknown name 'XPU'"),
+                  std::string::npos)
+            << e.what();
+    }
+    try {
+        codegen::parse_program("program p: 2 buffers, 0 tasks, 0 barriers, scratch 0 bytes\n"
+                               "  buffer 0 x: Cmx 0, 64 bytes\n");
+        FAIL() << "parsed";
+    } catch (const codegen::ProgramTextError &e) {
+        EXPECT_STREQ(e.what(), "task program: ends where a buffer was expected (line 3)");
+    }
+    try {
+        codegen::parse_program("program p: 1 buffers, 1 tasks, 0 barriers, scratch 0 bytes\n"
+                               "  buffer 0 x: Cmx 0, 64 bytes\n"
+                               "  task 0 t [DMA tile 0 #0]\n"
+                               "    layer l\n"
+                               "    copy [1]x@0+0 U8 (64:1) -> [0]x@0+0 U8 (64:1)\n");
+        FAIL() << "parsed";
+    } catch (const codegen::ProgramTextError &e) {
+        EXPECT_NE(std::string(e.what()).find("task program, line 5: expected an integer"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// After the schedule passes, each layer's loop nest prints as Halide's print_loop_nest shows
+// one: outermost first, task loops and loops inside a task told apart.
+TEST(LoopNestText, DumpShowsEachLayersLoopNest) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 10, 12));
+    dsl::Layer conv = conv3x3("conv", in, 16, 5);
+    conv.schedule().split("y", "yo", "yi", 4).on_dpu();
+    std::ostringstream log;
+    codegen::LowerOptions options;
+    options.dump_after = "resolve_schedules";
+    options.log = &log;
+    codegen::lower(dsl::Graph("nest", {conv}), target::load_target("vpu27"), options);
+    EXPECT_NE(log.str().find("conv: split(y, yo, yi, 4).on_dpu()\n"
+                             "  produce conv:\n"
+                             "    task yo in [0, 3):\n"
+                             "      for yi in [0, 4):\n"
+                             "        for x in [0, 10):\n"
+                             "          for c in [0, 16):\n"
+                             "            conv(c, x, y) = ...\n"),
+              std::string::npos)
+        << log.str();
 }
 
 } // namespace

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #include "passes.h"
 #include "schedules/default_schedule.h"
@@ -71,6 +72,33 @@ dsl::Graph with_own_schedules(const dsl::Graph &graph) {
     return dsl::Graph(graph.name(), outputs);
 }
 
+// A layer's loop nest as Halide's Func::print_loop_nest shows one, outermost loop first,
+// each loop with its kind (distributed over tiles, a task loop, unrolled, vectorized, or a
+// plain loop inside a task) and its range.
+std::string print_loop_nest(const LoopNest &nest) {
+    std::string out = "produce " + nest.layer + ":";
+    if (!nest.compute_root)
+        out += " (computed at " + nest.compute_at_layer + "." + nest.compute_at_loop + ")";
+    if (nest.broadcast) out += " (kept in the CMX of every tile using it)";
+    out += "\n";
+    std::string indent = "  ";
+    for (auto loop = nest.loops.rbegin(); loop != nest.loops.rend(); ++loop) {
+        std::string kind = "for";
+        if (loop->tiles > 0)
+            kind = std::string("distributed (") + dsl::to_string(loop->strategy) + ")";
+        else if (loop->task_loop)
+            kind = "task";
+        else if (loop->unrolled)
+            kind = "unrolled";
+        else if (loop->vector_width > 0)
+            kind = "vectorized";
+        out +=
+            indent + kind + " " + loop->name + " in [0, " + std::to_string(loop->extent) + "):\n";
+        indent += "  ";
+    }
+    return out + indent + nest.layer + "(c, x, y) = ...\n";
+}
+
 std::string dump(const LoweringState &s, const std::string &pass) {
     if (pass == "default_schedules") {
         std::string out;
@@ -83,6 +111,8 @@ std::string dump(const LoweringState &s, const std::string &pass) {
         std::string out;
         for (const auto &plan : s.plans) {
             out += plan.layer.name() + ": " + plan.layer.schedule().to_string() + "\n";
+            std::istringstream nest(print_loop_nest(plan.nest));
+            for (std::string line; std::getline(nest, line);) out += "  " + line + "\n";
             for (const auto &t : plan.nest.tasks())
                 out += "  task tile " + std::to_string(t.tile) + " " + t.region.to_string() + "\n";
             if (pass != "resolve_schedules")
