@@ -173,6 +173,18 @@ TEST(TaskProgramText, ErrorsNameTheLine) {
                   std::string::npos)
             << e.what();
     }
+    try {
+        codegen::parse_program("program p: 1 buffers, 1 tasks, 0 barriers, scratch 0 bytes\n"
+                               "  buffer 0 x: Cmx 0, 64 bytes\n"
+                               "  task 0 t [SHAVE tile 0 #0]\n"
+                               "    layer l\n"
+                               "    kernel 2 on 4 SHAVEs\n"
+                               "    arg [0]x@0+0 U8 (64:1) at 0\n"
+                               "  constants 0 bytes\n");
+        FAIL() << "parsed";
+    } catch (const codegen::ProgramTextError &e) {
+        EXPECT_STREQ(e.what(), "task program: task 't' runs kernel 2, and there are 0");
+    }
 }
 
 // After the schedule passes, each layer's loop nest prints as Halide's print_loop_nest shows

@@ -244,6 +244,12 @@ class Parser {
         constants.end();
         while (at("  kernel ")) p.kernels.push_back(kernel(p.kernels.size()));
         if (pos_ < lines_.size()) lines_[pos_].fail("unexpected line");
+        for (const TaskIR &t : p.tasks)
+            if (const auto *shave = std::get_if<ShaveWork>(&t.work);
+                shave && shave->kernel >= p.kernels.size())
+                throw ProgramTextError("task program: task '" + t.name + "' runs kernel " +
+                                       std::to_string(shave->kernel) + ", and there are " +
+                                       std::to_string(p.kernels.size()));
         for (const BufferDecl &b : p.buffers)
             if (b.space == blob::MemSpace::Constant && b.offset != kUnallocated &&
                 b.offset + b.bytes > p.constants.size())
@@ -525,8 +531,8 @@ class Parser {
             const uint64_t offset = l.unsigned_integer();
             l.expect(" ");
             const std::string digits = l.rest();
-            if (digits.size() % 2 != 0 || offset % kHexLine != 0 ||
-                offset + digits.size() / 2 > size)
+            if (digits.size() % 2 != 0 || offset % kHexLine != 0 || offset > size ||
+                digits.size() / 2 > size - offset)
                 l.fail("hex bytes outside the section or of an odd count");
             for (size_t i = 0; i < digits.size() / 2; ++i) {
                 int v = 0;
