@@ -233,37 +233,6 @@ void verify_tasks(const LoweringState &s) {
                                     "' depends on a task that is not before it");
 }
 
-// Every CMX tensor a DPU task touches holds whole channel groups: its output and its inputs
-// (but a convolution's input of fewer channels than a group, which runs channel-major) have a
-// whole number of groups, at a pixel stride of whole groups; its weights cover whole groups of
-// output channels.
-void verify_channel_padding(const LoweringState &s) {
-    const uint64_t group = uint64_t(s.target.channel_alignment);
-    for (const TaskIR &t : s.program.tasks) {
-        const auto *dpu = std::get_if<DpuWork>(&t.work);
-        if (!dpu) continue;
-        const bool convolution =
-            dpu->invariant.op == blob::DpuOp::Conv || dpu->invariant.op == blob::DpuOp::MatMul;
-        auto check = [&](const char *what, const View &v, bool channel_major_allowed) {
-            const uint64_t channels = v.dims[0].extent();
-            const uint64_t pixel = uint64_t(v.dims[1].stride());
-            if (channel_major_allowed && channels < group) return;
-            if (channels % group != 0 || pixel % group != 0)
-                throw LoweringError(
-                    "layer '" + t.layer + "': task '" + t.name + "': its " + what + " holds " +
-                    std::to_string(channels) + " channels at " + std::to_string(pixel) +
-                    " lanes per pixel, not whole groups of " + std::to_string(group));
-        };
-        check("output", dpu->output, false);
-        check("input", dpu->input, convolution);
-        if (dpu->has_input2) check("second input", dpu->input2, false);
-        if (dpu->has_weights && dpu->weights.dims[3].extent() % group != 0)
-            throw LoweringError("layer '" + t.layer + "': task '" + t.name + "': weights of " +
-                                std::to_string(dpu->weights.dims[3].extent()) +
-                                " output channels, not whole groups of " + std::to_string(group));
-    }
-}
-
 IoDecl io_decl(const dsl::TensorDesc &t) {
     IoDecl io;
     io.name = t.name;
