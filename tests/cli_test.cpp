@@ -96,7 +96,7 @@ TEST_F(Cli, DemoDumpsTheIrAfterAPass) {
     const Outcome run = demo("--dump-after build_tasks");
     EXPECT_EQ(run.status, 0) << run.output;
     // The pass log up to the pass, then the task program after it.
-    EXPECT_NE(run.output.find("pass compile_shave_kernels done\npass build_tasks done\n"
+    EXPECT_NE(run.output.find("pass declare_tensors done\npass build_tasks done\n"
                               "IR after build_tasks:\nprogram small_net: "),
               std::string::npos)
         << run.output;

@@ -31,14 +31,10 @@ dsl::Layer float_conv3x3(const std::string &name, const dsl::Layer &in, int oc, 
     return algorithms::conv2d(name, in, fw, p);
 }
 
-// The program after build_tasks.
+// The task program before allocation.
 codegen::Program built(const dsl::Graph &graph, const target::Target &target) {
     codegen::LoweringState s(graph, target);
-    codegen::default_schedules(s);
-    codegen::resolve_schedules(s);
-    codegen::select_engines(s);
-    codegen::compile_shave_kernels(s);
-    codegen::build_tasks(s);
+    run_through_task_program(s);
     return std::move(s.program);
 }
 
@@ -174,8 +170,35 @@ TEST(Lower, DefaultSchedulesCompileAndMatch) {
         pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
         dsl::Layer p1 = algorithms::max_pool("p1", c1, pool);
         compile_and_check(dsl::Graph("defaults", {p1}), target_name);
-        EXPECT_FALSE(c1.schedule().empty());
     }
+}
+
+// lower() compiles unscheduled layers with their default schedules but leaves every layer's
+// schedule as it was, and returns the schedules it compiled with: the same graph scheduled
+// with them compiles to the same blob.
+TEST(Lower, LeavesTheGraphsSchedulesAloneAndReturnsTheOnesUsed) {
+    const target::Target target = target::load_target("vpu27");
+    dsl::Layer in = dsl::Layer::input(activation("in", 32, 20, 19));
+    dsl::Layer c1 = conv3x3("c1", in, 48, 8);
+    dsl::Layer c2 = conv3x3("c2", c1, 16, 9);
+    c2.schedule().split("y", "yo", "yi", 5).prefetch(1);
+    const std::string c2_schedule = c2.schedule().to_string();
+    const dsl::Graph graph("defaults", {c2});
+    std::map<std::string, dsl::Schedule> schedules;
+    codegen::LowerOptions options;
+    options.schedules = &schedules;
+    const std::vector<uint8_t> blob = codegen::lower(graph, target, options);
+    EXPECT_TRUE(c1.schedule().empty());
+    EXPECT_EQ(c2.schedule().to_string(), c2_schedule);
+    ASSERT_EQ(schedules.size(), 2u);
+    EXPECT_FALSE(schedules.at("c1").empty());
+    EXPECT_EQ(schedules.at("c2").to_string(), c2_schedule);
+
+    dsl::Layer d1 = conv3x3("c1", in, 48, 8);
+    dsl::Layer d2 = conv3x3("c2", d1, 16, 9);
+    d1.schedule() = schedules.at("c1");
+    d2.schedule() = schedules.at("c2");
+    EXPECT_EQ(codegen::lower(dsl::Graph("defaults", {d2}), target), blob);
 }
 
 } // namespace
@@ -338,6 +361,35 @@ TEST(Lower, ReplicatedOutputsKeptInCmx) {
     compile_and_check(dsl::Graph("replicated", {c2}), target);
 }
 
+// A replicated network output (Clustering) is computed whole on each of its tiles, but each
+// tile stores only its own rows: two stores of the same DDR bytes would race. lower() checks
+// the blob for races, so a store of the whole region from both tiles fails to compile.
+TEST(Lower, ReplicatedNetworkOutputStoresEachRowOnce) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        const target::Target target = target::load_target(target_name);
+        dsl::Layer in = dsl::Layer::input(activation("in", 16, 10, 12));
+        dsl::Layer whole = conv3x3("whole", in, 16, 26);
+        whole.schedule().distribute("y", 2, dsl::Strategy::Clustering);
+        dsl::Layer tasks = conv3x3("tasks", in, 32, 27);
+        tasks.schedule().split("y", "yo", "yi", 5).distribute("yo", 2, dsl::Strategy::Clustering);
+        for (const dsl::Layer &layer : {whole, tasks}) {
+            const dsl::Graph graph("replicated_output", {layer});
+            // Every output row is stored exactly once.
+            std::vector<int> stores_per_row(12, 0);
+            for (const codegen::TaskIR &t : built(graph, target).tasks) {
+                if (t.name.find(".store.") == std::string::npos) continue;
+                const auto &copy = std::get<codegen::DmaWork>(t.work);
+                const uint64_t row_bytes = uint64_t(copy.dsts[0].dims[2].stride());
+                const uint64_t first = copy.dsts[0].offset / row_bytes;
+                for (uint64_t y = first; y < first + copy.dsts[0].dims[2].extent(); ++y)
+                    ++stores_per_row.at(y);
+            }
+            EXPECT_EQ(stores_per_row, std::vector<int>(12, 1)) << layer.name();
+            compile_and_check(graph, target);
+        }
+    }
+}
+
 } // namespace
 
 namespace {
@@ -426,8 +478,12 @@ TEST(Lower, DefaultSchedulesSplitWeightsThatDoNotFit) {
     dsl::Layer big = conv3x3("big", in, 512, 25); // 2.4 MB of weights
     EXPECT_GT(codegen::dpu_weight_bytes(big, target::load_target("vpu27")), 2300000);
     compile_and_check(dsl::Graph("big", {big}), "vpu27");
-    EXPECT_NE(big.schedule().to_string().find("split(c, co, ci, "), std::string::npos)
-        << big.schedule().to_string();
+    std::map<std::string, dsl::Schedule> schedules;
+    codegen::LowerOptions options;
+    options.schedules = &schedules;
+    codegen::lower(dsl::Graph("big", {big}), target::load_target("vpu27"), options);
+    EXPECT_NE(schedules.at("big").to_string().find("split(c, co, ci, "), std::string::npos)
+        << schedules.at("big").to_string();
 
     // A schedule that needs every group's weights for each row: groups are loaded afresh
     // whenever a tile's tasks move to them.

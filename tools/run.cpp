@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <stdexcept>
 
@@ -166,12 +167,15 @@ int demo_compiled(const target::Target &target, uint32_t seed, const Options &o)
     codegen::LowerOptions options;
     options.dump_after = o.get("--dump-after");
     if (!options.dump_after.empty()) options.log = &std::cout;
+    std::map<std::string, dsl::Schedule> schedules;
+    options.schedules = &schedules;
     auto start = std::chrono::steady_clock::now();
     std::vector<uint8_t> blob = codegen::lower(net.graph, target, options);
     double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     for (const auto &layer : net.graph.layers())
-        std::printf("  %-6s %s\n", layer.name().c_str(), layer.schedule().to_string().c_str());
+        std::printf("  %-6s %s\n", layer.name().c_str(),
+                    schedules.at(layer.name()).to_string().c_str());
     std::string blob_path = o.get("--blob", "demo.vpub");
     blob::write_file(blob_path, blob);
     std::printf("blob: %s (%zu bytes, compiled in %.0f ms)\n\n", blob_path.c_str(), blob.size(),

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <tuple>
@@ -74,7 +75,12 @@ static bool run_and_print(const target::Target &target, const dsl::Graph &graph,
                           const Halide::Buffer<uint8_t> &pixels,
                           const std::vector<uint8_t> &expected, const char *what,
                           double &baseline_cycles) {
-    sim::Simulator simulator(target, codegen::lower(graph, target));
+    // lower() leaves the layers' schedules as they are and says which ones it compiled with:
+    // the default schedule for a layer that has none.
+    std::map<std::string, dsl::Schedule> schedules;
+    codegen::LowerOptions options;
+    options.schedules = &schedules;
+    sim::Simulator simulator(target, codegen::lower(graph, target, options));
     sim::RunResult result = simulator.run({bytes_of(pixels)});
     const bool same = result.outputs.at(0) == expected;
     if (baseline_cycles == 0) baseline_cycles = result.latency_dpu_cycles;
@@ -82,7 +88,8 @@ static bool run_and_print(const target::Target &target, const dsl::Graph &graph,
                 baseline_cycles / result.latency_dpu_cycles,
                 same ? "same bytes" : "MISMATCH against the reference");
     for (const dsl::Layer &layer : graph.layers())
-        std::printf("    %s: %s\n", layer.name().c_str(), layer.schedule().to_string().c_str());
+        std::printf("    %s: %s\n", layer.name().c_str(),
+                    schedules.at(layer.name()).to_string().c_str());
     std::printf("    busy:");
     for (const sim::EngineStats &e : result.engines)
         std::printf(" %s %.1f us;", e.engine.c_str(), e.busy_ns / 1000);

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -236,9 +237,12 @@ Measurement measure_graph(const dsl::Graph &graph, const target::Target &target)
     Measurement m;
     const dsl::Layer layer = graph.outputs().front();
     std::vector<uint8_t> blob;
+    std::map<std::string, dsl::Schedule> schedules; // as compiled, defaults included
     try {
         const auto start = std::chrono::steady_clock::now();
-        blob = codegen::lower(graph, target);
+        codegen::LowerOptions options;
+        options.schedules = &schedules;
+        blob = codegen::lower(graph, target, options);
         m.compile_ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
@@ -246,7 +250,7 @@ Measurement measure_graph(const dsl::Graph &graph, const target::Target &target)
         m.error = std::string("compile: ") + e.what();
         return m;
     }
-    m.schedule = layer.schedule().to_string();
+    m.schedule = schedules.at(layer.name()).to_string();
     m.blob = blob;
     try {
         sim::Simulator simulator(target, std::move(blob));

@@ -52,22 +52,6 @@ DmaShape dma_shape(const DmaWork &dma, const std::string &task) {
     return shape;
 }
 
-const char *engine_name(blob::EngineKind e) {
-    return blob::to_string(e);
-}
-
-std::string describe(const Program &p, const View &v) {
-    std::ostringstream os;
-    const BufferDecl &b = p.buffers[size_t(v.buffer)];
-    os << b.name;
-    if (b.space == blob::MemSpace::Cmx) os << "@" << b.index; // the tile
-    os << "+" << v.offset << " " << blob::to_string(v.dtype) << " (";
-    for (size_t i = 0; i < v.dims.size(); ++i)
-        os << (i ? "," : "") << v.dims[i].extent() << ":" << v.dims[i].stride();
-    os << ")";
-    return os.str();
-}
-
 } // namespace
 
 void assemble(LoweringState &s) {
@@ -134,50 +118,6 @@ void verify_blob(const LoweringState &s) {
     } catch (const blob::BlobError &e) {
         throw LoweringError(std::string("the assembled blob does not verify:\n") + e.what());
     }
-}
-
-std::string print(const Program &p) {
-    std::ostringstream os;
-    os << "program " << p.name << ": " << p.buffers.size() << " buffers, " << p.tasks.size()
-       << " tasks, " << p.barriers.size() << " barriers\n";
-    for (size_t b = 0; b < p.buffers.size(); ++b) {
-        const auto &buf = p.buffers[b];
-        os << "  buffer " << b << " " << buf.name << ": " << blob::to_string(buf.space) << " "
-           << buf.index << ", " << buf.bytes << " bytes";
-        if (buf.offset != kUnallocated) os << " at " << buf.offset;
-        os << "\n";
-    }
-    for (size_t i = 0; i < p.tasks.size(); ++i) {
-        const TaskIR &t = p.tasks[i];
-        os << "  task " << i << " " << t.name << " [" << engine_name(t.engine) << " tile " << t.tile
-           << " #" << t.index << "]";
-        if (!t.deps.empty()) {
-            os << " after";
-            for (int d : t.deps) os << " " << d;
-        }
-        os << "\n    ";
-        if (const auto *dma = std::get_if<DmaWork>(&t.work)) {
-            os << "copy " << describe(p, dma->src) << " ->";
-            for (size_t d = 0; d < dma->dsts.size(); ++d)
-                os << (d ? ", " : " ") << describe(p, dma->dsts[d]);
-        } else if (const auto *shave = std::get_if<ShaveWork>(&t.work)) {
-            os << "kernel " << shave->kernel << " on " << int(shave->shaves) << " SHAVEs:";
-            for (const auto &a : shave->args) os << " " << describe(p, a);
-        } else {
-            const auto &dpu = std::get<DpuWork>(t.work);
-            os << blob::to_string(dpu.invariant.op) << " " << describe(p, dpu.input) << " -> "
-               << describe(p, dpu.output) << ", " << dpu.invariant.variants.size() << " variants";
-        }
-        os << "\n";
-    }
-    for (size_t b = 0; b < p.barriers.size(); ++b) {
-        os << "  barrier " << b << " (physical " << p.barriers[b].physical << "): producers";
-        for (int t : p.barriers[b].producers) os << " " << t;
-        os << "; consumers";
-        for (int t : p.barriers[b].consumers) os << " " << t;
-        os << "\n";
-    }
-    return os.str();
 }
 
 } // namespace vpuc::codegen

@@ -1,5 +1,9 @@
-// Pass build_tasks: every task of every layer's loop nest becomes DMA-in, DPU and DMA-out
-// tasks over CMX buffers, with weights and weight tables as constants in the DPU's layout.
+// Pass build_tasks: every task of every layer's loop nest becomes DMA-in, DPU or SHAVE and
+// DMA-out tasks over CMX buffers, in program order: per tile, the loads of `prefetch` tasks
+// ahead; channels padded to whole groups in CMX for the DPU; layers computed at a consumer's
+// loop built inside it; layers kept in CMX broadcast between tiles. Weights are one copy per
+// range of output channels into a constant that pack_weights fills; DPU tasks get their
+// variants from choose_workloads.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -10,8 +14,7 @@
 #include <tuple>
 
 #include "codegen/bounds.h"
-#include "passes.h"
-#include "vpu_target/timing_model.h"
+#include "dpu_layout.h"
 
 namespace vpuc::codegen {
 
@@ -108,27 +111,6 @@ std::array<int64_t, 3> origin_of(const Region &r) {
     return {r.dims[0].begin, r.dims[1].begin, r.dims[2].begin};
 }
 
-// Where to cut `bytes` into `parts` copies that run side by side on as many DMA engines, each
-// part a DMA latency's worth of bytes (`latency_bytes`) larger than the one before. Equal
-// parts would end together, and every engine would then wait out its next transfer's latency
-// at the same moment while DDR idles; staggered, one engine's latency hides behind another's
-// transfer. The step shrinks when the smallest part would fall below half a latency's worth.
-// Cuts fall on 64-byte boundaries, the DDR burst.
-std::vector<uint64_t> staggered_cuts(uint64_t bytes, size_t parts, double latency_bytes) {
-    const double n = double(parts), share = double(bytes) / n;
-    double step = latency_bytes;
-    if (parts > 1 && share - step * (n - 1) / 2 < latency_bytes / 2)
-        step = std::max(0.0, (share - latency_bytes / 2) * 2 / (n - 1));
-    std::vector<uint64_t> cuts{0};
-    double end = 0;
-    for (size_t k = 0; k + 1 < parts; ++k) {
-        end += share + step * (double(k) - (n - 1) / 2);
-        cuts.push_back(std::min<uint64_t>(bytes, uint64_t(end) / 64 * 64));
-    }
-    cuts.push_back(bytes);
-    return cuts;
-}
-
 class LayerBuilder;
 using Builders = std::map<std::string, std::unique_ptr<LayerBuilder>>;
 
@@ -146,6 +128,7 @@ class LayerBuilder {
         // of `prefetch` tasks ahead are loaded before a task computes.
         const std::vector<Task> tasks = split_by_group(nest_tasks_);
         start_context(tasks);
+        for (const Task &t : tasks) tiles_computing_[t.region.to_string()].push_back(t.tile);
         std::vector<std::vector<Task>> per_tile(size_t(s_.target.tiles));
         for (const Task &t : tasks) per_tile[size_t(t.tile)].push_back(t);
         size_t rounds = 0;
@@ -272,27 +255,15 @@ class LayerBuilder {
     // zero weights (a convolution) or make pad output lanes (a per-channel operation). int8
     // pad lanes may hold anything; fp16 ones must be finite (0 x NaN is NaN), so the pad lanes
     // that no DPU writes are zeroed first.
-    int64_t floor_group(int64_t c) const {
-        return c / s_.target.channel_alignment * s_.target.channel_alignment;
-    }
-    int64_t ceil_group(int64_t c) const { return floor_group(c + s_.target.channel_alignment - 1); }
-    // Whole groups around channels `c`: what a DPU task reads or writes.
-    Interval group_span(Interval c) const { return {floor_group(c.begin), ceil_group(c.end)}; }
+    int64_t ceil_group(int64_t c) const { return codegen::ceil_group(c, s_.target); }
+    Interval group_span(Interval c) const { return codegen::group_span(c, s_.target); }
+    bool channel_major() const { return codegen::channel_major(plan_, s_.target); }
+    bool has_weights() const { return codegen::has_weights(d_); }
 
-    bool sums_channels() const {
-        return d_.op == target::DpuOpKind::Conv || d_.op == target::DpuOpKind::MatMul;
-    }
-    // A convolution of fewer input channels than a group runs channel-major and reads them
-    // unpadded.
-    bool channel_major() const {
-        return sums_channels() &&
-               plan_.layer.inputs()[size_t(d_.input)].output().shape[dsl::dims::C] <
-                   s_.target.channel_alignment;
-    }
     // The channels a CMX copy of `r` (of a tensor of `channels` channels) holds when read or
     // written in whole groups: from the group `r` starts in, up to the group it ends in.
     Interval held_channels(Interval c, int64_t channels) const {
-        return {floor_group(c.begin), std::min(channels, ceil_group(c.end))};
+        return {floor_group(c.begin, s_.target), std::min(channels, ceil_group(c.end))};
     }
 
     // The view a task of this layer reads or writes: the part `r` of a CMX copy `held` of
@@ -503,11 +474,6 @@ class LayerBuilder {
         group_regions_.clear();
     }
 
-    bool has_weights() const {
-        return d_.op == target::DpuOpKind::Conv || d_.op == target::DpuOpKind::DepthwiseConv ||
-               d_.op == target::DpuOpKind::MatMul;
-    }
-
     // Whether each tile's ranges of output channels, all of them, have their weights fit in
     // half of its CMX at once.
     bool weights_fit(const std::map<std::pair<int64_t, int64_t>, std::vector<int>> &ranges) const {
@@ -523,11 +489,6 @@ class LayerBuilder {
     static std::pair<int64_t, int64_t> channels_of(const Task &t) {
         return {t.region.dims[0].begin, t.region.dims[0].end};
     }
-
-    // The DPU has no dilation: a dilated kernel runs as the kernel spanning the same window,
-    // with zero weights between the taps.
-    int kernel_span_w() const { return (d_.kernel_w - 1) * d_.dilation_w + 1; }
-    int kernel_span_h() const { return (d_.kernel_h - 1) * d_.dilation_h + 1; }
 
     // A grouped convolution runs as plain convolutions over whole channel groups, with zero
     // weights between an output channel and the input channels of other groups: tasks are cut
@@ -552,119 +513,47 @@ class LayerBuilder {
         return out;
     }
 
-    // The input channels a task computing output channels `oc` (unpadded) reads, as its
-    // weights see them: its convolution groups' input channels, in whole channel groups unless
-    // channel-major.
-    Interval weight_input_channels(Interval oc) const {
-        const int64_t per_group_out = plan_.layer.output().shape[dsl::dims::C] / d_.groups;
-        const int64_t per_group_in = d_.weights.dim(0).extent();
-        const Interval real{oc.begin / per_group_out * per_group_in,
-                            ((oc.end - 1) / per_group_out + 1) * per_group_in};
-        return channel_major() ? real : group_span(real);
-    }
-
-    // Weights of output channels [c0, c1) in the DPU's layout, channel by channel in whole
-    // channel groups, each (IC, KW, KH) dense over the input channels the task reads, followed
-    // by the weight table pointing at every channel's set: one constant, copied by one DMA into
-    // the CMX of every tile that computes these channels. Pad channels, taps between a dilated
-    // kernel's, and input channels of other convolution groups get zero weights.
+    // Weights of output channels [c0, c1) with their weight table (dpu_layout.h): one
+    // constant, which pack_weights fills, copied by one DMA into the CMX of every tile that
+    // computes these channels and has not got them yet.
     void load_weights(std::pair<int64_t, int64_t> channels, const std::vector<int> &users) {
         std::vector<int> tiles;
         for (int tile : users)
             if (!loaded_weights_.count({channels, tile})) tiles.push_back(tile);
         if (tiles.empty()) return;
-        const Interval oc{channels.first,
-                          channels.first + ceil_group(channels.second - channels.first)};
-        const int64_t out_channels = plan_.layer.output().shape[dsl::dims::C];
-        const auto &w = d_.weights;
-        const bool depthwise = d_.op == target::DpuOpKind::DepthwiseConv;
-        const Interval in =
-            depthwise ? Interval{0, 1} : weight_input_channels({channels.first, channels.second});
-        const int ic = int(in.extent());
-        const int64_t per_group_out = out_channels / d_.groups;
-        const int64_t per_group_in = depthwise ? 1 : w.dim(0).extent();
-        const int kw = kernel_span_w(), kh = kernel_span_h();
-        const int elem = w.type().bytes();
-        const uint64_t per_channel = uint64_t(ic) * kw * kh * elem;
-        const uint64_t table_offset = (per_channel * uint64_t(oc.extent()) + 63) / 64 * 64;
-        std::vector<uint8_t> data(table_offset + uint64_t(oc.extent()) * 4 * sizeof(int32_t));
-        // A weight equal to the zero point contributes nothing (int8); +0.0 for fp16.
-        const uint8_t zero_weight = w.type().is_float() ? 0 : uint8_t(d_.weights_zero_point);
-        for (int64_t c = oc.begin; c < oc.end; ++c) {
-            uint8_t *out = data.data() + (c - oc.begin) * per_channel;
-            // The input channels of c's convolution group, as offsets into the task's.
-            const int64_t first = depthwise ? 0 : c / per_group_out * per_group_in - in.begin;
-            for (int ky = 0; ky < kh; ++ky)
-                for (int kx = 0; kx < kw; ++kx)
-                    for (int i = 0; i < ic; ++i) {
-                        const bool tap = kx % d_.dilation_w == 0 && ky % d_.dilation_h == 0;
-                        if (c >= out_channels || !tap || i < first || i >= first + per_group_in) {
-                            std::memset(out, zero_weight, size_t(elem));
-                            out += elem;
-                            continue;
-                        }
-                        int pos4[4] = {int(i - first), kx / d_.dilation_w, ky / d_.dilation_h,
-                                       int(c)};
-                        int pos2[2] = {int(i - first), int(c)};
-                        const uint8_t *src = w.dimensions() > 2 ? w.raw_buffer()->address_of(pos4)
-                                                                : w.raw_buffer()->address_of(pos2);
-                        std::memcpy(out, src, size_t(elem));
-                        out += elem;
-                    }
-            // Pad channels compute 0 (a finite value in fp16) scaled like the last channel.
-            const int64_t real = std::min(c, out_channels - 1);
-            const int32_t entry[4] = {int32_t((c - oc.begin) * per_channel), 0,
-                                      int32_t(requant_word(real)),
-                                      c < out_channels ? bias_word(c) : 0};
-            std::memcpy(data.data() + table_offset + uint64_t(c - oc.begin) * sizeof(entry), entry,
-                        sizeof(entry));
-        }
-        View src = constant(data, blob::DType::U8);
-        src.dims = {blob::Dim(uint32_t(data.size()), 1)};
+        const Interval range{channels.first, channels.second};
+        const WeightLayout layout = weight_layout(plan_, s_.target, range);
+        const Interval oc = layout.out_channels;
+        const int ic = int(layout.in_channels.extent());
+        const int kw = layout.kernel_w, kh = layout.kernel_h;
+        View src = constant(std::vector<uint8_t>(layout.bytes, 0), blob::DType::U8);
+        s_.weight_packs.push_back({name(), range, src.buffer});
+        src.dims = {blob::Dim(uint32_t(layout.bytes), 1)};
         View weights = src, table = src;
-        weights.dtype = blob_dtype(w.type());
-        weights.dims = {blob::Dim(uint32_t(ic), 1), blob::Dim(uint32_t(kw), ic),
-                        blob::Dim(uint32_t(kh), int64_t(ic) * kw),
-                        blob::Dim(uint32_t(oc.extent()), int64_t(per_channel / elem))};
+        weights.dtype = blob_dtype(d_.weights.type());
+        weights.dims = {
+            blob::Dim(uint32_t(ic), 1), blob::Dim(uint32_t(kw), ic),
+            blob::Dim(uint32_t(kh), int64_t(ic) * kw),
+            blob::Dim(uint32_t(oc.extent()), int64_t(layout.channel_bytes) / layout.elem_bytes)};
         weights.zero_point = d_.weights_zero_point;
         table.dtype = blob::DType::I32;
-        table.offset = table_offset;
+        table.offset = layout.table_offset;
         table.dims = {blob::Dim(4, 1), blob::Dim(uint32_t(oc.extent()), 4)};
 
         std::vector<View> dsts;
         for (int tile : tiles) {
-            const int buf = add_cmx_buffer(name() + ".weights", tile, data.size());
+            const int buf = add_cmx_buffer(name() + ".weights", tile, layout.bytes);
             View dst = src;
             dst.buffer = buf;
             dsts.push_back(dst);
             weights.buffer = table.buffer = buf;
             loaded_weights_[{channels, tile}] = {weights, table, {}};
         }
-        std::vector<int> loads;
-        // Several tiles waiting for the same weights share the copy out between the DMA
-        // engines their inputs come on, so that no tile's first input queues behind all of it;
-        // each part moves at least a DMA latency's worth of bytes, or its latency costs more
-        // than the split saves.
-        const double latency_bytes =
-            s_.target.dma_timing.ddr_to_cmx_latency_ns * s_.target.ddr_bandwidth_gbps;
-        const size_t parts =
-            std::clamp<size_t>(size_t(double(data.size()) / latency_bytes), 1,
-                               std::min(tiles.size(), size_t(s_.target.dma_engines)));
-        const std::vector<uint64_t> cuts = staggered_cuts(data.size(), parts, latency_bytes);
         const std::string channel_range =
             "c[" + std::to_string(oc.begin) + "," + std::to_string(oc.end) + ")";
-        for (size_t part = 0; part < parts; ++part) {
-            const uint64_t begin = cuts[part], end = cuts[part + 1];
-            DmaWork copy{src, dsts};
-            copy.src.offset += begin;
-            for (View &d : copy.dsts) d.offset += begin;
-            copy.src.dims = {blob::Dim(uint32_t(end - begin), 1)};
-            for (View &d : copy.dsts) d.dims = copy.src.dims;
-            loads.push_back(
-                add_dma(name() + ".weights." + channel_range + "." + std::to_string(part),
-                        dma_engine_in(tiles[part]), copy, {}));
-        }
-        for (int tile : tiles) loaded_weights_[{channels, tile}].loads = loads;
+        const int copy = add_dma(name() + ".weights." + channel_range, dma_engine_in(tiles[0]),
+                                 DmaWork{src, dsts}, {});
+        for (int tile : tiles) loaded_weights_[{channels, tile}].loads = {copy};
     }
 
     template <typename T> View constant(const std::vector<T> &values, blob::DType dtype) {
@@ -683,26 +572,6 @@ class LayerBuilder {
         return v;
     }
 
-    static size_t per(const std::vector<int32_t> &v, int64_t c) {
-        return v.size() == 1 ? 0 : size_t(c);
-    }
-
-    uint32_t requant_word(int64_t c) const {
-        if (d_.input_type.is_float())
-            return fp16::float_bits(
-                d_.fp_scale.empty() ? 1.0f : d_.fp_scale[d_.fp_scale.size() == 1 ? 0 : size_t(c)]);
-        size_t i = d_.mult.size() == 1 ? 0 : size_t(c);
-        return dpu::pack_requant(d_.mult.at(i), d_.shift.at(i));
-    }
-
-    int32_t bias_word(int64_t c) const {
-        if (d_.input_type.is_float())
-            return d_.fp_bias.empty() ? 0
-                                      : int32_t(fp16::float_bits(
-                                            d_.fp_bias[d_.fp_bias.size() == 1 ? 0 : size_t(c)]));
-        return d_.bias.empty() ? 0 : d_.bias[per(d_.bias, c)];
-    }
-
     // The DPU task's padding for one task: the layer's padding where the task's input region
     // touches the input's border, none inside.
     void set_window(blob::DpuTaskT &t, const Pending &p) const {
@@ -715,8 +584,8 @@ class LayerBuilder {
             int64_t needed = (out_extent - 1) * stride + kernel;
             after = uint8_t(std::max<int64_t>(0, needed - before - in_range.extent()));
         };
-        t.kernel_w = uint8_t(kernel_span_w());
-        t.kernel_h = uint8_t(kernel_span_h());
+        t.kernel_w = uint8_t(kernel_span_w(d_));
+        t.kernel_h = uint8_t(kernel_span_h(d_));
         t.stride_w = uint8_t(d_.stride_w);
         t.stride_h = uint8_t(d_.stride_h);
         pads(out.dims[1].begin, out.dims[1].extent(), d_.stride_w, d_.pad_left, t.kernel_w,
@@ -749,61 +618,6 @@ class LayerBuilder {
         return p;
     }
 
-    // Variants: the task's output (`extents`: c, w, h, channels in whole groups) split along
-    // the workload loop's dimension; channels in whole groups.
-    std::vector<std::array<Interval, 3>> workloads(const std::array<int64_t, 3> &extents) const {
-        int dim = 2;
-        int64_t count = plan_.nest.workloads;
-        if (const Loop *l = plan_.nest.find(plan_.nest.workload_loop))
-            dim = std::max(0, plan_.nest.vars[size_t(l->var)].dim);
-        const int64_t unit = dim == 0 ? s_.target.channel_alignment : 1;
-        const int64_t units = extents[size_t(dim)] / unit;
-        count = std::clamp<int64_t>(count, 1, units);
-        std::vector<std::array<Interval, 3>> out;
-        for (int64_t i = 0; i < count; ++i) {
-            std::array<Interval, 3> local = {Interval{0, extents[0]}, Interval{0, extents[1]},
-                                             Interval{0, extents[2]}};
-            local[size_t(dim)] = {units * i / count * unit, units * (i + 1) / count * unit};
-            out.push_back(local);
-        }
-        return out;
-    }
-
-    std::string mpe_mode(const std::vector<std::array<Interval, 3>> &variants,
-                         const blob::DpuTaskT &t, int in_channels) const {
-        if (!plan_.nest.mpe_mode.empty()) return plan_.nest.mpe_mode;
-        // The compiler's choice: the mode with the fewest cycles for these workloads.
-        const bool fp = d_.input_type.is_float();
-        std::string best;
-        double best_cycles = 0;
-        for (const auto &mode : s_.target.mpe_modes) {
-            if (!(fp ? mode.fp16 : mode.int8)) continue;
-            double cycles = 0;
-            for (const auto &v : variants) {
-                target::DpuWorkload w;
-                w.op = d_.op;
-                w.input_dtype = fp ? target::DType::F16 : target::DType::I8;
-                w.output_dtype = w.input_dtype;
-                w.out_c = int(v[0].extent());
-                w.out_w = int(v[1].extent());
-                w.out_h = int(v[2].extent());
-                w.in_c = sums_channels() ? in_channels : w.out_c;
-                w.in_w = (w.out_w - 1) * t.stride_w + t.kernel_w;
-                w.in_h = (w.out_h - 1) * t.stride_h + t.kernel_h;
-                w.kernel_w = t.kernel_w;
-                w.kernel_h = t.kernel_h;
-                w.stride_w = t.stride_w;
-                w.stride_h = t.stride_h;
-                w.mpe_mode = mode.name;
-                w.activation = t.ppe && t.ppe->activation != blob::Activation::None;
-                cycles += target::dpu_workload_cycles(s_.target, w);
-            }
-            if (best.empty() || cycles < best_cycles) best = mode.name, best_cycles = cycles;
-        }
-        if (best.empty()) fail("the target has no MPE mode for this input type");
-        return best;
-    }
-
     // Returns the compute task.
     int compute_and_store(const Pending &p) {
         if (plan_.nest.broadcast) return compute_and_broadcast(p);
@@ -818,10 +632,29 @@ class LayerBuilder {
             cmx_view(out_buf, whole_out.dtype, region, lanes, whole_out.zero_point);
         const View out = output_window(out_cmx, region, region);
         const int compute = plan_.on_shave ? shave_task(p, out) : dpu_task(p, out);
-        // Only the real channels go to DDR.
-        writers.push_back(add_dma(task_name(p.task, "store"), dma_engine_out(p.task.tile),
-                                  DmaWork{out_cmx, {sub_view(whole_out, region)}}, {compute}));
+        // Only the real channels go to DDR, and only this tile's share of the rows.
+        const Region share = stored_share(p.task);
+        if (share.elements() > 0)
+            writers.push_back(add_dma(
+                task_name(p.task, "store"), dma_engine_out(p.task.tile),
+                DmaWork{sub_view(out_cmx, share, origin_of(region)), {sub_view(whole_out, share)}},
+                {compute}));
         return compute;
+    }
+
+    // The part of a task's output that its tile stores to DDR. A replicated layer (Clustering)
+    // computes the same region on several tiles; two stores of the same bytes would race, so
+    // each of those tiles stores its own contiguous rows of it (none when there are more
+    // tiles than rows). Otherwise the whole region.
+    Region stored_share(const Task &task) const {
+        const std::vector<int> &tiles = tiles_computing_.at(task.region.to_string());
+        const int64_t sharers = int64_t(tiles.size());
+        const int64_t k = std::find(tiles.begin(), tiles.end(), task.tile) - tiles.begin();
+        Region share = task.region;
+        const Interval rows = task.region.dims[2];
+        share.dims[2] = {rows.begin + rows.extent() * k / sharers,
+                         rows.begin + rows.extent() * (k + 1) / sharers};
+        return share;
     }
 
     // Computes into the tile's copy of the output, then copies the result into the copies of
@@ -881,14 +714,6 @@ class LayerBuilder {
         set_window(t, p);
         t.weights_zero_point = d_.weights_zero_point;
         t.ppe = ppe();
-        const auto variants =
-            workloads({int64_t(out_cmx.dims[0].extent()), int64_t(out_cmx.dims[1].extent()),
-                       int64_t(out_cmx.dims[2].extent())});
-        const std::string mode = mpe_mode(variants, t, int(p.inputs[0].dims[0].extent()));
-        for (const auto &v : variants)
-            t.variants.push_back(std::make_unique<blob::DpuVariantT>(
-                blob::variant({uint32_t(v[1].begin), uint32_t(v[2].begin), uint32_t(v[0].begin)},
-                              {uint32_t(v[1].end), uint32_t(v[2].end), uint32_t(v[0].end)}, mode)));
         work.input = p.inputs[0];
         if (d_.input2 >= 0) {
             work.input2 = p.inputs[1];
@@ -934,18 +759,14 @@ class LayerBuilder {
     int64_t resident_lanes_ = 0;         // and its elements per pixel
     View zeros_;                         // a constant of zeros, for pad lanes
     std::set<int> computes_all_;         // replicated broadcast layers: the tiles they run on
-    std::vector<int> next_dpu_;          // per tile: the DPU the next task goes to
+    // Root layers: the tiles computing each task region (several when replicated).
+    std::map<std::string, std::vector<int>> tiles_computing_;
+    std::vector<int> next_dpu_; // per tile: the DPU the next task goes to
 };
-
-const LayerPlan &plan_of(const LoweringState &s, const std::string &layer) {
-    for (const LayerPlan &plan : s.plans)
-        if (plan.layer.name() == layer) return plan;
-    throw LoweringError("no plan for layer '" + layer + "'");
-}
 
 // The tiles a layer's tasks run on: its own, or those of the layer it is computed at.
 std::set<int> tiles_running(const LoweringState &s, const LayerPlan &plan) {
-    if (!plan.nest.compute_root) return tiles_running(s, plan_of(s, plan.nest.compute_at_layer));
+    if (!plan.nest.compute_root) return tiles_running(s, s.plan_of(plan.nest.compute_at_layer));
     std::set<int> tiles;
     for (const Task &t : plan.nest.tasks()) tiles.insert(t.tile);
     return tiles;
@@ -954,32 +775,6 @@ std::set<int> tiles_running(const LoweringState &s, const LayerPlan &plan) {
 } // namespace
 
 void build_tasks(LoweringState &s) {
-    auto &p = s.program;
-    p.name = s.graph.name();
-    // DDR tensors: network inputs and outputs in their sections, the rest in scratch.
-    const auto &outputs = s.graph.outputs();
-    for (size_t i = 0; i < s.graph.inputs().size(); ++i) {
-        const auto &t = s.graph.inputs()[i].output();
-        BufferDecl b{t.name, blob::MemSpace::Input, uint32_t(i), uint64_t(t.bytes()), 0};
-        s.tensor_buffer[t.name] = p.add_buffer(b);
-        p.inputs.push_back(io_decl(t));
-    }
-    p.outputs.resize(outputs.size());
-    for (const auto &plan : s.plans) {
-        if (!plan.nest.compute_root || plan.nest.broadcast) continue; // lives in CMX only
-        const auto &t = plan.layer.output();
-        auto out = std::find_if(outputs.begin(), outputs.end(),
-                                [&](const dsl::Layer &l) { return l.same_as(plan.layer); });
-        BufferDecl b{plan.layer.name(), blob::MemSpace::Scratch, 0, uint64_t(t.bytes()),
-                     kUnallocated};
-        if (out != outputs.end()) {
-            b.space = blob::MemSpace::Output;
-            b.index = uint32_t(out - outputs.begin());
-            b.offset = 0;
-            p.outputs[b.index] = io_decl(t);
-        }
-        s.tensor_buffer[plan.layer.name()] = p.add_buffer(b);
-    }
     Builders builders;
     for (const auto &plan : s.plans)
         builders[plan.layer.name()] = std::make_unique<LayerBuilder>(s, plan, builders);
@@ -988,7 +783,7 @@ void build_tasks(LoweringState &s) {
         std::set<int> tiles = tiles_running(s, plan);
         bool read_in_groups = false;
         for (const dsl::Layer &consumer : s.graph.consumers(plan.layer)) {
-            const std::set<int> more = tiles_running(s, plan_of(s, consumer.name()));
+            const std::set<int> more = tiles_running(s, s.plan_of(consumer.name()));
             tiles.insert(more.begin(), more.end());
             read_in_groups |= builders.at(consumer.name())->reads_groups();
         }
@@ -999,6 +794,37 @@ void build_tasks(LoweringState &s) {
         LayerBuilder &builder = *builders.at(plan.layer.name());
         builder.build();
         s.layer_writers[plan.layer.name()] = builder.writers;
+    }
+}
+
+// Every CMX tensor a DPU task touches holds whole channel groups: its output and its inputs
+// (but a convolution's input of fewer channels than a group, which runs channel-major) have a
+// whole number of groups, at a pixel stride of whole groups; its weights cover whole groups of
+// output channels.
+void verify_channel_padding(const LoweringState &s) {
+    const uint64_t group = uint64_t(s.target.channel_alignment);
+    for (const TaskIR &t : s.program.tasks) {
+        const auto *dpu = std::get_if<DpuWork>(&t.work);
+        if (!dpu) continue;
+        const bool convolution =
+            dpu->invariant.op == blob::DpuOp::Conv || dpu->invariant.op == blob::DpuOp::MatMul;
+        auto check = [&](const char *what, const View &v, bool channel_major_allowed) {
+            const uint64_t channels = v.dims[0].extent();
+            const uint64_t pixel = uint64_t(v.dims[1].stride());
+            if (channel_major_allowed && channels < group) return;
+            if (channels % group != 0 || pixel % group != 0)
+                throw LoweringError(
+                    "layer '" + t.layer + "': task '" + t.name + "': its " + what + " holds " +
+                    std::to_string(channels) + " channels at " + std::to_string(pixel) +
+                    " lanes per pixel, not whole groups of " + std::to_string(group));
+        };
+        check("output", dpu->output, false);
+        check("input", dpu->input, convolution);
+        if (dpu->has_input2) check("second input", dpu->input2, false);
+        if (dpu->has_weights && dpu->weights.dims[3].extent() % group != 0)
+            throw LoweringError("layer '" + t.layer + "': task '" + t.name + "': weights of " +
+                                std::to_string(dpu->weights.dims[3].extent()) +
+                                " output channels, not whole groups of " + std::to_string(group));
     }
 }
 

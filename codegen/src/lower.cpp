@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <ostream>
+#include <sstream>
 
 #include "passes.h"
 #include "schedules/default_schedule.h"
@@ -28,7 +30,19 @@ const std::vector<Pass> &passes() {
         {"resolve_schedules", resolve_schedules, nullptr},
         {"select_engines", select_engines, nullptr},
         {"compile_shave_kernels", compile_shave_kernels, nullptr},
-        {"build_tasks", build_tasks, verify_tasks},
+        {"declare_tensors", declare_tensors, verify_tensors},
+        {"build_tasks", build_tasks,
+         [](const LoweringState &s) {
+             verify_tasks(s);
+             verify_channel_padding(s);
+         }},
+        {"pack_weights", pack_weights, verify_weights},
+        {"choose_workloads", choose_workloads, verify_workloads},
+        {"split_weight_copies", split_weight_copies,
+         [](const LoweringState &s) {
+             verify_tasks(s);
+             verify_weight_copies(s);
+         }},
         {"allocate_cmx", allocate_cmx, verify_allocation},
         {"allocate_ddr", allocate_ddr, verify_allocation},
         {"reduce_dependencies", reduce_dependencies, verify_tasks},
@@ -37,6 +51,52 @@ const std::vector<Pass> &passes() {
         {"assemble", assemble, verify_blob},
     };
     return list;
+}
+
+// A copy of `graph` whose layers are new handles on the same algorithms and tensors, with
+// copies of their schedules: the passes resolve schedules in it, not in the caller's layers.
+dsl::Graph with_own_schedules(const dsl::Graph &graph) {
+    std::map<std::string, dsl::Layer> copies; // layer names are unique in a graph
+    std::function<dsl::Layer(const dsl::Layer &)> copy =
+        [&](const dsl::Layer &layer) -> dsl::Layer {
+        if (layer.is_input()) return layer; // no schedule
+        if (auto it = copies.find(layer.name()); it != copies.end()) return it->second;
+        std::vector<dsl::Layer> inputs;
+        for (const dsl::Layer &in : layer.inputs()) inputs.push_back(copy(in));
+        dsl::Layer own = dsl::Layer::make(layer.op(), layer.output(), inputs, layer.algorithm());
+        own.schedule() = layer.schedule();
+        return copies[layer.name()] = own;
+    };
+    std::vector<dsl::Layer> outputs;
+    for (const dsl::Layer &out : graph.outputs()) outputs.push_back(copy(out));
+    return dsl::Graph(graph.name(), outputs);
+}
+
+// A layer's loop nest as Halide's Func::print_loop_nest shows one, outermost loop first,
+// each loop with its kind (distributed over tiles, a task loop, unrolled, vectorized, or a
+// plain loop inside a task) and its range.
+std::string print_loop_nest(const LoopNest &nest) {
+    std::string out = "produce " + nest.layer + ":";
+    if (!nest.compute_root)
+        out += " (computed at " + nest.compute_at_layer + "." + nest.compute_at_loop + ")";
+    if (nest.broadcast) out += " (kept in the CMX of every tile using it)";
+    out += "\n";
+    std::string indent = "  ";
+    for (auto loop = nest.loops.rbegin(); loop != nest.loops.rend(); ++loop) {
+        std::string kind = "for";
+        if (loop->tiles > 0)
+            kind = std::string("distributed (") + dsl::to_string(loop->strategy) + ")";
+        else if (loop->task_loop)
+            kind = "task";
+        else if (loop->unrolled)
+            kind = "unrolled";
+        else if (loop->vector_width > 0)
+            kind = "vectorized";
+        out +=
+            indent + kind + " " + loop->name + " in [0, " + std::to_string(loop->extent) + "):\n";
+        indent += "  ";
+    }
+    return out + indent + nest.layer + "(c, x, y) = ...\n";
 }
 
 std::string dump(const LoweringState &s, const std::string &pass) {
@@ -51,6 +111,8 @@ std::string dump(const LoweringState &s, const std::string &pass) {
         std::string out;
         for (const auto &plan : s.plans) {
             out += plan.layer.name() + ": " + plan.layer.schedule().to_string() + "\n";
+            std::istringstream nest(print_loop_nest(plan.nest));
+            for (std::string line; std::getline(nest, line);) out += "  " + line + "\n";
             for (const auto &t : plan.nest.tasks())
                 out += "  task tile " + std::to_string(t.tile) + " " + t.region.to_string() + "\n";
             if (pass != "resolve_schedules")
@@ -85,7 +147,8 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
                             ": no such pass (passes: " + known + ")");
     }
     const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
-    LoweringState state(graph, target);
+    const dsl::Graph own = with_own_schedules(graph);
+    LoweringState state(own, target);
     for (const auto &pass : passes()) {
         auto start = std::chrono::steady_clock::now();
         pass.run(state);
@@ -98,6 +161,9 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
         if (options.dump_after == pass.name && options.log)
             *options.log << "IR after " << pass.name << ":\n" << dump(state, pass.name);
     }
+    if (options.schedules)
+        for (const dsl::Layer &layer : own.layers())
+            (*options.schedules)[layer.name()] = layer.schedule();
     return std::move(state.blob);
 }
 

@@ -20,6 +20,14 @@ struct LayerPlan {
     uint32_t kernel = 0; // SHAVE layers: index into Program::kernels
 };
 
+// A constant build_tasks reserved for the weights and weight table of output channels
+// `channels` (unpadded) of `layer`, which pack_weights fills.
+struct WeightPack {
+    std::string layer;
+    Interval channels;
+    int constant = -1; // its buffer
+};
+
 struct LoweringState {
     LoweringState(const dsl::Graph &g, const target::Target &t, Program p = {})
         : graph(g), target(t), program(std::move(p)) {}
@@ -33,7 +41,14 @@ struct LoweringState {
     std::map<std::string, std::optional<DpuOpDesc>> dpu_matches;
     std::map<std::string, int> tensor_buffer;              // layer or input name -> its DDR buffer
     std::map<std::string, std::vector<int>> layer_writers; // layer -> tasks writing its output
+    std::vector<WeightPack> weight_packs;                  // in the order of their constants
     std::vector<uint8_t> blob;
+
+    const LayerPlan &plan_of(const std::string &layer) const {
+        for (const LayerPlan &plan : plans)
+            if (plan.layer.name() == layer) return plan;
+        throw LoweringError("no plan for layer '" + layer + "'");
+    }
 
     std::vector<int> writers_of(const std::string &layer) const {
         auto it = layer_writers.find(layer);
@@ -80,7 +95,11 @@ void default_schedules(LoweringState &s);
 void resolve_schedules(LoweringState &s);
 void select_engines(LoweringState &s);
 void compile_shave_kernels(LoweringState &s);
+void declare_tensors(LoweringState &s);
 void build_tasks(LoweringState &s);
+void pack_weights(LoweringState &s);
+void choose_workloads(LoweringState &s);
+void split_weight_copies(LoweringState &s);
 void allocate_cmx(LoweringState &s);
 void allocate_ddr(LoweringState &s);
 void reduce_dependencies(LoweringState &s);
@@ -88,7 +107,12 @@ void assign_barriers(LoweringState &s);
 void map_physical_barriers(LoweringState &s);
 void assemble(LoweringState &s);
 
+void verify_tensors(const LoweringState &s);
 void verify_tasks(const LoweringState &s);
+void verify_channel_padding(const LoweringState &s);
+void verify_weights(const LoweringState &s);
+void verify_workloads(const LoweringState &s);
+void verify_weight_copies(const LoweringState &s);
 void verify_allocation(const LoweringState &s);
 void verify_barriers(const LoweringState &s);
 void verify_blob(const LoweringState &s);

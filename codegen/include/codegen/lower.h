@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace vpuc::codegen {
 struct LowerOptions {
     std::string dump_after;      // print the IR after this pass (pass_names() lists them)
     std::ostream *log = nullptr; // pass log and dumps; nullptr: silent
+    // When set, receives the schedule each layer was compiled with, by layer name: its own,
+    // or the default schedule lower() gave it.
+    std::map<std::string, dsl::Schedule> *schedules = nullptr;
 };
 
 // An error of the lowering that names the layer (and the task or buffer) concerned.
@@ -28,9 +32,10 @@ class LoweringError : public Error {
 // The names of the passes, in order.
 const std::vector<std::string> &pass_names();
 
-// Layers without a schedule get their default schedule (schedules/), in place, as an
-// unscheduled Halide Func gets its default. Throws dsl::ScheduleError, DpuMatchError or
-// LoweringError.
+// Layers without a schedule are compiled with their default schedule (schedules/), as an
+// unscheduled Halide Func gets its default. The graph's layers keep their schedules (empty
+// ones stay empty); `options.schedules` receives the ones used. Throws dsl::ScheduleError,
+// DpuMatchError or LoweringError.
 std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target,
                            const LowerOptions &options = {});
 

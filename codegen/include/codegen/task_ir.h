@@ -1,6 +1,7 @@
 // The task level of the lowering: buffers in memory spaces and tasks on engine queues with
 // their dependencies, before addresses and barriers exist. Every pass after task building
-// reads and writes this IR; print() shows it to people (--dump-after).
+// reads and writes this IR; print() shows it to people (--dump-after) and parse_program()
+// reads that text back, so a pass can start from a program written as text.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "vpu_target/blob_writer.h"
+#include "vpu_target/error.h"
 
 namespace vpuc::codegen {
 
@@ -121,7 +123,19 @@ struct Program {
     }
 };
 
-// A readable listing: buffers, then tasks with their queues, dependencies and work.
+// A listing of everything in the program, one record a line: the header, I/O, buffers,
+// tasks (queue, dependencies, layer, work), barriers, then the constants and the kernels in
+// hex (lines of zeros left out). Names may hold any character but a newline.
 std::string print(const Program &program);
+
+// An error in the text of a task program: names the line and what was expected there.
+class ProgramTextError : public Error {
+  public:
+    using Error::Error;
+};
+
+// The inverse of print(): parse_program(print(p)) equals p, and prints as the same text.
+// Throws ProgramTextError.
+Program parse_program(const std::string &text);
 
 } // namespace vpuc::codegen

@@ -1,0 +1,212 @@
+// The passes between the loop nests and allocation, one at a time: each verifier accepts what
+// its pass makes and names the task or tensor when the promise is broken.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <sstream>
+
+#include "examples/small_net.h"
+#include "lowering_fixtures.h"
+#include "pass_fixtures.h"
+
+using namespace vpuc;
+using namespace vpuc::test;
+
+namespace {
+
+// A 3x3 conv over both tiles by rows: both tiles wait for the same weights, whose copy is
+// large enough to be split between the DMA engines.
+struct TwoTileConv : ::testing::Test {
+    const target::Target target = target::load_target("vpu27");
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 16, 16));
+    dsl::Layer conv = conv3x3("conv", in, 64, 3);
+    dsl::Graph graph{"two_tiles", {conv}};
+    codegen::LoweringState s{graph, target};
+
+    void SetUp() override {
+        conv.schedule()
+            .distribute("y", 2, dsl::Strategy::SplitOverHeight)
+            .split("y", "yo", "yi", 4);
+        run_through_task_program(s);
+    }
+
+    codegen::TaskIR &task(const std::string &name) {
+        for (codegen::TaskIR &t : s.program.tasks)
+            if (t.name == name) return t;
+        throw std::runtime_error("no task " + name);
+    }
+    codegen::DpuWork &first_dpu() {
+        for (codegen::TaskIR &t : s.program.tasks)
+            if (auto *dpu = std::get_if<codegen::DpuWork>(&t.work)) return *dpu;
+        throw std::runtime_error("no DPU task");
+    }
+
+    template <typename F> std::string error_of(F verify) {
+        try {
+            verify(s);
+        } catch (const codegen::LoweringError &e) {
+            return e.what();
+        }
+        return "";
+    }
+};
+
+TEST_F(TwoTileConv, EveryVerifierAcceptsThePassesOutput) {
+    EXPECT_EQ(error_of(codegen::verify_tensors), "");
+    EXPECT_EQ(error_of(codegen::verify_tasks), "");
+    EXPECT_EQ(error_of(codegen::verify_channel_padding), "");
+    EXPECT_EQ(error_of(codegen::verify_weights), "");
+    EXPECT_EQ(error_of(codegen::verify_workloads), "");
+    EXPECT_EQ(error_of(codegen::verify_weight_copies), "");
+}
+
+TEST_F(TwoTileConv, DeclareTensorsGivesEveryDdrTensorABuffer) {
+    s.tensor_buffer.erase("conv");
+    EXPECT_EQ(error_of(codegen::verify_tensors), "tensor 'conv': no DDR buffer");
+}
+
+TEST_F(TwoTileConv, ChannelPaddingKeepsDpuTensorsInWholeGroups) {
+    codegen::DpuWork &dpu = first_dpu();
+    dpu.output.dims[0] = blob::Dim(8, 1);
+    EXPECT_NE(
+        error_of(codegen::verify_channel_padding)
+            .find("its output holds 8 channels at 64 lanes per pixel, not whole groups of 16"),
+        std::string::npos);
+}
+
+TEST_F(TwoTileConv, PackWeightsPointsEveryTableEntryAtItsChannel) {
+    const codegen::DpuWork &dpu = first_dpu();
+    const codegen::TaskIR &copy = task("conv.weights.c[0,64).0");
+    const codegen::BufferDecl &constant =
+        s.program.buffers[size_t(std::get<codegen::DmaWork>(copy.work).src.buffer)];
+    const int32_t wrong = 0;
+    std::memcpy(s.program.constants.data() + constant.offset + dpu.weight_table.offset + 16, &wrong,
+                sizeof(wrong));
+    EXPECT_NE(error_of(codegen::verify_weights)
+                  .find("weight table entry 1 points at byte 0, not at the channel's weights"),
+              std::string::npos);
+}
+
+TEST_F(TwoTileConv, ChooseWorkloadsCoversEveryDpuOutput) {
+    first_dpu().invariant.variants.pop_back();
+    EXPECT_NE(error_of(codegen::verify_workloads).find("no variants"), std::string::npos);
+}
+
+TEST_F(TwoTileConv, SplitWeightCopiesMovesTheWholeConstant) {
+    // Two parts on the two DMA engines.
+    EXPECT_EQ(task("conv.weights.c[0,64).0").index, 0u);
+    EXPECT_EQ(task("conv.weights.c[0,64).1").index, 1u);
+    auto &first = std::get<codegen::DmaWork>(task("conv.weights.c[0,64).0").work);
+    first.src.dims[0] = blob::Dim(first.src.dims[0].extent() - 64, 1);
+    for (codegen::View &d : first.dsts) d.dims = first.src.dims;
+    EXPECT_NE(error_of(codegen::verify_weight_copies)
+                  .find("layer 'conv': weight copy 'conv.weights.c[0,64).1': starts at byte "),
+              std::string::npos);
+}
+
+// The passes from allocate_cmx to assemble.
+void run_after_task_program(codegen::LoweringState &s) {
+    codegen::allocate_cmx(s);
+    codegen::allocate_ddr(s);
+    codegen::reduce_dependencies(s);
+    codegen::assign_barriers(s);
+    codegen::map_physical_barriers(s);
+    codegen::assemble(s);
+}
+
+// The task program prints as text that reads back as the same program, and the passes after
+// it, run on the program read back, make the blob they make in memory. The demo network has
+// DPU layers with weights, one without, and a SHAVE kernel.
+TEST(TaskProgramText, PassesRunOnTheProgramReadBackGiveTheSameBlob) {
+    for (const std::string target_name : {"vpu27", "vpu20"}) {
+        const target::Target target = target::load_target(target_name);
+        const examples::SmallNet net = examples::small_net(1);
+        codegen::LoweringState in_memory(net.graph, target);
+        run_through_task_program(in_memory);
+        const std::string text = codegen::print(in_memory.program);
+        codegen::Program parsed = codegen::parse_program(text);
+        EXPECT_EQ(codegen::print(parsed), text);
+        ASSERT_EQ(parsed.kernels.size(), 1u);
+
+        codegen::LoweringState from_text(net.graph, target, std::move(parsed));
+        run_after_task_program(in_memory);
+        run_after_task_program(from_text);
+        EXPECT_FALSE(in_memory.blob.empty());
+        EXPECT_EQ(from_text.blob, in_memory.blob) << target_name;
+
+        // After the barrier passes too, addresses and barriers included.
+        const std::string done = codegen::print(in_memory.program);
+        EXPECT_NE(done.find("  barrier 0 (physical "), std::string::npos);
+        EXPECT_EQ(codegen::print(codegen::parse_program(done)), done);
+    }
+}
+
+// A line the parser cannot read is an error naming it and what was expected.
+TEST(TaskProgramText, ErrorsNameTheLine) {
+    const std::string text = "program p: 1 buffers, 1 tasks, 0 barriers, scratch 0 bytes\n"
+                             "  buffer 0 x: Cmx 0, 64 bytes\n"
+                             "  task 0 t [XPU tile 0 #0]\n";
+    try {
+        codegen::parse_program(text);
+        FAIL() << "parsed";
+    } catch (const codegen::ProgramTextError &e) {
+        EXPECT_NE(std::string(e.what()).find("task program, line 3: unknown name 'XPU'"),
+                  std::string::npos)
+            << e.what();
+    }
+    try {
+        codegen::parse_program("program p: 2 buffers, 0 tasks, 0 barriers, scratch 0 bytes\n"
+                               "  buffer 0 x: Cmx 0, 64 bytes\n");
+        FAIL() << "parsed";
+    } catch (const codegen::ProgramTextError &e) {
+        EXPECT_STREQ(e.what(), "task program: ends where a buffer was expected (line 3)");
+    }
+    try {
+        codegen::parse_program("program p: 1 buffers, 1 tasks, 0 barriers, scratch 0 bytes\n"
+                               "  buffer 0 x: Cmx 0, 64 bytes\n"
+                               "  task 0 t [DMA tile 0 #0]\n"
+                               "    layer l\n"
+                               "    copy [1]x@0+0 U8 (64:1) -> [0]x@0+0 U8 (64:1)\n");
+        FAIL() << "parsed";
+    } catch (const codegen::ProgramTextError &e) {
+        EXPECT_NE(std::string(e.what()).find("task program, line 5: expected an integer"),
+                  std::string::npos)
+            << e.what();
+    }
+    try {
+        codegen::parse_program("program p: 1 buffers, 1 tasks, 0 barriers, scratch 0 bytes\n"
+                               "  buffer 0 x: Cmx 0, 64 bytes\n"
+                               "  task 0 t [SHAVE tile 0 #0]\n"
+                               "    layer l\n"
+                               "    kernel 2 on 4 SHAVEs\n"
+                               "    arg [0]x@0+0 U8 (64:1) at 0\n"
+                               "  constants 0 bytes\n");
+        FAIL() << "parsed";
+    } catch (const codegen::ProgramTextError &e) {
+        EXPECT_STREQ(e.what(), "task program: task 't' runs kernel 2, and there are 0");
+    }
+}
+
+// After the schedule passes, each layer's loop nest prints as Halide's print_loop_nest shows
+// one: outermost first, task loops and loops inside a task told apart.
+TEST(LoopNestText, DumpShowsEachLayersLoopNest) {
+    dsl::Layer in = dsl::Layer::input(activation("in", 16, 10, 12));
+    dsl::Layer conv = conv3x3("conv", in, 16, 5);
+    conv.schedule().split("y", "yo", "yi", 4).on_dpu();
+    std::ostringstream log;
+    codegen::LowerOptions options;
+    options.dump_after = "resolve_schedules";
+    options.log = &log;
+    codegen::lower(dsl::Graph("nest", {conv}), target::load_target("vpu27"), options);
+    EXPECT_NE(log.str().find("conv: split(y, yo, yi, 4).on_dpu()\n"
+                             "  produce conv:\n"
+                             "    task yo in [0, 3):\n"
+                             "      for yi in [0, 4):\n"
+                             "        for x in [0, 10):\n"
+                             "          for c in [0, 16):\n"
+                             "            conv(c, x, y) = ...\n"),
+              std::string::npos)
+        << log.str();
+}
+
+} // namespace
