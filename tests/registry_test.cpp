@@ -346,6 +346,25 @@ TEST(GraphEdit, InsertReplaceRemoveAndRenameKeepItVerified) {
     test::compile_and_check(g, "vpu27");
 }
 
+TEST(GraphEdit, ACloneIsEditedAndScheduledApart) {
+    dsl::Graph g = examples::small_net(1).graph;
+    g.find("conv2").schedule().on_dpu();
+    const std::string before = dsl::print_graph(g);
+    dsl::Graph copy = g.clone();
+    EXPECT_FALSE(copy.find("conv2").same_as(g.find("conv2")));
+    EXPECT_TRUE(copy.find("image").same_as(g.find("image"))) << "graph inputs stay shared";
+    EXPECT_EQ(copy.find("conv2").attrs(), g.find("conv2").attrs());
+    EXPECT_EQ(copy.find("conv2").schedule(), g.find("conv2").schedule());
+    copy.find("conv2").schedule().prefetch(2);
+    copy.insert_after("conv1", algorithms::relu("extra", copy.find("conv1")));
+    copy.rename("prob", "probabilities");
+    EXPECT_EQ(g.find("conv2").schedule().to_string(), "on_dpu()");
+    EXPECT_EQ(g.layers().size(), 4u);
+    EXPECT_EQ(g.outputs()[0].name(), "prob");
+    EXPECT_EQ(dsl::print_graph(g), before);
+    expect_same_results(g, copy);
+}
+
 TEST(GraphEdit, ACycleIsRefused) {
     auto in = dsl::Layer::input(test::activation("in", 16, 8, 8));
     dsl::Layer a = algorithms::relu("a", in);

@@ -53,25 +53,6 @@ const std::vector<Pass> &passes() {
     return list;
 }
 
-// A copy of `graph` whose layers are new handles on the same algorithms and tensors, with
-// copies of their schedules: the passes resolve schedules in it, not in the caller's layers.
-dsl::Graph with_own_schedules(const dsl::Graph &graph) {
-    std::map<std::string, dsl::Layer> copies; // layer names are unique in a graph
-    std::function<dsl::Layer(const dsl::Layer &)> copy =
-        [&](const dsl::Layer &layer) -> dsl::Layer {
-        if (layer.is_input()) return layer; // no schedule
-        if (auto it = copies.find(layer.name()); it != copies.end()) return it->second;
-        std::vector<dsl::Layer> inputs;
-        for (const dsl::Layer &in : layer.inputs()) inputs.push_back(copy(in));
-        dsl::Layer own = dsl::Layer::make(layer.op(), layer.output(), inputs, layer.algorithm());
-        own.schedule() = layer.schedule();
-        return copies[layer.name()] = own;
-    };
-    std::vector<dsl::Layer> outputs;
-    for (const dsl::Layer &out : graph.outputs()) outputs.push_back(copy(out));
-    return dsl::Graph(graph.name(), outputs);
-}
-
 // A layer's loop nest as Halide's Func::print_loop_nest shows one, outermost loop first,
 // each loop with its kind (distributed over tiles, a task loop, unrolled, vectorized, or a
 // plain loop inside a task) and its range.
@@ -147,7 +128,7 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
                             ": no such pass (passes: " + known + ")");
     }
     const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
-    const dsl::Graph own = with_own_schedules(graph);
+    const dsl::Graph own = graph.clone();
     LoweringState state(own, target);
     for (const auto &pass : passes()) {
         auto start = std::chrono::steady_clock::now();

@@ -95,6 +95,23 @@ Layer Graph::find(const std::string &name) const {
     throw GraphError("graph '" + name_ + "': no layer '" + name + "' (layers: " + known + ")");
 }
 
+Graph Graph::clone() const {
+    std::map<std::string, Layer> copies; // layers_ lists producers first
+    auto copy_of = [&](const Layer &layer) {
+        auto it = copies.find(layer.name());
+        return it == copies.end() ? layer : it->second; // graph inputs stay shared
+    };
+    for (const Layer &layer : layers_) {
+        Layer own = layer.copy();
+        for (size_t i = 0; i < layer.inputs().size(); ++i)
+            own.set_input(i, copy_of(layer.inputs()[i]));
+        copies.emplace(layer.name(), own);
+    }
+    std::vector<Layer> outputs;
+    for (const Layer &out : outputs_) outputs.push_back(copy_of(out));
+    return Graph(name_, outputs);
+}
+
 void Graph::verify(const LayerRegistry *registry) const {
     // Re-collecting checks names, cycles and undefined inputs as construction does.
     std::vector<Layer> inputs, layers;

@@ -77,6 +77,12 @@ const Attrs &Layer::attrs() const {
 const std::vector<TensorDesc> &Layer::built_for() const {
     return impl().built_for;
 }
+Layer Layer::copy() const {
+    Layer layer;
+    layer.impl_ = std::make_shared<Impl>(impl());
+    return layer;
+}
+
 void Layer::set_input(size_t index, const Layer &producer) {
     impl().inputs.at(index) = producer;
 }

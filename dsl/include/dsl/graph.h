@@ -46,6 +46,11 @@ class Graph {
     // Renames a layer and the tensor it produces.
     void rename(const std::string &from, const std::string &to);
 
+    // A graph of new layer handles (graph inputs excepted) with the same ops, attributes,
+    // tensors and algorithms and copies of the schedules: edits and schedules of the copy leave
+    // this graph's layers alone.
+    Graph clone() const;
+
     // Throws GraphError when the graph is not well formed: layer names unique, no cycle, every
     // layer's inputs the tensors (shape, type, quantization, order) its algorithm was built
     // for, and, with `registry`, the attributes of every registered op complete and valid.

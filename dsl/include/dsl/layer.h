@@ -61,6 +61,7 @@ class Layer {
     friend class Graph;         // rewires inputs and renames
     friend class LayerRegistry; // attaches the attributes it built the layer from
     void set_input(size_t index, const Layer &producer);
+    Layer copy() const;                     // a new handle on a copy of this layer's state
     void set_name(const std::string &name); // the layer's and its output tensor's
     void set_attrs(Attrs attrs);
     struct Impl;
