@@ -1,6 +1,7 @@
 // The schedule space (codegen/schedule_space.h): every choice it offers, with any of its
-// values, is accepted by the resolver; values the resolver refuses are not offered; and the
-// layer registry's unsplittable dims are never split.
+// values, is accepted by the resolver; values the resolver refuses are not offered; the
+// layer registry's unsplittable dims are never split; and random schedules drawn from it,
+// compute_at, store_in and fuse included, give the CPU reference's bytes on the simulator.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "codegen/loop_nest.h"
+#include "codegen/random_schedule.h"
 #include "codegen/schedule_space.h"
 #include "lowering_fixtures.h"
 
@@ -332,6 +334,49 @@ TEST(ScheduleSpace, MakeRefusesValuesNotOffered) {
     EXPECT_THROW(split_c->make({8}, {"co", "ci"}), dsl::ScheduleError);
     EXPECT_THROW(split_c->make({16}, {"co"}), dsl::ScheduleError);
     EXPECT_EQ(split_c->make({16}, {"co", "ci"}).to_string(), "split(c, co, ci, 16)");
+}
+
+// Random schedules of two- and three-layer chains, with compute_at, store_in and fuse among
+// them, compile, run and give the reference's bytes on both targets.
+TEST(ScheduleSpace, RandomSchedulesWithComputeAtStoreInAndFuseMatchTheReference) {
+    using test::activation;
+    std::set<std::string> compiled_with;
+    int compiled = 0;
+    for (uint32_t seed = 0; seed < 200 && compiled < 6; ++seed) {
+        std::mt19937 rng(seed);
+        const dsl::Layer in = dsl::Layer::input(activation("in", 16 + 8 * (seed % 3), 9, 8));
+        algorithms::PoolParams pool;
+        pool.kernel_w = pool.kernel_h = 3;
+        pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
+        const dsl::Layer c1 = test::conv3x3("c1", in, 24, seed);
+        const dsl::Layer p2 = algorithms::max_pool("p2", c1, pool);
+        const dsl::Layer s3 = algorithms::sigmoid("s3", p2);
+        const std::vector<dsl::Layer> layers = {c1, p2, s3};
+        const dsl::Graph graph("chain", {s3});
+        const target::Target &target = target_named(kTargets[compiled % 2]);
+        std::set<std::string> used;
+        for (auto l = layers.rbegin(); l != layers.rend(); ++l) {
+            dsl::Layer layer = *l;
+            layer.schedule() = codegen::random_schedule(graph, layer, target, rng);
+            for (const dsl::Directive &d : layer.schedule().directives())
+                used.insert(dsl::to_string(d.kind));
+        }
+        // Only chains that use one of the three directives not yet compiled.
+        bool new_directive = false;
+        for (const char *d : {"compute_at", "store_in", "fuse"})
+            new_directive |= used.count(d) && !compiled_with.count(d);
+        if (!new_directive && compiled >= 3) continue;
+        if (!used.count("compute_at") && !used.count("store_in") && !used.count("fuse")) continue;
+        std::string schedules;
+        for (const dsl::Layer &l : layers)
+            schedules += "\n  " + l.name() + ": " + l.schedule().to_string();
+        SCOPED_TRACE("seed " + std::to_string(seed) + " on " + target.name + schedules);
+        test::compile_and_check(graph, target);
+        compiled_with.insert(used.begin(), used.end());
+        ++compiled;
+    }
+    for (const char *d : {"compute_at", "store_in", "fuse"})
+        EXPECT_TRUE(compiled_with.count(d)) << d;
 }
 
 } // namespace
