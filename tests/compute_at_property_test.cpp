@@ -1,9 +1,10 @@
 // compute_at changes speed, never results: chains of two or three layers (convolutions, max
-// pools, sigmoids) whose producers are computed at a random task loop of their consumer (with
-// random splits of their own), or now and then kept in CMX at root and broadcast to the tiles
-// (HKSwitch; SOK, Clustering or one tile with store_in(CMX)), under random consumer
-// schedules, give the CPU reference's bytes on both targets. The same chains with CMX cut to a
-// few kilobytes spill, and still give them.
+// pools, sigmoids) whose producers get random schedules drawn from the schedule space
+// (codegen/random_schedule.h) that their consumer's schedule leaves them, mostly computed at a
+// random task loop of their consumer, with splits (uneven ones too), tiles and fuses of their
+// own, or at root, now and then kept in CMX (store_in(CMX), HKSwitch) and broadcast to the
+// tiles, under random consumer schedules, give the CPU reference's bytes on both targets. The
+// same chains with CMX cut to a few kilobytes spill, and still give them.
 //
 // Each test runs 30 chains, or as many as VPUC_PROPERTY_SCHEDULES or VPUC_PROPERTY_MINUTES
 // ask (property_budget.h; the two tests are the kinds the time is split between); seeds are
@@ -16,9 +17,9 @@
 #include <vector>
 
 #include "codegen/loop_nest.h"
+#include "codegen/random_schedule.h"
 #include "lowering_fixtures.h"
 #include "property_budget.h"
-#include "schedules/random_schedule.h"
 
 using namespace vpuc;
 using vpuc::test::bytes_of;
@@ -70,19 +71,14 @@ dsl::Layer random_layer(const std::string &name, const dsl::Layer &in, std::mt19
     }
 }
 
-// The producer's own loops: none, or splits of y, x and c.
-void random_own_splits(dsl::Schedule &s, std::mt19937 &rng) {
-    if (rng() % 2) s.split("y", "py", "pyi", draw(rng, 1, 5));
-    if (rng() % 3 == 0) s.split("x", "px", "pxi", draw(rng, 2, 9));
-    if (rng() % 4 == 0) s.split("c", "pc", "pci", 16);
-}
-
 // A random chain of two or three layers: the last computed at root with a random schedule
-// that has a task loop, each earlier one at a random task loop of the next.
+// that has a task loop, each earlier one with a random schedule drawn from the space its
+// consumer's schedule leaves it, which mostly computes it at one of the consumer's task loops.
 struct Chain {
     dsl::TensorDesc input;
     std::vector<dsl::Layer> layers;
     std::string schedules; // for failure messages
+    int computed_at = 0;   // layers computed at their consumer
 };
 
 Chain random_chain(std::mt19937 &rng, const target::Target &target) {
@@ -103,47 +99,16 @@ Chain random_chain(std::mt19937 &rng, const target::Target &target) {
     const dsl::Graph graph("chain", {chain.back()});
 
     // A random schedule with a task loop; else (a few draws without one) rows split in tasks.
-    const bool shave = chain.back().op() == "sigmoid";
     for (int attempt = 0; attempt < 8; ++attempt) {
-        chain.back().schedule() = schedules::random_schedule(
-            chain.back(), target, rng, shave ? dsl::Engine::SHAVE : dsl::Engine::DPU);
+        chain.back().schedule() = codegen::random_schedule(graph, chain.back(), target, rng);
         if (!codegen::resolve_loop_nest(graph, chain.back(), target).task_loop_names().empty())
             break;
         chain.back().schedule() = dsl::Schedule().split("y", "ry", "ryi", draw(rng, 1, 4));
     }
     for (int l = int(chain.size()) - 2; l >= 0; --l) {
-        const auto loops =
-            codegen::resolve_loop_nest(graph, chain[size_t(l) + 1], target).task_loop_names();
-        if (loops.empty()) break; // the earlier layers stay at root
-        dsl::Schedule &s = chain[size_t(l)].schedule();
-        if (rng() % 4 == 0) { // at root, its output kept in CMX and broadcast
-            const int tiles = draw(rng, 1, target.tiles);
-            switch (rng() % 4) {
-            case 0:
-                s.distribute("y", tiles, dsl::Strategy::HKSwitch);
-                break;
-            case 1: {
-                // On the DPU, SOK cuts whole groups of 16 channels.
-                const int64_t channels = chain[size_t(l)].output().shape[dsl::dims::C];
-                const int64_t groups =
-                    chain[size_t(l)].op() == "sigmoid" ? channels : (channels + 15) / 16;
-                s.distribute("c", int(std::min<int64_t>(tiles, groups)),
-                             dsl::Strategy::SplitOverKernel);
-                s.store_in(dsl::MemoryLevel::CMX);
-                break;
-            }
-            case 2:
-                s.distribute("y", tiles, dsl::Strategy::Clustering);
-                s.store_in(dsl::MemoryLevel::CMX);
-                break;
-            default:
-                s.store_in(dsl::MemoryLevel::CMX);
-            }
-            random_own_splits(s, rng);
-            break; // the earlier layers stay at root
-        }
-        random_own_splits(s, rng);
-        s.compute_at(chain[size_t(l) + 1].name(), loops[rng() % loops.size()]);
+        dsl::Layer &layer = chain[size_t(l)];
+        layer.schedule() = codegen::random_schedule(graph, layer, target, rng);
+        c.computed_at += !codegen::resolve_loop_nest(graph, layer, target).compute_root;
     }
     for (const dsl::Layer &l : chain)
         c.schedules += "  " + l.name() + ": " + l.schedule().to_string() + "\n";
@@ -171,13 +136,14 @@ bool matches_reference(const Chain &c, const target::Target &target, std::mt1993
 
 TEST(ComputeAtProperty, RandomFusedChainsGiveTheReferenceResult) {
     const test::PropertyBudget budget(kDefaultChains, kKinds);
-    int n = 0, failures = 0;
+    int n = 0, failures = 0, computed_at = 0;
     for (int i = 0; budget.runs(i); ++i, ++n) {
         const uint32_t seed = 9000 + uint32_t(i);
         std::mt19937 rng(seed);
         const std::string target_name = i % 2 ? "vpu20" : "vpu27";
         const target::Target target = target::load_target(target_name);
         const Chain chain = random_chain(rng, target);
+        computed_at += chain.computed_at;
         try {
             if (!matches_reference(chain, target, rng)) {
                 ADD_FAILURE() << "seed " << seed << " on " << target_name
@@ -195,6 +161,8 @@ TEST(ComputeAtProperty, RandomFusedChainsGiveTheReferenceResult) {
     }
     test::PropertyBudget::report("compute_at chains", n, "chains", failures);
     EXPECT_EQ(failures, 0) << failures << " of " << n << " chains failed";
+    // Most producers go into their consumer.
+    EXPECT_GT(computed_at, n / 2);
 }
 
 // With CMX cut to a few kilobytes, chains spill: the results stay the reference's, or the

@@ -5,7 +5,7 @@
 //   DIR/blob_small/ the same without the demo network, for functional runs
 //   DIR/target/     the bundled target files as written, and as the canonical JSON blobs carry
 //   DIR/schedule_chain/, DIR/schedule_json/   the schedules the lowering gave each layer,
-//                   random legal ones (schedules/random_schedule.h), and one chain using every
+//                   random legal ones (codegen/random_schedule.h), and one chain using every
 //                   directive, as chains and as JSON
 //
 // usage: make_fuzz_seeds DIR
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "codegen/lower.h"
-#include "schedules/random_schedule.h"
+#include "codegen/random_schedule.h"
 #include "seed_blobs.h"
 #include "vpu_target/blob.h"
 
@@ -105,9 +105,9 @@ void write_seeds(const fs::path &dir) {
             for (const dsl::Layer &layer : graph.layers()) {
                 schedules.add(layer.schedule()); // as the lowering scheduled it
                 for (int i = 0; i < kRandomSchedulesPerLayer; ++i)
-                    schedules.add(schedules::random_schedule(
-                        layer, target, rng,
-                        shave_layer(layer) ? dsl::Engine::SHAVE : dsl::Engine::DPU));
+                    schedules.add(codegen::random_schedule(graph, layer, target, rng,
+                                                           shave_layer(layer) ? dsl::Engine::SHAVE
+                                                                              : dsl::Engine::DPU));
             }
         }
     }
