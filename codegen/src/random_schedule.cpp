@@ -123,27 +123,11 @@ class Generator {
             const ScheduleSpace s = space({kind});
             if (s.choices.empty()) continue;
             const Choice &c = pick(s.choices);
-            const dsl::Schedule before = schedule_;
             // A few draws of values; one that leaves too many tasks drops the step.
             for (int attempt = 0; attempt < 8; ++attempt)
                 if (add_within_budget(draw(c, s), s)) break;
-            if (c.kind == Kind::Distribute && c.strategy == dsl::Strategy::Clustering &&
-                !keep_in_cmx())
-                schedule_ = before;
             return;
         }
-    }
-
-    // Clustering computes the same output on every tile, and the lowering stores each tile's
-    // copy of a region to DDR, racing: a replicated layer keeps its output in CMX (broadcast).
-    bool keep_in_cmx() {
-        const ScheduleSpace s = space({Kind::StoreIn});
-        for (const Choice *c : s.of_kind(Kind::StoreIn))
-            if (c->memory == dsl::MemoryLevel::CMX) {
-                schedule_.add(c->make());
-                return true;
-            }
-        return false;
     }
 
     dsl::Directive draw(const Choice &c, const ScheduleSpace &space) {

@@ -19,9 +19,7 @@ namespace vpuc::codegen {
 //   zero to five of: split (even, or uneven with two to four pieces; new names fresh or the
 //                split loop's own, as in Halide's split(x, x, xi, f)), tile, distribute,
 //                reorder (of some of the loops), fuse, compute_at (the likeliest when
-//                offered: a producer with one consumer goes into it), store_in; Clustering
-//                only with store_in(CMX) after it (the lowering's DDR stores of a replicated
-//                region race), so never on a network output
+//                offered: a producer with one consumer goes into it), store_in
 //   workloads(v, n <= 6) on the DPU; vectorize and unroll (each on its own loop) on SHAVE
 //   on_dpu(mode) or on_shave(), and now and then prefetch(0..3), each at a random place in
 //   the list (the resolver reads them wherever they stand); on the DPU, about one schedule
