@@ -34,6 +34,9 @@ struct LoweringState {
     std::map<std::string, int> tensor_buffer;              // layer or input name -> its DDR buffer
     std::map<std::string, std::vector<int>> layer_writers; // layer -> tasks writing its output
     std::vector<uint8_t> blob;
+    // What a user should know about the lowering, such as a layer engine Auto put on the
+    // SHAVEs and why; lower() logs each after its pass as "note: ...".
+    std::vector<std::string> notes;
 
     std::vector<int> writers_of(const std::string &layer) const {
         auto it = layer_writers.find(layer);
