@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "codegen/lower.h"
+#include "vpu_target/blob_printer.h"
 #include "vpu_target/blob_writer.h"
 
 namespace {
@@ -453,4 +455,15 @@ TEST_F(Cli, InspectFailsOnABlobThatFailsVerification) {
     EXPECT_NE(json.output.find("\"ok\": false"), std::string::npos) << json.output;
     const Outcome good = vpuc_run("inspect " + copy_blob("good.vpub", "y").string());
     EXPECT_EQ(good.status, 0) << good.output;
+}
+
+// inspect prints what the blob printer of vpu_target prints, as text and as JSON.
+TEST_F(Cli, InspectPrintsWhatTheBlobPrinterPrints) {
+    const fs::path path = copy_blob("printed.vpub", "y");
+    const std::vector<uint8_t> bytes = blob::read_file(path.string());
+    std::ostringstream text, json;
+    ASSERT_TRUE(blob::print_blob_text(text, path.string(), bytes));
+    ASSERT_TRUE(blob::print_blob_json(json, path.string(), bytes));
+    EXPECT_EQ(vpuc_run("inspect " + path.string()).output, text.str());
+    EXPECT_EQ(vpuc_run("inspect --json " + path.string()).output, json.str());
 }
