@@ -86,6 +86,7 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
     }
     const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
     LoweringState state(graph, target);
+    note_input_layouts(state);
     size_t notes_logged = 0;
     for (const auto &pass : passes()) {
         auto start = std::chrono::steady_clock::now();

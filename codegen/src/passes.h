@@ -91,6 +91,9 @@ void assign_barriers(LoweringState &s);
 void map_physical_barriers(LoweringState &s);
 void assemble(LoweringState &s);
 
+// Notes each NCHW graph input with what its layout costs the DMAs (input_layout.cpp).
+void note_input_layouts(LoweringState &s);
+
 void verify_tasks(const LoweringState &s);
 void verify_allocation(const LoweringState &s);
 void verify_barriers(const LoweringState &s);
