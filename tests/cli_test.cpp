@@ -91,6 +91,17 @@ TEST_F(Cli, VerifyReportsDataRaces) {
                               "queue 0) writes, and neither waits for the other\n");
 }
 
+// The lowering's notes reach the user: the softmax, not a DPU operation, runs on the SHAVEs.
+TEST_F(Cli, DemoPrintsTheLoweringNotes) {
+    const Outcome run = demo("");
+    EXPECT_EQ(run.status, 0) << run.output;
+    const std::string note = "note: SHAVE kernel for layer 'prob': output: combines 2 reductions";
+    const size_t at = run.output.find(note);
+    EXPECT_NE(at, std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find(note, at + 1), std::string::npos) << "printed once";
+    EXPECT_EQ(run.output.find("pass build_tasks done"), std::string::npos) << run.output;
+}
+
 TEST_F(Cli, DemoDumpsTheIrAfterAPass) {
     const Outcome run = demo("--dump-after build_tasks");
     EXPECT_EQ(run.status, 0) << run.output;
@@ -101,6 +112,11 @@ TEST_F(Cli, DemoDumpsTheIrAfterAPass) {
         << run.output;
     EXPECT_NE(run.output.find("  task 0 "), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("[SHAVE tile 0"), std::string::npos) << run.output;
+    // The notes are in the pass log, once.
+    const std::string note = "pass select_engines done\nnote: SHAVE kernel for layer 'prob': ";
+    const size_t at = run.output.find(note);
+    EXPECT_NE(at, std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("note: ", at + note.size()), std::string::npos) << run.output;
     // Only the pass asked for is dumped, and the demo still runs and checks its result.
     EXPECT_EQ(run.output.find("IR after allocate_cmx"), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("match the reference bit-exactly"), std::string::npos) << run.output;

@@ -96,8 +96,9 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
         if (options.log) *options.log << "pass " << pass.name << " done\n";
-        for (; options.log && notes_logged < state.notes.size(); ++notes_logged)
-            *options.log << "note: " << state.notes[notes_logged] << "\n";
+        for (; notes_logged < state.notes.size(); ++notes_logged)
+            for (std::ostream *out : {options.log, options.notes})
+                if (out) *out << "note: " << state.notes[notes_logged] << "\n";
         if (print_times) std::fprintf(stderr, "vpuc pass %-24s %9.3f ms\n", pass.name.c_str(), ms);
         if (options.dump_after == pass.name && options.log)
             *options.log << "IR after " << pass.name << ":\n" << dump(state, pass.name);

@@ -15,8 +15,9 @@
 namespace vpuc::codegen {
 
 struct LowerOptions {
-    std::string dump_after;      // print the IR after this pass (pass_names() lists them)
-    std::ostream *log = nullptr; // pass log and dumps; nullptr: silent
+    std::string dump_after;        // print the IR after this pass (pass_names() lists them)
+    std::ostream *log = nullptr;   // pass log, notes and dumps; nullptr: silent
+    std::ostream *notes = nullptr; // the notes alone, "note: ..." lines, as a user reads them
 };
 
 // An error of the lowering that names the layer (and the task or buffer) concerned.
