@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "algorithms/registry.h"
 #include "codegen/lower.h"
 #include "dsl/graph_text.h"
 #include "examples/small_net.h"
+#include "vpu_target/blob_printer.h"
 #include "vpu_target/blob_writer.h"
 
 namespace {
@@ -92,6 +94,17 @@ TEST_F(Cli, VerifyReportsDataRaces) {
                               "queue 0) writes, and neither waits for the other\n");
 }
 
+// The lowering's notes reach the user: the softmax, not a DPU operation, runs on the SHAVEs.
+TEST_F(Cli, DemoPrintsTheLoweringNotes) {
+    const Outcome run = demo("");
+    EXPECT_EQ(run.status, 0) << run.output;
+    const std::string note = "note: SHAVE kernel for layer 'prob': output: combines 2 reductions";
+    const size_t at = run.output.find(note);
+    EXPECT_NE(at, std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find(note, at + 1), std::string::npos) << "printed once";
+    EXPECT_EQ(run.output.find("pass build_tasks done"), std::string::npos) << run.output;
+}
+
 TEST_F(Cli, DemoDumpsTheIrAfterAPass) {
     const Outcome run = demo("--dump-after build_tasks");
     EXPECT_EQ(run.status, 0) << run.output;
@@ -102,6 +115,11 @@ TEST_F(Cli, DemoDumpsTheIrAfterAPass) {
         << run.output;
     EXPECT_NE(run.output.find("  task 0 "), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("[SHAVE tile 0"), std::string::npos) << run.output;
+    // The notes are in the pass log, once.
+    const std::string note = "pass select_engines done\nnote: SHAVE kernel for layer 'prob': ";
+    const size_t at = run.output.find(note);
+    EXPECT_NE(at, std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("note: ", at + note.size()), std::string::npos) << run.output;
     // Only the pass asked for is dumped, and the demo still runs and checks its result.
     EXPECT_EQ(run.output.find("IR after allocate_cmx"), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("match the reference bit-exactly"), std::string::npos) << run.output;
@@ -486,4 +504,15 @@ TEST_F(Cli, InspectFailsOnABlobThatFailsVerification) {
     EXPECT_NE(json.output.find("\"ok\": false"), std::string::npos) << json.output;
     const Outcome good = vpuc_run("inspect " + copy_blob("good.vpub", "y").string());
     EXPECT_EQ(good.status, 0) << good.output;
+}
+
+// inspect prints what the blob printer of vpu_target prints, as text and as JSON.
+TEST_F(Cli, InspectPrintsWhatTheBlobPrinterPrints) {
+    const fs::path path = copy_blob("printed.vpub", "y");
+    const std::vector<uint8_t> bytes = blob::read_file(path.string());
+    std::ostringstream text, json;
+    ASSERT_TRUE(blob::print_blob_text(text, path.string(), bytes));
+    ASSERT_TRUE(blob::print_blob_json(json, path.string(), bytes));
+    EXPECT_EQ(vpuc_run("inspect " + path.string()).output, text.str());
+    EXPECT_EQ(vpuc_run("inspect --json " + path.string()).output, json.str());
 }

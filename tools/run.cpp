@@ -163,10 +163,11 @@ int demo_compiled(const target::Target &target, uint32_t seed, const Options &o)
     std::printf("compiling small_net for %s with default schedules: conv 3x3 + ReLU -> max "
                 "pool -> conv 1x1 -> softmax\n",
                 target.name.c_str());
-    // The pass log and the dump go to stdout with the rest of the report, in order.
+    // The pass log and the dump, or else the lowering's notes alone, go to stdout with the
+    // rest of the report, in order.
     codegen::LowerOptions options;
     options.dump_after = o.get("--dump-after");
-    if (!options.dump_after.empty()) options.log = &std::cout;
+    (options.dump_after.empty() ? options.notes : options.log) = &std::cout;
     std::map<std::string, dsl::Schedule> schedules;
     options.schedules = &schedules;
     auto start = std::chrono::steady_clock::now();

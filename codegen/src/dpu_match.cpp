@@ -26,6 +26,8 @@
 #include <set>
 #include <sstream>
 
+#include "vpu_target/printable.h"
+
 namespace vpuc::codegen {
 
 namespace {
@@ -1355,8 +1357,46 @@ std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, std::string *why
     }
 }
 
+void check_dpu_limits(const std::string &layer, const DpuOpDesc &op, const target::Target &target) {
+    const std::string prefix = "layer '" + layer + "': ";
+    const std::string dpu = "the DPU of target '" + printable(target.name) + "'";
+    // build_tasks runs a dilated kernel as its span, with zero weights between the taps.
+    const int span_w = (op.kernel_w - 1) * op.dilation_w + 1;
+    const int span_h = (op.kernel_h - 1) * op.dilation_h + 1;
+    if (span_w > target.max_kernel || span_h > target.max_kernel) {
+        const bool dilated = op.dilation_w != 1 || op.dilation_h != 1;
+        throw DpuMatchError(
+            prefix + "kernel " + std::to_string(op.kernel_w) + "x" + std::to_string(op.kernel_h) +
+            (dilated ? " dilated by " + pair(op.dilation_w, op.dilation_h) + " spans " +
+                           std::to_string(span_w) + "x" + std::to_string(span_h)
+                     : "") +
+            "; " + dpu + " takes kernels of at most " + std::to_string(target.max_kernel) + "x" +
+            std::to_string(target.max_kernel) + " (dpu.max_kernel)");
+    }
+    if (op.stride_w > target.max_stride || op.stride_h > target.max_stride)
+        throw DpuMatchError(prefix + "stride " + pair(op.stride_w, op.stride_h) + "; " + dpu +
+                            " takes strides of at most " + std::to_string(target.max_stride) +
+                            " (dpu.max_stride)");
+}
+
+DpuOpDesc match_dpu(const dsl::Layer &layer, const target::Target &target) {
+    DpuOpDesc op = match_dpu(layer);
+    check_dpu_limits(layer.name(), op, target);
+    return op;
+}
+
+std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, const target::Target &target,
+                                       std::string *why) {
+    try {
+        return match_dpu(layer, target);
+    } catch (const DpuMatchError &e) {
+        if (why) *why = e.what();
+        return std::nullopt;
+    }
+}
+
 int64_t dpu_weight_bytes(const dsl::Layer &layer, const target::Target &target) {
-    const std::optional<DpuOpDesc> d = try_match_dpu(layer);
+    const std::optional<DpuOpDesc> d = try_match_dpu(layer, target);
     return d ? dpu_weight_bytes(*d, target) : 0;
 }
 

@@ -130,6 +130,8 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
     const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
     const dsl::Graph own = graph.clone();
     LoweringState state(own, target);
+    note_input_layouts(state);
+    size_t notes_logged = 0;
     for (const auto &pass : passes()) {
         auto start = std::chrono::steady_clock::now();
         pass.run(state);
@@ -138,6 +140,9 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                 .count();
         if (options.log) *options.log << "pass " << pass.name << " done\n";
+        for (; notes_logged < state.notes.size(); ++notes_logged)
+            for (std::ostream *out : {options.log, options.notes})
+                if (out) *out << "note: " << state.notes[notes_logged] << "\n";
         if (print_times) std::fprintf(stderr, "vpuc pass %-24s %9.3f ms\n", pass.name.c_str(), ms);
         if (options.dump_after == pass.name && options.log)
             *options.log << "IR after " << pass.name << ":\n" << dump(state, pass.name);
@@ -153,7 +158,7 @@ void default_schedules(LoweringState &s) {
         dsl::Layer handle = layer;
         if (!handle.schedule().empty()) continue;
         const std::optional<DpuOpDesc> &match =
-            s.dpu_matches.emplace(layer.name(), try_match_dpu(layer)).first->second;
+            s.dpu_matches.emplace(layer.name(), try_match_dpu(layer, s.target)).first->second;
         handle.schedule() = schedules::default_schedule(
             layer, s.target, 0, match ? dpu_weight_bytes(*match, s.target) : 0);
     }
@@ -166,7 +171,7 @@ bool runs_on_dpu(LoweringState &s, const dsl::Layer &layer) {
     if (engine != dsl::Engine::Auto) return engine == dsl::Engine::DPU;
     auto known = s.dpu_matches.find(layer.name());
     if (known == s.dpu_matches.end())
-        known = s.dpu_matches.emplace(layer.name(), try_match_dpu(layer)).first;
+        known = s.dpu_matches.emplace(layer.name(), try_match_dpu(layer, s.target)).first;
     return known->second.has_value();
 }
 
@@ -185,20 +190,26 @@ void select_engines(LoweringState &s) {
         switch (plan.nest.engine) {
         case dsl::Engine::DPU:
             // match_dpu says why a layer that is not a DPU operation is not.
-            plan.dpu = known != s.dpu_matches.end() && known->second ? *known->second
-                                                                     : match_dpu(plan.layer);
+            plan.dpu = known != s.dpu_matches.end() && known->second
+                           ? *known->second
+                           : match_dpu(plan.layer, s.target);
             break;
         case dsl::Engine::SHAVE:
             plan.on_shave = true;
             break;
         case dsl::Engine::Auto: {
-            // The DPU when the algorithm is a DPU operation, a SHAVE kernel otherwise.
+            // The DPU when the algorithm is a DPU operation the target's DPU can run, else a
+            // SHAVE kernel, with a note saying why.
             const std::optional<DpuOpDesc> desc =
-                known != s.dpu_matches.end() ? known->second : try_match_dpu(plan.layer);
-            if (desc)
+                known != s.dpu_matches.end() ? known->second : try_match_dpu(plan.layer, s.target);
+            if (desc) {
                 plan.dpu = *desc;
-            else
+            } else {
                 plan.on_shave = true;
+                std::string why;
+                try_match_dpu(plan.layer, s.target, &why);
+                s.notes.push_back("SHAVE kernel for " + why);
+            }
             break;
         }
         }

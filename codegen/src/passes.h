@@ -43,6 +43,9 @@ struct LoweringState {
     std::map<std::string, std::vector<int>> layer_writers; // layer -> tasks writing its output
     std::vector<WeightPack> weight_packs;                  // in the order of their constants
     std::vector<uint8_t> blob;
+    // What a user should know about the lowering, such as a layer engine Auto put on the
+    // SHAVEs and why; lower() logs each after its pass as "note: ...".
+    std::vector<std::string> notes;
 
     const LayerPlan &plan_of(const std::string &layer) const {
         for (const LayerPlan &plan : plans)
@@ -106,6 +109,9 @@ void reduce_dependencies(LoweringState &s);
 void assign_barriers(LoweringState &s);
 void map_physical_barriers(LoweringState &s);
 void assemble(LoweringState &s);
+
+// Notes each NCHW graph input with what its layout costs the DMAs (input_layout.cpp).
+void note_input_layouts(LoweringState &s);
 
 void verify_tensors(const LoweringState &s);
 void verify_tasks(const LoweringState &s);

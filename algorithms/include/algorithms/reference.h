@@ -1,6 +1,7 @@
 // The CPU reference: layers' algorithms run by the Halide JIT, every layer computed whole
 // (compute_root). The int8 algorithms use the DPU's arithmetic, so int8 results are the
-// bit-exact expectation for the compiled network.
+// bit-exact expectation for the compiled network; fp16 results are too for DPU operations,
+// and within one ulp for SHAVE kernels (docs/ARCHITECTURE.md, "fp16 results").
 #pragma once
 
 #include <Halide.h>
@@ -19,7 +20,8 @@ class ReferenceError : public Error {
 };
 
 // The JIT target: x86-64 with SSE4.1 and no FMA or AVX, as the SHAVE kernels are compiled, so
-// float results match the kernels' and do not depend on the machine.
+// float results do not depend on the machine, and strict_float, so float operations keep the
+// definition's order (the DPU's order of summing).
 const Halide::Target &reference_target();
 
 // A buffer for `tensor`: dims (c, x, y) with extents (C, W, H), c innermost (NHWC in memory),

@@ -73,9 +73,22 @@ DpuOpDesc match_dpu(const dsl::Layer &layer);
 // The same, without throwing: nullopt and the reason in `why`.
 std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, std::string *why = nullptr);
 
+// Throws DpuMatchError, naming the layer and the limit, when `op` is beyond the DPU of
+// `target`: a kernel window wider or taller than its dpu.max_kernel (a dilated kernel counts
+// its span, (kernel - 1) * dilation + 1, which build_tasks runs with zero weights between
+// the taps), or a stride over its dpu.max_stride.
+void check_dpu_limits(const std::string &layer, const DpuOpDesc &op, const target::Target &target);
+
+// match_dpu and try_match_dpu for a target: the DPU operation, if the target's DPU can run it
+// (check_dpu_limits). The lowering matches with these, so engine Auto puts a layer beyond the
+// DPU's limits on the SHAVEs, and on_dpu() on such a layer is an error.
+DpuOpDesc match_dpu(const dsl::Layer &layer, const target::Target &target);
+std::optional<DpuOpDesc> try_match_dpu(const dsl::Layer &layer, const target::Target &target,
+                                       std::string *why = nullptr);
+
 // The bytes of the constant weights and weight table as the DPU reads them on `target`:
 // channels padded to whole groups of its channel alignment, one weight table entry per
-// output channel; 0 for an operation without weights, or a layer the DPU cannot run. (A
+// output channel; 0 for an operation without weights, or a layer the target's DPU cannot run. (A
 // grouped convolution's tasks may read more input channels when its groups share a channel
 // group; this counts each group's own.)
 int64_t dpu_weight_bytes(const DpuOpDesc &op, const target::Target &target);

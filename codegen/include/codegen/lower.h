@@ -16,8 +16,9 @@
 namespace vpuc::codegen {
 
 struct LowerOptions {
-    std::string dump_after;      // print the IR after this pass (pass_names() lists them)
-    std::ostream *log = nullptr; // pass log and dumps; nullptr: silent
+    std::string dump_after;        // print the IR after this pass (pass_names() lists them)
+    std::ostream *log = nullptr;   // pass log, notes and dumps; nullptr: silent
+    std::ostream *notes = nullptr; // the notes alone, "note: ..." lines, as a user reads them
     // When set, receives the schedule each layer was compiled with, by layer name: its own,
     // or the default schedule lower() gave it.
     std::map<std::string, dsl::Schedule> *schedules = nullptr;
