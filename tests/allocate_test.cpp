@@ -180,11 +180,7 @@ TEST(Allocate, AnEmptyBufferIsAnErrorNamingIt) {
     const dsl::Graph graph = rows_of_four();
     const target::Target target = target::load_target("vpu27");
     codegen::LoweringState s(graph, target);
-    codegen::default_schedules(s);
-    codegen::resolve_schedules(s);
-    codegen::select_engines(s);
-    codegen::compile_shave_kernels(s);
-    codegen::build_tasks(s);
+    test::run_through_task_program(s);
     auto &buffers = s.program.buffers;
     auto input = std::find_if(buffers.begin(), buffers.end(), [](const codegen::BufferDecl &b) {
         return b.space == blob::MemSpace::Cmx && b.name.rfind("conv.in0", 0) == 0;

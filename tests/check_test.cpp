@@ -35,7 +35,7 @@ TEST(CheckAgainstReference, FloatsWithinTheirUlpsIntegersExactly) {
     // 1.0, -0.0, NaN, 2.0 against 1.0 + 1 ulp, +0.0, NaN, 2.0 - 3 ulp.
     const auto got = halves({0x3c00, 0x8000, 0x7e00, 0x4000});
     const auto want = halves({0x3c01, 0x0000, 0x7e00, 0x3ffd});
-    codegen::OutputCheck exact = codegen::compare_output(f16, got, want, {});
+    codegen::OutputCheck exact = codegen::compare_output(f16, got, want, {0, 0});
     EXPECT_EQ(exact.mismatches, 3);
     EXPECT_EQ(exact.max_ulp, 3);
     EXPECT_EQ(exact.first_mismatch, "c 0, x 0, y 0: got 0x3c00, expected 0x3c01 (1 ulp)");

@@ -13,6 +13,7 @@
 
 #include "algorithms/layers.h"
 #include "algorithms/reference.h"
+#include "codegen/check.h"
 #include "codegen/lower.h"
 #include "vpu_target/simulator.h"
 
@@ -89,67 +90,28 @@ inline Halide::Buffer<Halide::float16_t> real_halves(const std::vector<int> &ext
     return b;
 }
 
-// Random bytes for integer inputs; real values in [-4, 4) for f16 ones.
-inline Halide::Buffer<> real_input(const dsl::TensorDesc &t, uint32_t seed) {
-    if (t.type != dsl::ElemType::F16) return random_input(t, seed);
-    const dsl::Shape &s = t.shape;
-    return real_halves({int(s[dsl::dims::C]), int(s[dsl::dims::W]), int(s[dsl::dims::H])}, -4, 4,
-                       seed);
-}
-
-// Expects `got`, fp16 elements, within `ulps` of `want` (0: the same bits), and says how many
-// differ and by how much.
-inline void expect_f16_within(const std::vector<uint8_t> &got, const std::vector<uint8_t> &want,
-                              int ulps, const std::string &what) {
-    ASSERT_EQ(got.size(), want.size()) << what;
-    auto bits = [](const std::vector<uint8_t> &b, size_t i) { return b[i] | b[i + 1] << 8; };
-    auto ordered = [](int b) { return b & 0x8000 ? -(b & 0x7fff) : b; }; // in the values' order
-    size_t differ = 0;
-    int worst = 0;
-    for (size_t i = 0; i + 1 < want.size(); i += 2) {
-        const int g = bits(got, i), w = bits(want, i);
-        // Other bits are at least one ulp apart: -0.0 from +0.0, one NaN from another.
-        const int distance = g == w ? 0 : std::max(1, std::abs(ordered(g) - ordered(w)));
-        differ += distance != 0;
-        worst = std::max(worst, distance);
-    }
-    EXPECT_LE(worst, ulps) << what << ": " << differ << " of " << want.size() / 2
-                           << " outputs differ from the reference, by up to " << worst << " ulps";
-}
-
 struct Checked {
     std::vector<uint8_t> blob;
     sim::RunResult result;
 };
 
 // Compiles `graph` (lower() verifies the blob), runs it on inputs from `make_input` (random by
-// default) and compares every output with the CPU reference: byte for byte, or for fp16
-// outputs within `f16_ulps`.
+// default) and compares every output with the CPU reference (codegen::check_against_reference):
+// byte for byte, or for fp16 outputs within `f16_ulps`.
 inline Checked compile_and_check(const dsl::Graph &graph, const target::Target &target,
                                  const codegen::LowerOptions &options = {},
                                  Halide::Buffer<> (*make_input)(const dsl::TensorDesc &,
                                                                 uint32_t) = random_input,
                                  int f16_ulps = 0) {
-    Checked checked;
-    checked.blob = codegen::lower(graph, target, options);
-    std::vector<Halide::Buffer<>> inputs;
-    std::vector<std::vector<uint8_t>> input_bytes;
+    codegen::CheckOptions check;
     uint32_t seed = 7;
-    for (const auto &in : graph.inputs()) {
-        inputs.push_back(make_input(in.output(), seed++));
-        input_bytes.push_back(bytes_of(inputs.back()));
-    }
-    const auto expected = algorithms::run_reference(graph, inputs);
-    checked.result = sim::Simulator(target, checked.blob).run(input_bytes);
-    EXPECT_EQ(checked.result.outputs.size(), expected.size());
-    for (size_t i = 0; i < expected.size() && i < checked.result.outputs.size(); ++i) {
-        const std::string what = graph.name() + " output " + std::to_string(i);
-        if (expected[i].type() == Halide::Float(16))
-            expect_f16_within(checked.result.outputs[i], bytes_of(expected[i]), f16_ulps, what);
-        else
-            EXPECT_EQ(checked.result.outputs[i], bytes_of(expected[i])) << what;
-    }
-    return checked;
+    for (const auto &in : graph.inputs()) check.inputs.push_back(make_input(in.output(), seed++));
+    check.tolerance.f16_ulp = f16_ulps;
+    check.lower = options;
+    codegen::CheckResult r = codegen::check_against_reference(graph, target, check);
+    EXPECT_EQ(r.run.outputs.size(), graph.outputs().size());
+    EXPECT_TRUE(r.ok()) << graph.name() << ":\n" << r.report();
+    return {std::move(r.blob), std::move(r.run)};
 }
 
 inline Checked compile_and_check(const dsl::Graph &graph, const std::string &target_name) {
