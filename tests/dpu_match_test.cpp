@@ -137,15 +137,15 @@ int64_t dpu_element(const DpuOpDesc &d, const std::vector<Buffer<>> &in, int oc,
         const Buffer<> &b = in[size_t(d.input2)];
         auto op = [&](auto u, auto v) -> decltype(u) {
             switch (d.eltwise) {
-            case DpuOpDesc::Eltwise::Add:
+            case blob::EltwiseOp::Add:
                 return u + v;
-            case DpuOpDesc::Eltwise::Sub:
+            case blob::EltwiseOp::Sub:
                 return u - v;
-            case DpuOpDesc::Eltwise::Mul:
+            case blob::EltwiseOp::Mul:
                 return u * v;
-            case DpuOpDesc::Eltwise::Max:
+            case blob::EltwiseOp::Max:
                 return std::max(u, v);
-            case DpuOpDesc::Eltwise::Min:
+            case blob::EltwiseOp::Min:
                 return std::min(u, v);
             }
             return u;

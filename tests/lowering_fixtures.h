@@ -90,6 +90,16 @@ inline Halide::Buffer<Halide::float16_t> real_halves(const std::vector<int> &ext
     return b;
 }
 
+// The ops per output vector the blob's kernel for `layer` counts (kernels are named after
+// their layers).
+inline float kernel_ops(const std::vector<uint8_t> &blob, const std::string &layer) {
+    for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
+        if (kernel->name()->str().find("_" + layer) != std::string::npos)
+            return kernel->arith_ops_per_vector() + kernel->special_ops_per_vector();
+    ADD_FAILURE() << "no kernel for layer '" << layer << "'";
+    return 0;
+}
+
 struct Checked {
     std::vector<uint8_t> blob;
     sim::RunResult result;

@@ -649,14 +649,6 @@ std::vector<uint8_t> compile_and_check(const dsl::Graph &graph) {
     return test::compile_and_check(graph, "vpu27").blob;
 }
 
-float kernel_ops(const std::vector<uint8_t> &blob, const std::string &layer) {
-    for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
-        if (kernel->name()->str().find("_" + layer) != std::string::npos)
-            return kernel->arith_ops_per_vector() + kernel->special_ops_per_vector();
-    ADD_FAILURE() << "no kernel for layer '" << layer << "'";
-    return 0;
-}
-
 const dsl::Quant kProbability = dsl::Quant::per_tensor(1.0f / 256, 0);
 
 TEST(ShaveLowering, SplitLoopsInsideATaskVectorizeAndUnroll) {
@@ -707,7 +699,7 @@ TEST(ShaveLowering, VectorizeReachesTheKernel) {
     const std::vector<uint8_t> blob = compile_and_check(dsl::Graph("widths", {wide}));
     // The same arithmetic per element; 4 lanes of u8 take as many loads and stores per 16
     // lanes as 16 lanes do in one.
-    EXPECT_GT(kernel_ops(blob, "narrow"), kernel_ops(blob, "wide"));
+    EXPECT_GT(test::kernel_ops(blob, "narrow"), test::kernel_ops(blob, "wide"));
 }
 
 TEST(ShaveLowering, SoftmaxReductionsAreNotRecomputed) {
@@ -717,8 +709,8 @@ TEST(ShaveLowering, SoftmaxReductionsAreNotRecomputed) {
     // Each of the two SHAVEs computes 500 outputs (32 vectors of 16) and, once, the max and
     // the sum over all 1000 channels: at least 2 * 1000 ops, counted over its 32 vectors.
     // Recomputed for every output element, they would cost over 16 * 2 * 1000 per vector.
-    EXPECT_GT(kernel_ops(blob, "soft"), 2 * 1000 / 32.0f);
-    EXPECT_LT(kernel_ops(blob, "soft"), 2000.0f);
+    EXPECT_GT(test::kernel_ops(blob, "soft"), 2 * 1000 / 32.0f);
+    EXPECT_LT(test::kernel_ops(blob, "soft"), 2000.0f);
 }
 
 TEST(ShaveLowering, SoftmaxSchedulesMatch) {

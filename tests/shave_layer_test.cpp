@@ -85,16 +85,6 @@ TEST(ShaveLayer, AReadPastTheInputIsRefusedAndABoundaryConditionFixesIt) {
     test::compile_and_check(dsl::Graph("edge", {edge}), "vpu27");
 }
 
-// The ops per output vector the blob's kernel for `layer` counts (kernels are named after
-// their layers).
-float kernel_ops(const std::vector<uint8_t> &blob, const std::string &layer) {
-    for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
-        if (kernel->name()->str().find("_" + layer) != std::string::npos)
-            return kernel->arith_ops_per_vector() + kernel->special_ops_per_vector();
-    ADD_FAILURE() << "no kernel for layer '" << layer << "'";
-    return 0;
-}
-
 const dsl::Quant kProbability = dsl::Quant::per_tensor(1.0f / 256, 0);
 
 // Scheduling the loops inside a task replaces the kernel's default schedule; without a
@@ -112,10 +102,10 @@ TEST(ShaveLayer, UnrollAndFuseKeepTheKernelVectorized) {
     rows.schedule().on_shave().split("y", "yo", "yi", 5).unroll("yi");
     const std::vector<uint8_t> blob =
         test::compile_and_check(dsl::Graph("vectorized", {rows}), "vpu27").blob;
-    const float vectorized = kernel_ops(blob, "plain");
+    const float vectorized = test::kernel_ops(blob, "plain");
     EXPECT_GT(vectorized, 0);
     for (const std::string layer : {"unrolled", "fused", "rows"})
-        EXPECT_LE(kernel_ops(blob, layer), 1.25f * vectorized) << layer;
+        EXPECT_LE(test::kernel_ops(blob, layer), 1.25f * vectorized) << layer;
 }
 
 // out(c, x, y) = max(in(c, x, y), floor): the Func is named after the layer, as the library's

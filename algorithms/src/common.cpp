@@ -177,6 +177,16 @@ dsl::AttrSpec pads_spec() {
             [](const dsl::AttrValue &v) { return at_least(v, 0, 4); }};
 }
 
+std::tuple<int, int> pair_of(const dsl::Attrs &attrs, const std::string &name) {
+    const auto v = attrs.get_ints(name);
+    return {int(v.at(0)), int(v.at(1))};
+}
+
+std::tuple<int, int, int, int> pads_of(const dsl::Attrs &attrs) {
+    const auto v = attrs.get_ints("pads");
+    return {int(v.at(0)), int(v.at(1)), int(v.at(2)), int(v.at(3))};
+}
+
 std::vector<dsl::AttrSpec> output_quant_specs() {
     dsl::AttrSpec type{"output_type", dsl::AttrType::String, std::nullopt, "int8 output: u8 or i8",
                        [](const dsl::AttrValue &v) -> std::string {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "algorithms/arith.h"
@@ -61,6 +62,9 @@ Activation activation_of(const dsl::Attrs &attrs);
 // ONNX's order: strides [h, w], pads [top, left, bottom, right].
 dsl::AttrSpec pair_spec(const std::string &name, int64_t min, const std::string &doc);
 dsl::AttrSpec pads_spec();
+// Reads them back: a pair as {h, w}, pads as {top, left, bottom, right}.
+std::tuple<int, int> pair_of(const dsl::Attrs &attrs, const std::string &name);
+std::tuple<int, int, int, int> pads_of(const dsl::Attrs &attrs);
 // An int8 output's type and per-tensor quantization: output_type ("u8"/"i8"), output_scale,
 // output_zero_point, all optional.
 std::vector<dsl::AttrSpec> output_quant_specs();

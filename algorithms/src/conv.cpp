@@ -1,6 +1,7 @@
 // Convolutions and matmul: an accumulator Func reduced over the kernel window, then the
 // output stage. The forms are listed in layers.h.
 #include <algorithm>
+#include <tuple>
 
 #include "algorithms/layers.h"
 #include "algorithms/registry.h"
@@ -230,16 +231,9 @@ Conv2dParams params_of(ConvKind kind, const dsl::Attrs &a) {
     Conv2dParams p;
     p.activation = activation_of(a);
     if (kind == ConvKind::MatMul) return p;
-    const auto strides = a.get_ints("strides"), dilations = a.get_ints("dilations"),
-               pads = a.get_ints("pads");
-    p.stride_h = int(strides[0]);
-    p.stride_w = int(strides[1]);
-    p.dilation_h = int(dilations[0]);
-    p.dilation_w = int(dilations[1]);
-    p.pad_top = int(pads[0]);
-    p.pad_left = int(pads[1]);
-    p.pad_bottom = int(pads[2]);
-    p.pad_right = int(pads[3]);
+    std::tie(p.stride_h, p.stride_w) = pair_of(a, "strides");
+    std::tie(p.dilation_h, p.dilation_w) = pair_of(a, "dilations");
+    std::tie(p.pad_top, p.pad_left, p.pad_bottom, p.pad_right) = pads_of(a);
     if (kind == ConvKind::Conv) p.groups = int(a.get_int("groups"));
     return p;
 }

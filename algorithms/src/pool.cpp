@@ -1,6 +1,7 @@
 // Max and average pooling over a kernel window, with the DPU's per-tensor output stage.
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "algorithms/layers.h"
 #include "algorithms/registry.h"
@@ -97,16 +98,9 @@ dsl::Attrs pool_attrs(const PoolParams &p, const std::optional<QuantOutput> &out
 dsl::Layer build_pool(bool is_max, const std::string &name, const dsl::Layer &input,
                       const dsl::Attrs &a) {
     PoolParams p;
-    const auto kernel = a.get_ints("kernel_shape"), strides = a.get_ints("strides"),
-               pads = a.get_ints("pads");
-    p.kernel_h = int(kernel[0]);
-    p.kernel_w = int(kernel[1]);
-    p.stride_h = int(strides[0]);
-    p.stride_w = int(strides[1]);
-    p.pad_top = int(pads[0]);
-    p.pad_left = int(pads[1]);
-    p.pad_bottom = int(pads[2]);
-    p.pad_right = int(pads[3]);
+    std::tie(p.kernel_h, p.kernel_w) = pair_of(a, "kernel_shape");
+    std::tie(p.stride_h, p.stride_w) = pair_of(a, "strides");
+    std::tie(p.pad_top, p.pad_left, p.pad_bottom, p.pad_right) = pads_of(a);
     p.activation = activation_of(a);
     std::optional<QuantOutput> out;
     QuantOutput q;

@@ -20,24 +20,8 @@ namespace vpuc::codegen {
 
 namespace {
 
-blob::DpuOp blob_op(target::DpuOpKind op) {
-    switch (op) {
-    case target::DpuOpKind::Conv:
-        return blob::DpuOp::Conv;
-    case target::DpuOpKind::DepthwiseConv:
-        return blob::DpuOp::DepthwiseConv;
-    case target::DpuOpKind::MaxPool:
-        return blob::DpuOp::MaxPool;
-    case target::DpuOpKind::AvgPool:
-        return blob::DpuOp::AvgPool;
-    case target::DpuOpKind::Eltwise:
-        return blob::DpuOp::Eltwise;
-    case target::DpuOpKind::MatMul:
-        return blob::DpuOp::MatMul;
-    }
-    return blob::DpuOp::Conv;
-}
-
+// dpu_arith.h stays free of the blob schema (the DPU's Halide generators build without it), so
+// its activations are an enum of their own.
 blob::Activation blob_activation(dpu::Activation a) {
     switch (a) {
     case dpu::Activation::None:
@@ -612,7 +596,7 @@ class LayerBuilder {
             if (!d_.bias.empty()) p->bias = d_.bias[0];
             if (!d_.fp_scale.empty()) p->fp_scale = d_.fp_scale[0];
         }
-        p->eltwise_op = blob::EltwiseOp(int(d_.eltwise));
+        p->eltwise_op = d_.eltwise;
         p->in1_mult = d_.in1_mult;
         p->in2_mult = d_.in2_mult;
         return p;
@@ -710,7 +694,7 @@ class LayerBuilder {
         const Task &task = p.task;
         DpuWork work;
         blob::DpuTaskT &t = work.invariant;
-        t.op = blob_op(d_.op);
+        t.op = d_.op;
         set_window(t, p);
         t.weights_zero_point = d_.weights_zero_point;
         t.ppe = ppe();

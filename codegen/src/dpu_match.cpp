@@ -1172,7 +1172,7 @@ void Matcher::eltwise_operand(const Expr &e, bool is_float, int &input, int32_t 
 }
 
 void Matcher::eltwise(const Expr &acc, bool is_float) {
-    using E = DpuOpDesc::Eltwise;
+    using E = blob::EltwiseOp;
     const Expr op = is_float ? acc : uncast(acc, Halide::Int(32));
     Expr a, b;
     auto binary = [&](auto *node, E kind) {
@@ -1293,17 +1293,17 @@ const char *op_name(DpuOpKind op) {
     return "?";
 }
 
-const char *eltwise_name(DpuOpDesc::Eltwise e) {
+const char *eltwise_name(blob::EltwiseOp e) {
     switch (e) {
-    case DpuOpDesc::Eltwise::Add:
+    case blob::EltwiseOp::Add:
         return "add";
-    case DpuOpDesc::Eltwise::Sub:
+    case blob::EltwiseOp::Sub:
         return "sub";
-    case DpuOpDesc::Eltwise::Mul:
+    case blob::EltwiseOp::Mul:
         return "mul";
-    case DpuOpDesc::Eltwise::Max:
+    case blob::EltwiseOp::Max:
         return "max";
-    case DpuOpDesc::Eltwise::Min:
+    case blob::EltwiseOp::Min:
         return "min";
     }
     return "?";

@@ -687,20 +687,6 @@ void describe_reads(const std::string &kernel, const Halide::Func &output,
     }
 }
 
-blob::ArgKind to_blob(KernelArgKind kind) {
-    switch (kind) {
-    case KernelArgKind::InputBuffer:
-        return blob::ArgKind::InputBuffer;
-    case KernelArgKind::OutputBuffer:
-        return blob::ArgKind::OutputBuffer;
-    case KernelArgKind::ScalarInt:
-        return blob::ArgKind::ScalarInt;
-    case KernelArgKind::ScalarFloat:
-        return blob::ArgKind::ScalarFloat;
-    }
-    throw std::logic_error("unknown KernelArgKind");
-}
-
 // --- The cache of compiled kernels -----------------------------------------------------------
 
 // Renames every name in a lowered kernel, dot-separated part by part, to "%0", "%1"... in the
@@ -928,7 +914,7 @@ std::unique_ptr<blob::KernelT> to_blob_kernel(const ShaveKernelBinary &kernel) {
     for (const KernelArgDesc &arg : kernel.args) {
         auto blob_arg = std::make_unique<blob::KernelArgT>();
         blob_arg->name = arg.name;
-        blob_arg->kind = to_blob(arg.kind);
+        blob_arg->kind = arg.kind;
         blob_arg->dtype = arg.dtype;
         blob_arg->rank = uint8_t(arg.rank);
         blob_arg->reads = arg.reads;

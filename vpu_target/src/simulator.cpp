@@ -61,31 +61,13 @@ target::DmaTransfer transfer_of(const blob::DmaTask &dma) {
     return t;
 }
 
-target::DpuOpKind op_kind(blob::DpuOp op) {
-    switch (op) {
-    case blob::DpuOp::Conv:
-        return target::DpuOpKind::Conv;
-    case blob::DpuOp::DepthwiseConv:
-        return target::DpuOpKind::DepthwiseConv;
-    case blob::DpuOp::MaxPool:
-        return target::DpuOpKind::MaxPool;
-    case blob::DpuOp::AvgPool:
-        return target::DpuOpKind::AvgPool;
-    case blob::DpuOp::Eltwise:
-        return target::DpuOpKind::Eltwise;
-    case blob::DpuOp::MatMul:
-        return target::DpuOpKind::MatMul;
-    }
-    return target::DpuOpKind::Conv;
-}
-
 // DPU cycles of a task: its variants run one after another on the DPU.
 double dpu_task_cycles(const target::Target &target, const blob::DpuTask &dpu) {
     const auto *in = dpu.input()->dims();
     double cycles = 0;
     for (const auto *v : *dpu.variants()) {
         target::DpuWorkload w;
-        w.op = op_kind(dpu.op());
+        w.op = dpu.op();
         w.input_dtype = dpu.input()->dtype();
         w.output_dtype = dpu.output()->dtype();
         w.out_w = int(v->end()->Get(0) - v->start()->Get(0));

@@ -37,6 +37,7 @@
 
 #include "algorithms/arith.h"
 #include "dsl/layer.h"
+#include "vpu_target/blob_generated.h"
 
 namespace vpuc::algorithms {
 
@@ -104,7 +105,8 @@ dsl::Layer max_pool(const std::string &name, const dsl::Layer &input, const Pool
 dsl::Layer avg_pool(const std::string &name, const dsl::Layer &input, const PoolParams &p,
                     const std::optional<QuantOutput> &out = {});
 
-enum class EltwiseOp { Add, Sub, Mul, Max, Min };
+// The blob's enum (schema/blob.fbs), as the DPU runs them.
+using EltwiseOp = blob::EltwiseOp;
 
 // int8 eltwise: (a - zp_a) * in1_mult op (b - zp_b) * in2_mult, requantized per tensor.
 struct QuantEltwise {

@@ -48,7 +48,7 @@ struct DpuOpDesc {
     dpu::FloatPpe float_ppe;
 
     // Eltwise.
-    enum class Eltwise { Add, Sub, Mul, Max, Min } eltwise = Eltwise::Add;
+    blob::EltwiseOp eltwise = blob::EltwiseOp::Add;
     int32_t in1_mult = 1, in2_mult = 1;
 
     Halide::Type input_type, output_type;

@@ -30,7 +30,8 @@ class ShaveKernelError : public Error {
     using Error::Error;
 };
 
-enum class KernelArgKind { InputBuffer, OutputBuffer, ScalarInt, ScalarFloat };
+// The blob's enum (schema/blob.fbs): one definition of a kernel argument's kinds.
+using KernelArgKind = blob::ArgKind;
 
 struct KernelArgDesc {
     std::string name;

@@ -10,7 +10,8 @@
 
 namespace vpuc::target {
 
-enum class DpuOpKind { Conv, DepthwiseConv, MaxPool, AvgPool, Eltwise, MatMul };
+// The blob's enum (schema/blob.fbs): one definition of the DPU's operations.
+using DpuOpKind = blob::DpuOp;
 
 // One DPU workload (a variant): an output region computed in one MPE mode.
 struct DpuWorkload {
