@@ -58,6 +58,11 @@ Buffer<> random_buffer(const dsl::TensorDesc &t, std::mt19937 &rng) {
     case ElemType::I32:
         fill<int32_t>(b, [&] { return int32_t(rng()); });
         break;
+    case ElemType::I64:
+    case ElemType::Bool:
+    case ElemType::F64:
+        ADD_FAILURE() << "no layer takes " << dsl::to_string(t.type);
+        break;
     }
     return b;
 }

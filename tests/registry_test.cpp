@@ -365,6 +365,73 @@ TEST(GraphEdit, ACloneIsEditedAndScheduledApart) {
     expect_same_results(g, copy);
 }
 
+TEST(ElementTypes, GraphTypesMapOntoDeviceTypesAtOneCheckedPoint) {
+    EXPECT_EQ(dsl::device_type(dsl::ElemType::I64), dsl::ElemType::I32);
+    EXPECT_EQ(dsl::device_type(dsl::ElemType::Bool), dsl::ElemType::U8);
+    EXPECT_EQ(dsl::device_type(dsl::ElemType::F64), dsl::ElemType::F32);
+    EXPECT_EQ(dsl::device_type(dsl::ElemType::F16), dsl::ElemType::F16);
+    EXPECT_FALSE(dsl::is_device_type(dsl::ElemType::I64));
+    EXPECT_TRUE(dsl::is_device_type(dsl::ElemType::I32));
+    EXPECT_EQ(dsl::bytes_of(dsl::ElemType::I64), 8);
+    EXPECT_EQ(dsl::bytes_of(dsl::ElemType::Bool), 1);
+
+    dsl::TensorDesc idx;
+    idx.name = "indices";
+    idx.shape = dsl::Shape({5});
+    idx.type = dsl::ElemType::I64;
+    idx.order = dsl::DimsOrder::identity(1);
+    Halide::Buffer<int64_t> values(5);
+    for (int i = 0; i < 5; ++i) values(i) = int64_t(i) * 1000000000 - 2000000000;
+    Halide::Buffer<int32_t> fits(dsl::to_device(idx, values));
+    EXPECT_EQ(fits(0), -2000000000);
+    EXPECT_EQ(fits(4), 2000000000);
+    values(3) = int64_t(INT32_MAX) + 1;
+    try {
+        dsl::to_device(idx, values);
+        FAIL();
+    } catch (const dsl::LayerError &e) {
+        EXPECT_STREQ(e.what(), "tensor 'indices': element 3 (2147483648) does not fit in i32");
+    }
+
+    dsl::TensorDesc mask = idx;
+    mask.name = "mask";
+    mask.type = dsl::ElemType::Bool;
+    Halide::Buffer<bool> bits(5);
+    for (int i = 0; i < 5; ++i) bits(i) = i % 2;
+    Halide::Buffer<uint8_t> bytes(dsl::to_device(mask, bits));
+    EXPECT_EQ(bytes(0), 0);
+    EXPECT_EQ(bytes(1), 1);
+
+    dsl::TensorDesc real = idx;
+    real.name = "scale";
+    real.type = dsl::ElemType::F64;
+    Halide::Buffer<double> doubles(5);
+    doubles.fill(0.1);
+    EXPECT_EQ(Halide::Buffer<float>(dsl::to_device(real, doubles))(2), 0.1f);
+    doubles(4) = 1e300;
+    EXPECT_THROW(dsl::to_device(real, doubles), dsl::LayerError);
+    EXPECT_THROW(dsl::to_device(real, values), dsl::LayerError) << "values of another type";
+}
+
+TEST(ElementTypes, TheLoweringRefusesATypeTheDeviceLacks) {
+    dsl::TensorDesc t = test::activation("flags", 16, 4, 4, dsl::ElemType::Bool);
+    const dsl::Graph g(
+        "g", {algorithms::relu("r", dsl::Layer::input(test::activation("in", 16, 4, 4)))});
+    try {
+        codegen::lower(dsl::Graph("g", {dsl::Layer::input(t)}), target::load_target("vpu27"));
+        FAIL();
+    } catch (const codegen::LoweringError &e) {
+        EXPECT_NE(std::string(e.what()).find("graph input 'flags' is bool, which the device does "
+                                             "not have"),
+                  std::string::npos)
+            << e.what();
+    }
+    // The text form names the wider types too.
+    dsl::TensorDesc wide = t;
+    wide.type = dsl::ElemType::I64;
+    EXPECT_EQ(dsl::tensor_text(wide), "1x16x4x4 i64 NHWC");
+}
+
 TEST(GraphEdit, ACycleIsRefused) {
     auto in = dsl::Layer::input(test::activation("in", 16, 8, 8));
     dsl::Layer a = algorithms::relu("a", in);

@@ -26,6 +26,7 @@ struct Pass {
 
 const std::vector<Pass> &passes() {
     static const std::vector<Pass> list = {
+        {"check_element_types", check_element_types, nullptr},
         {"default_schedules", default_schedules, nullptr},
         {"resolve_schedules", resolve_schedules, nullptr},
         {"select_engines", select_engines, nullptr},
@@ -153,6 +154,22 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
     return std::move(state.blob);
 }
 
+void check_element_types(LoweringState &s) {
+    auto check = [&](const dsl::Layer &layer) {
+        const dsl::TensorDesc &t = layer.output();
+        if (dsl::is_device_type(t.type)) return;
+        const char *device = dsl::to_string(dsl::device_type(t.type));
+        throw LoweringError(std::string(layer.is_input() ? "graph input '" : "layer '") + t.name +
+                            "' is " + dsl::to_string(t.type) +
+                            ", which the device does not have: fold it away at compile time, or "
+                            "give the graph " +
+                            device + " there (dsl::to_device converts values to " + device +
+                            ", checking that they fit)");
+    };
+    for (const dsl::Layer &in : s.graph.inputs()) check(in);
+    for (const dsl::Layer &layer : s.graph.layers()) check(layer);
+}
+
 void default_schedules(LoweringState &s) {
     for (const auto &layer : s.graph.layers()) {
         dsl::Layer handle = layer;
@@ -248,8 +265,13 @@ blob::DType blob_dtype(dsl::ElemType t) {
         return blob::DType::F32;
     case dsl::ElemType::I32:
         return blob::DType::I32;
+    case dsl::ElemType::I64:
+    case dsl::ElemType::Bool:
+    case dsl::ElemType::F64:
+        break; // check_element_types refuses them first
     }
-    return blob::DType::U8;
+    throw std::logic_error(std::string("blob_dtype: ") + dsl::to_string(t) +
+                           " is not a device type");
 }
 
 blob::DType blob_dtype(Halide::Type t) {

@@ -94,6 +94,8 @@ struct Eviction {
 void insert_spills(LoweringState &s, const std::vector<Eviction> &evictions);
 
 // Each pass does one job; each verify_* checks the pass's output and throws LoweringError.
+// Every tensor of the graph has a device element type (i64, bool and f64 do not).
+void check_element_types(LoweringState &s);
 void default_schedules(LoweringState &s);
 void resolve_schedules(LoweringState &s);
 void select_engines(LoweringState &s);

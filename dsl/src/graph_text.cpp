@@ -29,8 +29,8 @@ std::string float_text(float v) {
     return buf;
 }
 
-const ElemType kElemTypes[] = {ElemType::U8, ElemType::I8, ElemType::F16, ElemType::F32,
-                               ElemType::I32};
+const ElemType kElemTypes[] = {ElemType::U8,  ElemType::I8,  ElemType::F16,  ElemType::F32,
+                               ElemType::I32, ElemType::I64, ElemType::Bool, ElemType::F64};
 
 class LineReader {
   public:

@@ -1,5 +1,7 @@
 #include "dsl/tensor.h"
 
+#include <cmath>
+#include <cstdint>
 #include <sstream>
 
 namespace vpuc::dsl {
@@ -16,6 +18,12 @@ const char *to_string(ElemType t) {
         return "f32";
     case ElemType::I32:
         return "i32";
+    case ElemType::I64:
+        return "i64";
+    case ElemType::Bool:
+        return "bool";
+    case ElemType::F64:
+        return "f64";
     }
     return "?";
 }
@@ -24,12 +32,16 @@ int bytes_of(ElemType t) {
     switch (t) {
     case ElemType::U8:
     case ElemType::I8:
+    case ElemType::Bool:
         return 1;
     case ElemType::F16:
         return 2;
     case ElemType::F32:
     case ElemType::I32:
         return 4;
+    case ElemType::I64:
+    case ElemType::F64:
+        return 8;
     }
     return 0;
 }
@@ -46,12 +58,79 @@ Halide::Type halide_type(ElemType t) {
         return Halide::Float(32);
     case ElemType::I32:
         return Halide::Int(32);
+    case ElemType::I64:
+        return Halide::Int(64);
+    case ElemType::Bool:
+        return Halide::Bool();
+    case ElemType::F64:
+        return Halide::Float(64);
     }
     return Halide::Float(32);
 }
 
 bool is_quantized_int(ElemType t) {
     return t == ElemType::U8 || t == ElemType::I8;
+}
+
+bool is_device_type(ElemType t) {
+    return t != ElemType::I64 && t != ElemType::Bool && t != ElemType::F64;
+}
+
+ElemType device_type(ElemType t) {
+    switch (t) {
+    case ElemType::I64:
+        return ElemType::I32;
+    case ElemType::Bool:
+        return ElemType::U8;
+    case ElemType::F64:
+        return ElemType::F32;
+    default:
+        return t;
+    }
+}
+
+namespace {
+
+template <typename From, typename To, typename Check>
+Halide::Buffer<> convert(const TensorDesc &tensor, const Halide::Buffer<> &values, Check fits) {
+    Halide::Buffer<From> in(values);
+    std::vector<int> sizes;
+    for (int d = 0; d < in.dimensions(); ++d) sizes.push_back(in.dim(d).extent());
+    Halide::Buffer<To> out(sizes);
+    const From *src = in.data();
+    To *dst = out.data();
+    for (size_t i = 0; i < in.number_of_elements(); ++i) {
+        if (!fits(src[i])) {
+            std::ostringstream value;
+            value << +src[i];
+            throw LayerError("tensor '" + tensor.name + "': element " + std::to_string(i) + " (" +
+                             value.str() + ") does not fit in " +
+                             to_string(device_type(tensor.type)));
+        }
+        dst[i] = To(src[i]);
+    }
+    return out;
+}
+
+} // namespace
+
+Halide::Buffer<> to_device(const TensorDesc &tensor, const Halide::Buffer<> &values) {
+    if (values.type() != halide_type(tensor.type))
+        throw LayerError("tensor '" + tensor.name + "': values of another type than " +
+                         to_string(tensor.type));
+    switch (tensor.type) {
+    case ElemType::I64:
+        return convert<int64_t, int32_t>(
+            tensor, values, [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; });
+    case ElemType::Bool:
+        return convert<bool, uint8_t>(tensor, values, [](bool) { return true; });
+    case ElemType::F64:
+        return convert<double, float>(tensor, values, [](double v) {
+            return std::isnan(v) || std::isinf(v) || std::isfinite(float(v));
+        });
+    default:
+        return values;
+    }
 }
 
 Quant Quant::per_channel(std::vector<float> scales, std::vector<int32_t> zero_points, Dim axis) {

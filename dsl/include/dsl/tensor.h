@@ -20,12 +20,19 @@ class LayerError : public Error {
     using Error::Error;
 };
 
-enum class ElemType { U8, I8, F16, F32, I32 };
+// The element types of graph tensors: the device's (u8, i8, f16, f32, i32) and, for indices,
+// masks and shape arithmetic, i64, bool and f64, which the device does not have. Those map to
+// a device type at one checked point (to_device) or are folded away at compile time.
+enum class ElemType { U8, I8, F16, F32, I32, I64, Bool, F64 };
 
 const char *to_string(ElemType t);
 int bytes_of(ElemType t);
 Halide::Type halide_type(ElemType t);
 bool is_quantized_int(ElemType t); // u8 / i8
+bool is_device_type(ElemType t);   // u8, i8, f16, f32, i32
+// The device type a graph type maps onto: i64 -> i32, bool -> u8, f64 -> f32; device types
+// map onto themselves.
+ElemType device_type(ElemType t);
 
 // Affine quantization: real = scale * (stored - zero_point). One entry per tensor, or one
 // per index of `axis` (per-channel, for weights).
@@ -58,5 +65,11 @@ struct TensorDesc {
     int64_t bytes() const { return shape.elements() * bytes_of(type); }
     std::string describe() const; // "conv1: 1x64x56x56 u8 NHWC q(0.02, 128)"
 };
+
+// `values` (a buffer of `tensor`'s type, as algorithms::make_buffer lays it out) in
+// device_type(tensor.type): i64 checked to fit in i32, bool as 0 or 1, f64 rounded to the
+// nearest f32 and, when finite, checked to stay finite. Throws LayerError naming the tensor, the
+// first element that does not fit and its value.
+Halide::Buffer<> to_device(const TensorDesc &tensor, const Halide::Buffer<> &values);
 
 } // namespace vpuc::dsl
