@@ -264,6 +264,17 @@ TEST(GraphText, OneLinePerLayerWithOpTensorsAttributesAndSchedule) {
     EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1 + 1 + 4 + 1);
 }
 
+TEST(GraphText, NamesWithOtherCharactersAreQuoted) {
+    const std::string odd = std::string("conv/1 \"a\"\0b\n\\n", 16);
+    auto in = dsl::Layer::input(test::activation("in put", 16, 4, 4));
+    const dsl::Graph g("g", {algorithms::relu(odd, in)});
+    const std::string text = dsl::print_graph(g, {true, true});
+    EXPECT_NE(text.find("input %\"in put\" :"), std::string::npos) << text;
+    const dsl::Graph back = dsl::read_graph(text, layer_registry());
+    EXPECT_EQ(back.outputs()[0].name(), odd);
+    EXPECT_EQ(back.inputs()[0].name(), "in put");
+}
+
 TEST(GraphText, ErrorsNameTheLine) {
     const std::string good = dsl::print_graph(examples::small_net(1).graph, {true, true});
     auto expect_error = [&](const std::string &text, const std::string &says) {

@@ -153,7 +153,12 @@ class ValueParser {
         expect('"');
         std::string s;
         while (pos_ < text_.size() && text_[pos_] != '"') {
-            if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
+            if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) {
+                const char escaped = text_[++pos_];
+                s += escaped == 'n' ? '\n' : escaped == 'r' ? '\r' : escaped;
+                ++pos_;
+                continue;
+            }
             s += text_[pos_++];
         }
         expect('"');
@@ -357,7 +362,12 @@ std::string to_string(const AttrValue &v, bool tensor_data) {
         }
         std::string operator()(const std::string &s) const {
             std::string out = "\"";
+            // Line breaks escaped too: the graph text is read line by line.
             for (char c : s) {
+                if (c == '\n' || c == '\r') {
+                    out += c == '\n' ? "\\n" : "\\r";
+                    continue;
+                }
                 if (c == '"' || c == '\\') out += '\\';
                 out += c;
             }

@@ -1,5 +1,6 @@
 #include "dsl/graph_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -10,11 +11,13 @@ namespace vpuc::dsl {
 
 namespace {
 
+// A character a name may hold unquoted (std::strchr would also find the terminating NUL).
+bool name_char(char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || (c != '\0' && std::strchr("_.:/-", c));
+}
+
 bool plain_name(const std::string &name) {
-    if (name.empty()) return false;
-    for (char c : name)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("_.:/-", c)) return false;
-    return true;
+    return !name.empty() && std::all_of(name.begin(), name.end(), name_char);
 }
 
 // %name, or %"name" with \ and " escaped when the name holds other characters (ONNX names may).
