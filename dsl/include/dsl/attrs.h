@@ -65,9 +65,9 @@ class Attrs {
 };
 
 // The printed form of a value, as the graph printer writes it: 3, 0.5, [1,1], [0.5,2],
-// "relu" (with \\, \", \n and \r escaped), and tensors as tensor<i8:16x3x3x32> followed, with
-// `tensor_data`, by their bytes in hex in parentheses. Floats print with enough digits to read back
-// exactly.
+// "relu" (with \\, \", \n and \r escaped), and tensors as tensor<i8:16x3x3x32> followed,
+// with `tensor_data`, by their bytes in hex in parentheses. Floats print with enough digits to
+// read back exactly.
 std::string to_string(const AttrValue &v, bool tensor_data = false);
 
 // Reads one printed value at text[pos], advancing pos past it; throws AttrError naming
