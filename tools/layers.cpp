@@ -53,6 +53,7 @@ int layers_command(const std::vector<std::string> &args) {
     for (const dsl::LayerDef *def : defs) {
         std::string inputs;
         for (const auto &in : def->inputs) inputs += (inputs.empty() ? "" : ", ") + in;
+        if (def->variadic) inputs += "...";
         std::printf("%-18s %-9s %s\n", def->op.c_str(), ("(" + inputs + ")").c_str(),
                     def->doc.c_str());
         if (!attrs) continue;

@@ -98,9 +98,10 @@ Attrs LayerRegistry::complete(const std::string &op, const std::string &layer,
 Layer LayerRegistry::build(const std::string &op, const std::string &name,
                            const std::vector<Layer> &inputs, const Attrs &attrs) const {
     const LayerDef &def = at(op);
-    if (inputs.size() != def.inputs.size())
+    if (def.variadic ? inputs.size() < def.inputs.size() : inputs.size() != def.inputs.size())
         throw AttrError(op + " '" + name + "': " + std::to_string(inputs.size()) +
-                        " inputs given, " + op + " takes " + std::to_string(def.inputs.size()));
+                        " inputs given, " + op + " takes " + (def.variadic ? "at least " : "") +
+                        std::to_string(def.inputs.size()));
     Attrs complete_attrs = complete(op, name, attrs);
     Layer layer = def.build(name, inputs, complete_attrs);
     layer.set_attrs(std::move(complete_attrs));

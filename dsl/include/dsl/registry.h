@@ -33,6 +33,8 @@ struct LayerDef {
     std::string op;  // "conv2d"
     std::string doc; // one line for `vpuc layers`
     std::vector<std::string> inputs;
+    // The last input repeats: the op takes inputs.size() or more (concat's parts).
+    bool variadic = false;
     std::vector<AttrSpec> attrs;
     // The logical dimensions of the output a kernel may not split, because each output element
     // reads the whole input along them (softmax's axis, TopK's). Empty: all may be split.

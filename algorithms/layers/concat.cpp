@@ -1,0 +1,94 @@
+// concat: inputs joined along the channels, the height or the width (ONNX's Concat on 4-D
+// tensors with batch 1), as one SHAVE copy kernel. Every part keeps its values, so the inputs
+// must share the output's element type and quantization.
+#include "common.h"
+
+namespace vpuc::algorithms {
+
+namespace {
+
+dsl::Layer build_concat(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                        const dsl::Attrs &attrs) {
+    const std::string what = "concat '" + name + "'";
+    const int axis = int(attrs.get_int("axis"));
+    // Halide dims are (c, x, y): logical C, W, H.
+    const int dim = axis == 1 ? 0 : axis == 3 ? 1 : 2;
+    std::vector<detail::InputInfo> parts;
+    std::vector<int64_t> offsets;
+    int64_t extent[3] = {0, 0, 0};
+    for (const dsl::Layer &in : inputs) {
+        parts.push_back(detail::input_info(what, in));
+        const detail::InputInfo &p = parts.back();
+        const int64_t e[3] = {p.c, p.w, p.h};
+        const detail::InputInfo &first = parts.front();
+        const int64_t f[3] = {first.c, first.w, first.h};
+        for (int d = 0; d < 3; ++d)
+            if (d != dim && e[d] != f[d])
+                detail::invalid(what, "input '" + in.name() + "' is " +
+                                          dsl::to_string(in.output().shape) + ", input '" +
+                                          inputs.front().name() + "' " +
+                                          dsl::to_string(inputs.front().output().shape) +
+                                          ": they may differ along the axis only");
+        if (in.output().type != inputs.front().output().type ||
+            in.output().quant.scale != inputs.front().output().quant.scale ||
+            in.output().quant.zero_point != inputs.front().output().quant.zero_point)
+            detail::invalid(what, "input '" + in.name() +
+                                      "' has another element type or quantization than '" +
+                                      inputs.front().name() +
+                                      "'; requantize it first (a concat copies values)");
+        offsets.push_back(extent[dim]);
+        for (int d = 0; d < 3; ++d) extent[d] = d == dim ? extent[d] + e[d] : e[d];
+    }
+    dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
+        const auto &v = dsl::act_vars();
+        const Halide::Var vars[3] = {v.c, v.x, v.y};
+        // The last part, then each earlier one where the coordinate falls before its end: each
+        // read is clamped into its part, so every input is read inside.
+        Halide::Expr value;
+        for (size_t k = parts.size(); k-- > 0;) {
+            const int64_t e[3] = {parts[k].c, parts[k].w, parts[k].h};
+            std::vector<Halide::Expr> at = {v.c, v.x, v.y};
+            at[size_t(dim)] = Halide::clamp(vars[dim] - int(offsets[k]), 0, int(e[dim] - 1));
+            Halide::Expr read = funcs.at(k)(at);
+            value = value.defined()
+                        ? Halide::select(vars[dim] < int(offsets[k] + e[dim]), read, value)
+                        : read;
+        }
+        Halide::Func out = detail::named_func(name);
+        out(v.c, v.x, v.y) = value;
+        return out;
+    };
+    const dsl::TensorDesc &first = inputs.front().output();
+    return dsl::Layer::make("concat",
+                            detail::output_desc(name, inputs.front(), extent[0], extent[1],
+                                                extent[2], first.type, first.quant),
+                            inputs, algorithm);
+}
+
+} // namespace
+
+void register_layer_concat(dsl::LayerRegistry &registry) {
+    dsl::LayerDef def;
+    def.op = "concat";
+    def.doc = "inputs joined along an axis (a SHAVE copy)";
+    def.inputs = {"inputs"};
+    def.variadic = true;
+    def.attrs = {{"axis", dsl::AttrType::Int, int64_t(1), "1 (C), 2 (H) or 3 (W)",
+                  [](const dsl::AttrValue &v) -> std::string {
+                      const int64_t axis = std::get<int64_t>(v);
+                      return axis >= 1 && axis <= 3 ? "" : "must be 1 (C), 2 (H) or 3 (W)";
+                  }}};
+    def.build = build_concat;
+    // Three parts along the channels, the last two at offsets 16 and 21: a part at an offset
+    // that is not a whole channel group.
+    def.example = [](dsl::ElemType type) {
+        return layer_registry().build("concat", "concat",
+                                      {detail::example_input("a", 16, 7, 5, type),
+                                       detail::example_input("b", 5, 7, 5, type),
+                                       detail::example_input("c", 19, 7, 5, type)},
+                                      {});
+    };
+    registry.add(std::move(def));
+}
+
+} // namespace vpuc::algorithms

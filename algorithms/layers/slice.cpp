@@ -1,0 +1,77 @@
+// slice: a box of the input, [starts, ends) along the axes given (ONNX's Slice on 4-D tensors
+// with batch 1, steps of 1), as one SHAVE copy kernel.
+#include "common.h"
+
+namespace vpuc::algorithms {
+
+namespace {
+
+dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                       const dsl::Attrs &attrs) {
+    const std::string what = "slice '" + name + "'";
+    const dsl::Layer &input = inputs.at(0);
+    const detail::InputInfo in = detail::input_info(what, input);
+    const auto starts = attrs.get_ints("starts"), ends = attrs.get_ints("ends"),
+               axes = attrs.get_ints("axes");
+    if (starts.size() != axes.size() || ends.size() != axes.size())
+        detail::invalid(what, "starts, ends and axes must have one entry per axis");
+    // Halide dims (c, x, y) are logical C, W, H: the box's start and extent along each.
+    int64_t start[3] = {0, 0, 0}, extent[3] = {in.c, in.w, in.h};
+    bool seen[3] = {false, false, false};
+    for (size_t i = 0; i < axes.size(); ++i) {
+        const int dim = axes[i] == 1 ? 0 : axes[i] == 3 ? 1 : 2;
+        if (seen[dim]) detail::invalid(what, "axis " + std::to_string(axes[i]) + " given twice");
+        seen[dim] = true;
+        // ONNX's rules: negative indices count from the end; both are clamped to the extent.
+        const int64_t size = extent[dim];
+        auto index = [&](int64_t v) { return std::clamp(v < 0 ? v + size : v, int64_t(0), size); };
+        const int64_t b = index(starts[i]), e = index(ends[i]);
+        if (e <= b)
+            detail::invalid(what, "axis " + std::to_string(axes[i]) + ": [" +
+                                      std::to_string(starts[i]) + ", " + std::to_string(ends[i]) +
+                                      ") of " + std::to_string(size) + " is empty");
+        start[dim] = b;
+        extent[dim] = e - b;
+    }
+    dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
+        const auto &v = dsl::act_vars();
+        Halide::Func out = detail::named_func(name);
+        out(v.c, v.x, v.y) =
+            funcs.at(0)(v.c + int(start[0]), v.x + int(start[1]), v.y + int(start[2]));
+        return out;
+    };
+    const dsl::TensorDesc &t = input.output();
+    return dsl::Layer::make(
+        "slice", detail::output_desc(name, input, extent[0], extent[1], extent[2], t.type, t.quant),
+        {input}, algorithm);
+}
+
+} // namespace
+
+void register_layer_slice(dsl::LayerRegistry &registry) {
+    dsl::LayerDef def;
+    def.op = "slice";
+    def.doc = "a box of the input: [starts, ends) along axes (a SHAVE copy)";
+    def.inputs = {"input"};
+    auto axes_check = [](const dsl::AttrValue &v) -> std::string {
+        for (int64_t axis : std::get<std::vector<int64_t>>(v))
+            if (axis < 1 || axis > 3) return "each axis must be 1 (C), 2 (H) or 3 (W)";
+        return "";
+    };
+    def.attrs = {
+        {"starts", dsl::AttrType::Ints, std::nullopt, "first index per axis", {}},
+        {"ends", dsl::AttrType::Ints, std::nullopt, "end index (excluded) per axis", {}},
+        {"axes", dsl::AttrType::Ints, std::vector<int64_t>{1}, "logical axes", axes_check}};
+    def.build = build_slice;
+    def.example = [](dsl::ElemType type) {
+        dsl::Attrs a;
+        a.set("starts", std::vector<int64_t>{3, 1, -6})
+            .set("ends", std::vector<int64_t>{20, 6, 100});
+        a.set("axes", std::vector<int64_t>{1, 2, 3});
+        return layer_registry().build("slice", "slice",
+                                      {detail::example_input("in", 23, 11, 7, type)}, a);
+    };
+    registry.add(std::move(def));
+}
+
+} // namespace vpuc::algorithms
