@@ -18,6 +18,11 @@ struct ExampleCase {
     std::string target;
 };
 
+// How ctest and failure messages name a case.
+void PrintTo(const ExampleCase &c, std::ostream *os) {
+    *os << c.op << " " << dsl::to_string(c.type) << " on " << c.target;
+}
+
 std::vector<ExampleCase> cases() {
     std::vector<ExampleCase> list;
     for (const auto *def : algorithms::layer_registry().all())
