@@ -61,7 +61,7 @@ TEST_F(TwoTileConv, EveryVerifierAcceptsThePassesOutput) {
 }
 
 TEST_F(TwoTileConv, DeclareTensorsGivesEveryDdrTensorABuffer) {
-    s.tensor_buffer.erase("conv");
+    s.tensor_views.erase("conv");
     EXPECT_EQ(error_of(codegen::verify_tensors), "tensor 'conv': no DDR buffer");
 }
 

@@ -1,7 +1,10 @@
 // Networks of several branches joined and cut again: a channel concat of three branches (one
 // at an offset that is not a whole channel group) and a slice, compiled for both targets and
-// checked against the reference.
+// checked against the reference. Stored in DDR, concat and slice are views that move no data:
+// the producers write their parts in place, and a DMA copies only what cannot be placed.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "algorithms/registry.h"
 #include "codegen/check.h"
@@ -28,6 +31,21 @@ dsl::Graph branches_joined() {
     return dsl::Graph("branches_joined", {head, joined});
 }
 
+// The names of the tasks `layer` ran, and whether any task ran on a SHAVE.
+std::vector<std::string> tasks_of(const codegen::CheckResult &r, const std::string &layer) {
+    std::vector<std::string> names;
+    for (const sim::TaskRecord &t : r.run.tasks)
+        if (t.layer == layer) names.push_back(t.name);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+bool any_shave_task(const codegen::CheckResult &r) {
+    for (const sim::TaskRecord &t : r.run.tasks)
+        if (t.engine.rfind("SHAVE", 0) == 0) return true;
+    return false;
+}
+
 TEST(Network, ChannelConcatOfThreeBranchesAndASlice) {
     const dsl::Graph g = branches_joined();
     EXPECT_EQ(dsl::to_string(g.find("joined").output().shape), "1x40x10x12");
@@ -37,6 +55,99 @@ TEST(Network, ChannelConcatOfThreeBranchesAndASlice) {
             codegen::check_against_reference(g, target::load_target(target));
         EXPECT_TRUE(r.ok()) << target << "\n" << r.report();
         EXPECT_EQ(r.outputs.size(), 2u);
+        // a, b and c store straight into the concat's memory (the network output), and head
+        // reads its window of it: neither view runs a task.
+        EXPECT_TRUE(tasks_of(r, "joined").empty()) << target;
+        EXPECT_TRUE(tasks_of(r, "sliced").empty()) << target;
+        EXPECT_FALSE(any_shave_task(r)) << target;
+    }
+}
+
+// What cannot be placed in the concat's memory is copied there by a DMA: a graph input, a part
+// that is itself a network output, and the second use of a layer the concat reads twice. A slice of
+// a graph input along the height is a view of the input; a slice that is a network output is a
+// copy.
+TEST(Network, ConcatCopiesWhatItCannotPlaceAndSlicesAlongTheHeight) {
+    for (const dsl::ElemType type : {dsl::ElemType::U8, dsl::ElemType::F16}) {
+        const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 9, 13, type));
+        algorithms::PoolParams pool;
+        pool.kernel_w = pool.kernel_h = 3;
+        pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
+        const dsl::Layer a = algorithms::max_pool("a", in, pool);
+        const dsl::Layer b = algorithms::avg_pool("b", in, pool);
+        auto &registry = algorithms::layer_registry();
+        dsl::Attrs along_h;
+        along_h.set("axis", int64_t(2));
+        // Along the height: in (a graph input), a twice, b (also a network output).
+        const dsl::Layer joined = registry.build("concat", "joined", {in, a, a, b}, along_h);
+        dsl::Attrs rows;
+        rows.set("starts", std::vector<int64_t>{4}).set("ends", std::vector<int64_t>{11});
+        rows.set("axes", std::vector<int64_t>{2});
+        const dsl::Layer top = registry.build("slice", "top", {in}, rows);
+        const dsl::Layer head = algorithms::max_pool("head", top, pool);
+        const dsl::Layer cut = registry.build("slice", "cut", {joined}, rows);
+        const dsl::Graph g("copies", {joined, b, head, cut});
+        EXPECT_EQ(dsl::to_string(joined.output().shape), "1x16x52x9");
+        for (const char *target : {"vpu27", "vpu20"}) {
+            codegen::CheckOptions options;
+            options.tolerance.f16_ulp = 0; // copies and DPU operations only: bit for bit
+            const codegen::CheckResult r =
+                codegen::check_against_reference(g, target::load_target(target), options);
+            EXPECT_TRUE(r.ok()) << target << "\n" << r.report();
+            EXPECT_EQ(tasks_of(r, "joined"),
+                      (std::vector<std::string>{"joined.copy0", "joined.copy2", "joined.copy3"}))
+                << target;
+            EXPECT_TRUE(tasks_of(r, "top").empty()) << target;
+            EXPECT_FALSE(tasks_of(r, "cut").empty()) << "a network output has its own memory";
+        }
+    }
+}
+
+// A batch of two: every layer computes image after image (DPU layers, a layer computed at its
+// consumer's loop, a SHAVE kernel, a concat and a slice as views), and an eltwise reads a
+// tensor without batch for both images. Both images must match, so a task reading or writing
+// the wrong image shows.
+dsl::Graph batch_of_two(dsl::ElemType type) {
+    const bool int8 = type == dsl::ElemType::U8;
+    dsl::TensorDesc in_desc = test::activation("in", 16, 11, 9, type);
+    in_desc.shape[dsl::dims::N] = 2;
+    const dsl::Layer in = dsl::Layer::input(in_desc);
+    const dsl::Layer bias = dsl::Layer::input(test::activation("bias", 16, 11, 9, type));
+    algorithms::PoolParams pool;
+    pool.kernel_w = pool.kernel_h = 3;
+    pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
+    const dsl::Layer a = algorithms::max_pool("a", in, pool);
+    dsl::Layer b = algorithms::avg_pool("b", in, pool);
+    const dsl::Layer joined = algorithms::layer_registry().build("concat", "joined", {a, b}, {});
+    dsl::Attrs cut;
+    cut.set("starts", std::vector<int64_t>{5}).set("ends", std::vector<int64_t>{21});
+    const dsl::Layer sliced = algorithms::layer_registry().build("slice", "sliced", {joined}, cut);
+    std::optional<algorithms::QuantEltwise> q;
+    if (int8)
+        q = algorithms::quant_eltwise(algorithms::EltwiseOp::Add, sliced.output().quant,
+                                      bias.output().quant, dsl::ElemType::U8,
+                                      dsl::Quant::per_tensor(0.1f, 5));
+    dsl::Layer sum = algorithms::eltwise("sum", algorithms::EltwiseOp::Add, sliced, bias, {}, q);
+    const dsl::Layer squashed = algorithms::sigmoid(
+        "squashed", sum,
+        int8 ? std::optional(dsl::Quant::per_tensor(1.0f / 256, 0)) : std::nullopt);
+    dsl::Layer out = squashed;
+    out.schedule().split("y", "yo", "yi", 4);
+    sum.schedule().compute_at("squashed", "yo");
+    b.schedule().split("y", "yo", "yi", 5).distribute("yo", 2, dsl::Strategy::SplitOverHeight);
+    return dsl::Graph("batch_of_two", {squashed, joined});
+}
+
+TEST(Network, BatchOfTwo) {
+    for (const dsl::ElemType type : {dsl::ElemType::U8, dsl::ElemType::F16}) {
+        const dsl::Graph g = batch_of_two(type);
+        EXPECT_EQ(dsl::to_string(g.find("squashed").output().shape), "2x16x9x11");
+        for (const char *target : {"vpu27", "vpu20"}) {
+            const codegen::CheckResult r =
+                codegen::check_against_reference(g, target::load_target(target));
+            EXPECT_TRUE(r.ok()) << dsl::to_string(type) << " on " << target << "\n" << r.report();
+            EXPECT_TRUE(tasks_of(r, "joined").empty()) << target;
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 // concat: inputs joined along the channels, the height or the width (ONNX's Concat on 4-D
-// tensors with batch 1), as one SHAVE copy kernel. Every part keeps its values, so the inputs
-// must share the output's element type and quantization.
+// tensors). Stored in DDR it is a view: each producer writes its part of the output in place
+// (or a DMA copies the part there); computed in CMX, a SHAVE copy kernel. Every part keeps its
+// values, so the inputs must share the output's element type and quantization.
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -22,13 +23,14 @@ dsl::Layer build_concat(const std::string &name, const std::vector<dsl::Layer> &
         const int64_t e[3] = {p.c, p.w, p.h};
         const detail::InputInfo &first = parts.front();
         const int64_t f[3] = {first.c, first.w, first.h};
-        for (int d = 0; d < 3; ++d)
-            if (d != dim && e[d] != f[d])
-                detail::invalid(what, "input '" + in.name() + "' is " +
-                                          dsl::to_string(in.output().shape) + ", input '" +
-                                          inputs.front().name() + "' " +
-                                          dsl::to_string(inputs.front().output().shape) +
-                                          ": they may differ along the axis only");
+        bool same = p.n == first.n;
+        for (int d = 0; d < 3; ++d) same &= d == dim || e[d] == f[d];
+        if (!same)
+            detail::invalid(what, "input '" + in.name() + "' is " +
+                                      dsl::to_string(in.output().shape) + ", input '" +
+                                      inputs.front().name() + "' " +
+                                      dsl::to_string(inputs.front().output().shape) +
+                                      ": they may differ along the axis only");
         if (in.output().type != inputs.front().output().type ||
             in.output().quant.scale != inputs.front().output().quant.scale ||
             in.output().quant.zero_point != inputs.front().output().quant.zero_point)
@@ -70,7 +72,7 @@ dsl::Layer build_concat(const std::string &name, const std::vector<dsl::Layer> &
 void register_layer_concat(dsl::LayerRegistry &registry) {
     dsl::LayerDef def;
     def.op = "concat";
-    def.doc = "inputs joined along an axis (a SHAVE copy)";
+    def.doc = "inputs joined along an axis (a view, or a SHAVE copy)";
     def.inputs = {"inputs"};
     def.variadic = true;
     def.attrs = {{"axis", dsl::AttrType::Int, int64_t(1), "1 (C), 2 (H) or 3 (W)",
@@ -79,6 +81,18 @@ void register_layer_concat(dsl::LayerRegistry &registry) {
                       return axis >= 1 && axis <= 3 ? "" : "must be 1 (C), 2 (H) or 3 (W)";
                   }}};
     def.build = build_concat;
+    def.view = [](const dsl::Layer &layer) {
+        const size_t axis = size_t(layer.attrs().get_int("axis"));
+        dsl::ViewDef view{dsl::ViewDef::Kind::Parts, {}};
+        int64_t offset = 0;
+        for (const dsl::Layer &in : layer.inputs()) {
+            dsl::Box box{std::vector<int64_t>(4, 0), in.output().shape.raw()};
+            box.start[axis] = offset;
+            offset += box.extent[axis];
+            view.boxes.push_back(std::move(box));
+        }
+        return view;
+    };
     // Three parts along the channels, the last two at offsets 16 and 21: a part at an offset
     // that is not a whole channel group.
     def.example = [](dsl::ElemType type) {

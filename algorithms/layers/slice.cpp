@@ -1,38 +1,50 @@
-// slice: a box of the input, [starts, ends) along the axes given (ONNX's Slice on 4-D tensors
-// with batch 1, steps of 1), as one SHAVE copy kernel.
+// slice: a box of the input, [starts, ends) along the axes given (ONNX's Slice on 4-D tensors,
+// steps of 1). Stored in DDR it is a view of its input that moves no data; computed in CMX, a
+// SHAVE copy kernel.
 #include "common.h"
 
 namespace vpuc::algorithms {
 
 namespace {
 
-dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &inputs,
-                       const dsl::Attrs &attrs) {
-    const std::string what = "slice '" + name + "'";
-    const dsl::Layer &input = inputs.at(0);
-    const detail::InputInfo in = detail::input_info(what, input);
+// The box of `input` the slice takes, in logical (N, C, H, W), after ONNX's rules.
+dsl::Box slice_box(const std::string &what, const dsl::TensorDesc &input, const dsl::Attrs &attrs) {
     const auto starts = attrs.get_ints("starts"), ends = attrs.get_ints("ends"),
                axes = attrs.get_ints("axes");
     if (starts.size() != axes.size() || ends.size() != axes.size())
         detail::invalid(what, "starts, ends and axes must have one entry per axis");
-    // Halide dims (c, x, y) are logical C, W, H: the box's start and extent along each.
-    int64_t start[3] = {0, 0, 0}, extent[3] = {in.c, in.w, in.h};
-    bool seen[3] = {false, false, false};
+    dsl::Box box{std::vector<int64_t>(4, 0), input.shape.raw()};
+    std::vector<bool> seen(4, false);
     for (size_t i = 0; i < axes.size(); ++i) {
-        const int dim = axes[i] == 1 ? 0 : axes[i] == 3 ? 1 : 2;
-        if (seen[dim]) detail::invalid(what, "axis " + std::to_string(axes[i]) + " given twice");
-        seen[dim] = true;
+        const size_t axis = size_t(axes[i]);
+        if (seen[axis]) detail::invalid(what, "axis " + std::to_string(axes[i]) + " given twice");
+        seen[axis] = true;
         // ONNX's rules: negative indices count from the end; both are clamped to the extent.
-        const int64_t size = extent[dim];
+        const int64_t size = input.shape.raw()[axis];
         auto index = [&](int64_t v) { return std::clamp(v < 0 ? v + size : v, int64_t(0), size); };
         const int64_t b = index(starts[i]), e = index(ends[i]);
         if (e <= b)
             detail::invalid(what, "axis " + std::to_string(axes[i]) + ": [" +
                                       std::to_string(starts[i]) + ", " + std::to_string(ends[i]) +
                                       ") of " + std::to_string(size) + " is empty");
-        start[dim] = b;
-        extent[dim] = e - b;
+        box.start[axis] = b;
+        box.extent[axis] = e - b;
     }
+    return box;
+}
+
+dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                       const dsl::Attrs &attrs) {
+    const std::string what = "slice '" + name + "'";
+    const dsl::Layer &input = inputs.at(0);
+    detail::input_info(what, input);
+    const dsl::Box box = slice_box(what, input.output(), attrs);
+    using namespace dsl::dims;
+    // Halide dims (c, x, y) are logical C, W, H.
+    const int64_t start[3] = {box.start[size_t(C.index())], box.start[size_t(W.index())],
+                              box.start[size_t(H.index())]};
+    const int64_t extent[3] = {box.extent[size_t(C.index())], box.extent[size_t(W.index())],
+                               box.extent[size_t(H.index())]};
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         Halide::Func out = detail::named_func(name);
@@ -51,7 +63,7 @@ dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &i
 void register_layer_slice(dsl::LayerRegistry &registry) {
     dsl::LayerDef def;
     def.op = "slice";
-    def.doc = "a box of the input: [starts, ends) along axes (a SHAVE copy)";
+    def.doc = "a box of the input: [starts, ends) along axes (a view, or a SHAVE copy)";
     def.inputs = {"input"};
     auto axes_check = [](const dsl::AttrValue &v) -> std::string {
         for (int64_t axis : std::get<std::vector<int64_t>>(v))
@@ -63,6 +75,12 @@ void register_layer_slice(dsl::LayerRegistry &registry) {
         {"ends", dsl::AttrType::Ints, std::nullopt, "end index (excluded) per axis", {}},
         {"axes", dsl::AttrType::Ints, std::vector<int64_t>{1}, "logical axes", axes_check}};
     def.build = build_slice;
+    def.view = [](const dsl::Layer &layer) {
+        const dsl::Layer &input = layer.inputs().at(0);
+        return dsl::ViewDef{
+            dsl::ViewDef::Kind::Window,
+            {slice_box("slice '" + layer.name() + "'", input.output(), layer.attrs())}};
+    };
     def.example = [](dsl::ElemType type) {
         dsl::Attrs a;
         a.set("starts", std::vector<int64_t>{3, 1, -6})

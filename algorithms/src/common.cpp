@@ -9,14 +9,15 @@ using Halide::Expr;
 
 InputInfo input_info(const std::string &what, const dsl::Layer &input) {
     const dsl::TensorDesc &t = input.output();
-    if (t.shape.rank() != 4 || t.shape[dsl::dims::N] != 1)
+    if (t.shape.rank() != 4 || t.shape[dsl::dims::N] < 1)
         invalid(what, "input '" + t.name + "' is " + dsl::to_string(t.shape) +
-                          "; layers take 4-D tensors with batch 1");
+                          "; layers take 4-D tensors");
     if (t.quant.per_channel())
         invalid(what, "input '" + t.name +
                           "' is quantized per channel; activations are "
                           "quantized per tensor");
     InputInfo info;
+    info.n = t.shape[dsl::dims::N];
     info.c = t.shape[dsl::dims::C];
     info.w = t.shape[dsl::dims::W];
     info.h = t.shape[dsl::dims::H];
@@ -75,7 +76,7 @@ dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int
                             int64_t h, dsl::ElemType type, dsl::Quant quant) {
     dsl::TensorDesc t;
     t.name = name;
-    t.shape = dsl::Shape{1, c, h, w};
+    t.shape = dsl::Shape{like.output().shape[dsl::dims::N], c, h, w};
     t.type = type;
     t.quant = std::move(quant);
     t.order = like.output().order;

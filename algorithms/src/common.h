@@ -20,7 +20,7 @@ namespace vpuc::algorithms::detail {
 
 // What an algorithm needs to know about one input tensor.
 struct InputInfo {
-    int64_t c = 0, w = 0, h = 0;
+    int64_t n = 1, c = 0, w = 0, h = 0; // n: images in the batch, computed one at a time
     dsl::ElemType type = dsl::ElemType::F32;
     Halide::Type halide_type;
     bool quantized = false; // u8/i8
@@ -28,8 +28,8 @@ struct InputInfo {
     int32_t zero_point = 0;
 };
 
-// Throws std::invalid_argument naming `what` (e.g. "conv2d 'c1'") on a non-4-D, batched or
-// per-channel-quantized input.
+// Throws LayerError naming `what` (e.g. "conv2d 'c1'") on a non-4-D or per-channel-quantized
+// input.
 InputInfo input_info(const std::string &what, const dsl::Layer &input);
 
 // A Func with a name unique in the process, so composed algorithms never collide.
@@ -50,6 +50,7 @@ Halide::Expr window_coord(const Halide::Expr &v, int stride, const Halide::Expr 
 int64_t window_extent(const std::string &what, int64_t in, int pad_a, int pad_b, int kernel,
                       int stride, int dilation);
 
+// The output of a layer computing each image of `like`'s batch (and in its memory order).
 dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int64_t c, int64_t w,
                             int64_t h, dsl::ElemType type, dsl::Quant quant);
 

@@ -99,6 +99,8 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
     const std::string what = std::string(op_name(op)) + " '" + name + "'";
     const InputInfo ia = input_info(what, a), ib = input_info(what, b);
     if (ia.quantized != ib.quantized) invalid(what, "one input is int8 and the other is not");
+    broadcast(what, "N", ia.n, ib.n); // a tensor without batch serves every image
+    const dsl::Layer &batched = ia.n >= ib.n ? a : b;
     const int64_t c = broadcast(what, "C", ia.c, ib.c);
     const int64_t w = broadcast(what, "W", ia.w, ib.w);
     const int64_t h = broadcast(what, "H", ia.h, ib.h);
@@ -114,8 +116,8 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
             out(v.c, v.x, v.y) = apply_float_ppe(apply(op, va, vb) * 1.0f, ppe, out_type);
             return out;
         };
-        return dsl::Layer::make(op_name(op), output_desc(name, a, c, w, h, ia.type, {}), {a, b},
-                                algorithm);
+        return dsl::Layer::make(op_name(op), output_desc(name, batched, c, w, h, ia.type, {}),
+                                {a, b}, algorithm);
     }
 
     if (!quant) invalid(what, "int8 inputs need the QuantEltwise parameters");
@@ -135,8 +137,9 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
             requantize(acc, Expr(q.out.requant.mult), Expr(q.out.requant.shift), ppe, out_type);
         return out;
     };
-    return dsl::Layer::make(op_name(op), output_desc(name, a, c, w, h, q.out.type, q.out.quant),
-                            {a, b}, algorithm);
+    return dsl::Layer::make(op_name(op),
+                            output_desc(name, batched, c, w, h, q.out.type, q.out.quant), {a, b},
+                            algorithm);
 }
 
 constexpr EltwiseOp kEltwiseOps[] = {EltwiseOp::Add, EltwiseOp::Sub, EltwiseOp::Mul, EltwiseOp::Max,

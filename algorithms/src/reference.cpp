@@ -1,5 +1,6 @@
 #include "algorithms/reference.h"
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -11,23 +12,30 @@ using Halide::Func;
 namespace {
 
 void check_buffer(const std::string &what, const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
-    const dsl::Shape &s = t.shape;
-    const bool shape_ok = b.defined() && b.dimensions() == 3 && s.rank() == 4 &&
-                          b.dim(0).extent() == s[dsl::dims::C] &&
-                          b.dim(1).extent() == s[dsl::dims::W] &&
-                          b.dim(2).extent() == s[dsl::dims::H];
-    if (!shape_ok || b.type() != dsl::halide_type(t.type))
-        throw ReferenceError(what + ": the buffer for '" + t.name + "' must be (c, x, y) = (" +
-                             std::to_string(s[dsl::dims::C]) + ", " +
-                             std::to_string(s[dsl::dims::W]) + ", " +
-                             std::to_string(s[dsl::dims::H]) + ") of " + dsl::to_string(t.type));
+    const Halide::Buffer<> want = make_buffer(t);
+    bool shape_ok = b.defined() && b.dimensions() == want.dimensions();
+    for (int d = 0; shape_ok && d < b.dimensions(); ++d)
+        shape_ok = b.dim(d).min() == 0 && b.dim(d).extent() == want.dim(d).extent();
+    if (!shape_ok || b.type() != want.type()) {
+        std::string extents;
+        for (int d = 0; d < want.dimensions(); ++d)
+            extents += (d ? ", " : "") + std::to_string(want.dim(d).extent());
+        throw ReferenceError(what + ": the buffer for '" + t.name + "' must be " +
+                             (want.dimensions() == 3 ? "(c, x, y)" : "(c, x, y, n)") + " = (" +
+                             extents + ") of " + dsl::to_string(t.type));
+    }
 }
 
-// A graph input as a Func reading its buffer.
-Func input_func(const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
+// A graph input as a Func reading its buffer: image `image` of a batch; a tensor without
+// batch is the same for every image.
+Func input_func(const dsl::TensorDesc &t, const Halide::Buffer<> &b,
+                const Halide::Param<int> &image) {
     const auto &v = dsl::act_vars();
     Func f(Halide::Internal::unique_name(t.name));
-    f(v.c, v.x, v.y) = b(v.c, v.x, v.y);
+    if (b.dimensions() == 4)
+        f(v.c, v.x, v.y) = b(v.c, v.x, v.y, image);
+    else
+        f(v.c, v.x, v.y) = b(v.c, v.x, v.y);
     return f;
 }
 
@@ -49,13 +57,29 @@ Func layer_func(const dsl::Layer &layer, const std::vector<Func> &inputs) {
     return out;
 }
 
+// Layers compute one image at a time: the pipeline runs once per image of the batch, each time
+// into that image of every batched output.
 std::vector<Halide::Buffer<>> realize(const std::vector<Func> &outputs,
-                                      const std::vector<dsl::TensorDesc> &tensors) {
+                                      const std::vector<dsl::TensorDesc> &tensors,
+                                      Halide::Param<int> &image, int64_t images) {
     std::vector<Halide::Buffer<>> buffers;
     for (const auto &t : tensors) buffers.push_back(make_buffer(t));
-    Halide::Realization realization(buffers);
-    Halide::Pipeline(outputs).realize(realization, reference_target());
+    Halide::Pipeline pipeline(outputs);
+    for (int64_t n = 0; n < images; ++n) {
+        image.set(int(n));
+        std::vector<Halide::Buffer<>> parts;
+        for (Halide::Buffer<> &b : buffers)
+            parts.push_back(b.dimensions() == 4 ? b.sliced(3, int(n)) : b);
+        Halide::Realization realization(parts);
+        pipeline.realize(realization, reference_target());
+    }
     return buffers;
+}
+
+int64_t batch_of(const std::vector<dsl::TensorDesc> &tensors) {
+    int64_t images = 1;
+    for (const dsl::TensorDesc &t : tensors) images = std::max(images, t.shape[dsl::dims::N]);
+    return images;
 }
 
 } // namespace
@@ -67,11 +91,12 @@ const Halide::Target &reference_target() {
 
 Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor) {
     const dsl::Shape &s = tensor.shape;
-    if (s.rank() != 4 || s[dsl::dims::N] != 1)
+    if (s.rank() != 4 || s[dsl::dims::N] < 1)
         throw ReferenceError("make_buffer: '" + tensor.name + "' is " + dsl::to_string(s) +
-                             "; activations are 4-D with batch 1");
-    return Halide::Buffer<>(dsl::halide_type(tensor.type),
-                            {int(s[dsl::dims::C]), int(s[dsl::dims::W]), int(s[dsl::dims::H])});
+                             "; activations are 4-D");
+    std::vector<int> extents = {int(s[dsl::dims::C]), int(s[dsl::dims::W]), int(s[dsl::dims::H])};
+    if (s[dsl::dims::N] > 1) extents.push_back(int(s[dsl::dims::N]));
+    return Halide::Buffer<>(dsl::halide_type(tensor.type), extents);
 }
 
 std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
@@ -81,10 +106,13 @@ std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
         throw ReferenceError(what + ": " + std::to_string(inputs.size()) + " buffers for " +
                              std::to_string(graph.inputs().size()) + " inputs");
     std::map<std::string, Func> funcs; // by layer name: names are unique in a graph
+    Halide::Param<int> image;
+    std::vector<dsl::TensorDesc> input_tensors;
     for (size_t i = 0; i < inputs.size(); ++i) {
         const dsl::TensorDesc &t = graph.inputs()[i].output();
         check_buffer(what, t, inputs[i]);
-        funcs[graph.inputs()[i].name()] = input_func(t, inputs[i]);
+        funcs[graph.inputs()[i].name()] = input_func(t, inputs[i], image);
+        input_tensors.push_back(t);
     }
     for (const dsl::Layer &layer : graph.layers()) {
         std::vector<Func> ins;
@@ -99,7 +127,7 @@ std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
         outputs.push_back(funcs.at(out.name()));
         tensors.push_back(out.output());
     }
-    return realize(outputs, tensors);
+    return realize(outputs, tensors, image, batch_of(input_tensors));
 }
 
 Halide::Buffer<> run_reference(const dsl::Layer &layer,
@@ -110,12 +138,14 @@ Halide::Buffer<> run_reference(const dsl::Layer &layer,
         throw ReferenceError(what + ": " + std::to_string(inputs.size()) + " buffers for " +
                              std::to_string(layer.inputs().size()) + " inputs");
     std::vector<Func> ins;
+    Halide::Param<int> image;
     for (size_t i = 0; i < inputs.size(); ++i) {
         const dsl::TensorDesc &t = layer.inputs()[i].output();
         check_buffer(what, t, inputs[i]);
-        ins.push_back(input_func(t, inputs[i]));
+        ins.push_back(input_func(t, inputs[i], image));
     }
-    return realize({layer_func(layer, ins)}, {layer.output()})[0];
+    return realize({layer_func(layer, ins)}, {layer.output()}, image,
+                   layer.output().shape[dsl::dims::N])[0];
 }
 
 } // namespace vpuc::algorithms

@@ -13,6 +13,7 @@
 #include <set>
 #include <tuple>
 
+#include "algorithms/registry.h"
 #include "codegen/bounds.h"
 #include "dpu_layout.h"
 
@@ -40,18 +41,13 @@ int elem_bytes(blob::DType t) {
     return blob::dtype_bytes(t);
 }
 
-// A dense (C, W, H, N=1) view in `order`'s memory layout.
-View tensor_view(int buffer, const dsl::TensorDesc &t) {
-    View v;
-    v.buffer = buffer;
-    v.dtype = blob_dtype(t.type);
-    std::vector<int64_t> strides = t.order.logical_strides(t.shape);
-    using namespace dsl::dims;
-    v.dims = {blob::Dim(uint32_t(t.shape[C]), strides[size_t(C.index())]),
-              blob::Dim(uint32_t(t.shape[W]), strides[size_t(W.index())]),
-              blob::Dim(uint32_t(t.shape[H]), strides[size_t(H.index())]),
-              blob::Dim(1, t.shape.elements())};
-    if (!t.quant.empty() && !t.quant.per_channel()) v.zero_point = t.quant.zero_point[0];
+// Image `image` of a view of a batch (as tensor_view makes); a view of one image serves every
+// image (a tensor without batch broadcast over one with).
+View image_view(const View &whole, int64_t image) {
+    if (whole.dims[3].extent() == 1) return whole;
+    View v = whole;
+    v.offset += uint64_t(image * whole.dims[3].stride() * elem_bytes(whole.dtype));
+    v.dims[3] = blob::Dim(1, whole.dims[3].stride());
     return v;
 }
 
@@ -109,12 +105,22 @@ class LayerBuilder {
 
     void build() {
         // Interleave the tiles' tasks so every tile starts at once; per tile, the inputs
-        // of `prefetch` tasks ahead are loaded before a task computes.
+        // of `prefetch` tasks ahead are loaded before a task computes. A batch repeats every
+        // task once per image, image after image; the weights stay loaded.
         const std::vector<Task> tasks = split_by_group(nest_tasks_);
         start_context(tasks);
         for (const Task &t : tasks) tiles_computing_[t.region.to_string()].push_back(t.tile);
+        const int64_t images = plan_.layer.output().shape[dsl::dims::N];
+        if (images > 1 && plan_.nest.broadcast)
+            fail("kept in CMX (store_in(CMX) or HKSwitch) with a batch of " +
+                 std::to_string(images) + ": the CMX copy holds one image; store it in DDR");
         std::vector<std::vector<Task>> per_tile(size_t(s_.target.tiles));
-        for (const Task &t : tasks) per_tile[size_t(t.tile)].push_back(t);
+        std::vector<std::vector<int64_t>> image_of(per_tile.size());
+        for (int64_t image = 0; image < images; ++image)
+            for (const Task &t : tasks) {
+                per_tile[size_t(t.tile)].push_back(t);
+                image_of[size_t(t.tile)].push_back(image);
+            }
         size_t rounds = 0;
         for (const auto &list : per_tile) rounds = std::max(rounds, list.size());
         const size_t ahead = size_t(plan_.nest.prefetch);
@@ -149,7 +155,7 @@ class LayerBuilder {
                 if (r < per_tile[tile].size()) {
                     std::vector<int> after;
                     if (r > ahead) after.push_back(computes[tile][r - ahead - 1]);
-                    pending[tile].push_back(load(per_tile[tile][r], after));
+                    pending[tile].push_back(load(per_tile[tile][r], image_of[tile][r], after));
                 }
             for (size_t tile = 0; tile < per_tile.size(); ++tile)
                 if (r >= ahead && r - ahead < per_tile[tile].size())
@@ -160,7 +166,8 @@ class LayerBuilder {
     // Computes the part `region` of the output on `tile` into `dest`, a CMX view whose first
     // element is the region's first (in whole channel groups when this layer is on the DPU),
     // as the layer's own tasks clipped to the region. Returns the tasks that write `dest`.
-    std::vector<int> compute_region(const Region &region, int tile, const View &dest) {
+    std::vector<int> compute_region(const Region &region, int tile, int64_t image,
+                                    const View &dest) {
         std::vector<Task> tasks;
         for (Task t : nest_tasks_) {
             bool empty = false;
@@ -177,7 +184,7 @@ class LayerBuilder {
         std::vector<int> computes;
         for (const Task &t : tasks) {
             if (!plan_.on_shave && has_weights()) load_weights(channels_of(t), {tile});
-            const Pending p = load(t);
+            const Pending p = load(t, image);
             const View out = output_window(dest, region, t.region);
             computes.push_back(plan_.on_shave ? shave_task(p, out) : dpu_task(p, out));
         }
@@ -219,6 +226,7 @@ class LayerBuilder {
   private:
     struct Pending {
         Task task;
+        int64_t image = 0;      // of the batch
         std::vector<int> loads; // DMA tasks bringing its inputs and weights
         std::vector<View> inputs;
         std::vector<Region> input_regions;
@@ -304,9 +312,10 @@ class LayerBuilder {
 
     // The DMAs bringing a task's inputs, after the tasks `after` (and after the producers'
     // writers); inputs computed at this layer are computed here instead.
-    Pending load(const Task &task, const std::vector<int> &after = {}) {
+    Pending load(const Task &task, int64_t image, const std::vector<int> &after = {}) {
         Pending p;
         p.task = task;
+        p.image = image;
         p.input_regions = input_regions_(task.region);
         std::vector<int> dma_inputs;
         if (plan_.on_shave) {
@@ -319,7 +328,7 @@ class LayerBuilder {
             const dsl::Layer &producer = plan_.layer.inputs()[size_t(i)];
             const Region &r = p.input_regions[size_t(i)];
             if (computed_here(producer)) {
-                const Fused &fused = fused_input(i, task);
+                const Fused &fused = fused_input(i, task, image);
                 p.inputs.push_back(input_window(fused.dest, fused.region, r));
                 p.loads.insert(p.loads.end(), fused.writers.begin(), fused.writers.end());
                 continue;
@@ -337,7 +346,7 @@ class LayerBuilder {
                     : r;
             const int64_t lanes =
                 reads_groups() ? ceil_group(held.dims[0].extent()) : held.dims[0].extent();
-            View src = sub_view(tensor_view(s_.tensor_buffer.at(producer.name()), desc), held);
+            View src = sub_view(image_view(s_.tensor_views.at(producer.name()), image), held);
             const int buf = add_cmx_buffer(name() + ".in" + std::to_string(i), task.tile,
                                            cmx_bytes(held, lanes, src.dtype));
             View dst = cmx_view(buf, src.dtype, held, lanes, src.zero_point);
@@ -402,7 +411,7 @@ class LayerBuilder {
         std::vector<int> writers;
     };
 
-    const Fused &fused_input(int input, const Task &task) {
+    const Fused &fused_input(int input, const Task &task, int64_t image) {
         const dsl::Layer &producer = plan_.layer.inputs()[size_t(input)];
         const LayerBuilder &builder = *builders_.at(producer.name());
         const auto loops = plan_.nest.task_loop_names();
@@ -415,13 +424,13 @@ class LayerBuilder {
                                         t.loop_index.begin() +
                                             long(std::min(depth, t.loop_index.size())));
         };
-        const FusedKey key{input, task.tile, iteration(task)};
+        const FusedKey key{input, task.tile, iteration(task), image};
         if (auto it = fused_.find(key); it != fused_.end()) return it->second;
         if (!group_regions_.count(key)) // the first iteration: every iteration's region at once
             for (const Task &t : *context_) {
                 const Region r = input_regions_(t.region)[size_t(input)];
                 const auto [it, fresh] =
-                    group_regions_.try_emplace(FusedKey{input, t.tile, iteration(t)}, r);
+                    group_regions_.try_emplace(FusedKey{input, t.tile, iteration(t), image}, r);
                 if (!fresh)
                     for (size_t d = 0; d < 3; ++d)
                         it->second.dims[d] = {std::min(it->second.dims[d].begin, r.dims[d].begin),
@@ -442,8 +451,8 @@ class LayerBuilder {
         const int buf = add_cmx_buffer(producer.name() + ".at." + name(), task.tile,
                                        cmx_bytes(fused.region, lanes, dtype));
         fused.dest = cmx_view(buf, dtype, fused.region, lanes, zero_point);
-        fused.writers =
-            builders_.at(producer.name())->compute_region(fused.region, task.tile, fused.dest);
+        fused.writers = builders_.at(producer.name())
+                            ->compute_region(fused.region, task.tile, image, fused.dest);
         if (!builder.writes_groups()) {
             const int zero = zero_pad_lanes(fused.dest, lanes, task.tile, fused.region.to_string());
             if (zero >= 0) fused.writers.push_back(zero);
@@ -605,9 +614,8 @@ class LayerBuilder {
     // Returns the compute task.
     int compute_and_store(const Pending &p) {
         if (plan_.nest.broadcast) return compute_and_broadcast(p);
-        const dsl::TensorDesc &out_desc = plan_.layer.output();
         const Region &region = p.task.region;
-        const View whole_out = tensor_view(s_.tensor_buffer.at(name()), out_desc);
+        const View whole_out = image_view(s_.tensor_views.at(name()), p.image);
         const int64_t lanes =
             writes_groups() ? ceil_group(region.dims[0].extent()) : region.dims[0].extent();
         const int out_buf =
@@ -728,7 +736,7 @@ class LayerBuilder {
     // Per range of output channels and tile.
     std::map<std::pair<std::pair<int64_t, int64_t>, int>, LoadedWeights> loaded_weights_;
     // Per fused input, tile and iteration of the loop the producer is computed at.
-    using FusedKey = std::tuple<int, int, std::vector<int64_t>>;
+    using FusedKey = std::tuple<int, int, std::vector<int64_t>, int64_t>; // and the image
     std::map<FusedKey, Fused> fused_;
     std::map<FusedKey, Region> group_regions_;
     const std::vector<Task> *context_ = nullptr;
@@ -756,6 +764,31 @@ std::set<int> tiles_running(const LoweringState &s, const LayerPlan &plan) {
     return tiles;
 }
 
+// A view layer's tensor is written by the writers of what it shows: a window's by its input's,
+// a concat's by its parts' writers, and by one DMA copy for each part not placed in it.
+void build_view(LoweringState &s, const LayerPlan &plan) {
+    const std::string &name = plan.layer.name();
+    std::vector<int> writers;
+    const std::optional<dsl::ViewDef> view = algorithms::layer_registry().view(plan.layer);
+    const auto &inputs = plan.layer.inputs();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const std::string &in = inputs[i].name();
+        const std::vector<int> in_writers = s.writers_of(in);
+        const auto placed = s.placed.find(in);
+        const bool placed_here = placed != s.placed.end() && placed->second.in == name &&
+                                 placed->second.box.start == view->boxes.at(i).start;
+        if (view->kind == dsl::ViewDef::Kind::Window || placed_here) {
+            writers.insert(writers.end(), in_writers.begin(), in_writers.end());
+            continue;
+        }
+        const View dst = box_view(s.tensor_views.at(name), view->boxes.at(i));
+        writers.push_back(s.program.add_task(
+            dma_task(name + ".copy" + std::to_string(i), name, int(i) % s.target.dma_engines,
+                     DmaWork{s.tensor_views.at(in), {dst}}, in_writers)));
+    }
+    s.layer_writers[name] = writers;
+}
+
 } // namespace
 
 void build_tasks(LoweringState &s) {
@@ -774,6 +807,10 @@ void build_tasks(LoweringState &s) {
         builders.at(plan.layer.name())->keep_in_cmx(tiles, read_in_groups);
     }
     for (const auto &plan : s.plans) {
+        if (plan.view) {
+            build_view(s, plan);
+            continue;
+        }
         if (!plan.nest.compute_root) continue; // built by its consumer
         LayerBuilder &builder = *builders.at(plan.layer.name());
         builder.build();

@@ -33,11 +33,13 @@ std::string hex(uint64_t v, int bytes) {
     return buf;
 }
 
-// Element `index` of a (c, x, y) buffer, c innermost, as coordinates.
+// Element `index` of a (c, x, y) or (c, x, y, n) buffer, c innermost, as coordinates.
 std::string where(const dsl::TensorDesc &t, int64_t index) {
-    const int64_t c = t.shape[dsl::dims::C], w = t.shape[dsl::dims::W];
-    return "c " + std::to_string(index % c) + ", x " + std::to_string(index / c % w) + ", y " +
-           std::to_string(index / (c * w));
+    const int64_t c = t.shape[dsl::dims::C], w = t.shape[dsl::dims::W], h = t.shape[dsl::dims::H];
+    const std::string image =
+        t.shape[dsl::dims::N] > 1 ? "n " + std::to_string(index / (c * w * h)) + ", " : "";
+    return image + "c " + std::to_string(index % c) + ", x " + std::to_string(index / c % w) +
+           ", y " + std::to_string(index / (c * w) % h);
 }
 
 } // namespace

@@ -1234,8 +1234,8 @@ Expr Matcher::algorithm_output(bool &is_float) {
 DpuOpDesc Matcher::run() {
     if (layer_.is_input()) fail("input", "a graph input has no algorithm");
     const dsl::Shape &shape = layer_.output().shape;
-    if (shape.rank() != 4 || shape[dsl::dims::N] != 1)
-        fail("output tensor", dsl::to_string(shape) + "; the DPU computes 4-D tensors of batch 1");
+    if (shape.rank() != 4)
+        fail("output tensor", dsl::to_string(shape) + "; the DPU computes 4-D tensors");
     oc_ = shape[dsl::dims::C];
     ow_ = shape[dsl::dims::W];
     oh_ = shape[dsl::dims::H];

@@ -136,14 +136,15 @@ class Resolver {
                             what);
     }
 
-    // The pure loops c, x, y (innermost first) over the output's C, W and H.
+    // The pure loops c, x, y (innermost first) over the output's C, W and H: one image; a batch
+    // runs the nest once per image.
     void start_loops() {
         const dsl::Shape &shape = layer_.output().shape;
-        bool ok = shape.rank() == 4 && shape[dsl::dims::N] == 1 && shape[dsl::dims::C] > 0 &&
+        bool ok = shape.rank() == 4 && shape[dsl::dims::N] > 0 && shape[dsl::dims::C] > 0 &&
                   shape[dsl::dims::H] > 0 && shape[dsl::dims::W] > 0;
         if (!ok)
             throw LoweringError("layer '" + layer_.name() +
-                                "': a loop nest needs a 1xCxHxW output with C, H, W > 0 "
+                                "': a loop nest needs an NxCxHxW output with N, C, H, W > 0 "
                                 "(got " +
                                 dsl::to_string(shape) + ")");
         nest_.layer = layer_.name();

@@ -29,6 +29,7 @@ const std::vector<Pass> &passes() {
         {"check_element_types", check_element_types, nullptr},
         {"default_schedules", default_schedules, nullptr},
         {"resolve_schedules", resolve_schedules, nullptr},
+        {"plan_views", plan_views, verify_views},
         {"select_engines", select_engines, nullptr},
         {"compile_shave_kernels", compile_shave_kernels, nullptr},
         {"declare_tensors", declare_tensors, verify_tensors},
@@ -88,7 +89,7 @@ std::string dump(const LoweringState &s, const std::string &pass) {
             out += layer.name() + ": " + layer.schedule().to_string() + "\n";
         return out;
     }
-    if (pass == "resolve_schedules" || pass == "select_engines" ||
+    if (pass == "resolve_schedules" || pass == "plan_views" || pass == "select_engines" ||
         pass == "compile_shave_kernels") {
         std::string out;
         for (const auto &plan : s.plans) {
@@ -97,7 +98,9 @@ std::string dump(const LoweringState &s, const std::string &pass) {
             for (std::string line; std::getline(nest, line);) out += "  " + line + "\n";
             for (const auto &t : plan.nest.tasks())
                 out += "  task tile " + std::to_string(t.tile) + " " + t.region.to_string() + "\n";
-            if (pass != "resolve_schedules")
+            if (plan.view)
+                out += "  view of DDR memory\n";
+            else if (pass != "resolve_schedules" && pass != "plan_views")
                 out += plan.on_shave ? "  shave kernel " + std::to_string(plan.kernel) + "\n"
                                      : "  dpu: " + plan.dpu.to_string() + "\n";
         }
@@ -203,6 +206,7 @@ void resolve_schedules(LoweringState &s) {
 
 void select_engines(LoweringState &s) {
     for (auto &plan : s.plans) {
+        if (plan.view) continue; // no engine computes it
         const auto known = s.dpu_matches.find(plan.layer.name());
         switch (plan.nest.engine) {
         case dsl::Engine::DPU:

@@ -9,6 +9,7 @@
 #include "codegen/loop_nest.h"
 #include "codegen/lower.h"
 #include "codegen/task_ir.h"
+#include "dsl/registry.h"
 
 namespace vpuc::codegen {
 
@@ -18,6 +19,15 @@ struct LayerPlan {
     bool on_shave = false; // else on the DPU, as `dpu`
     DpuOpDesc dpu;
     uint32_t kernel = 0; // SHAVE layers: index into Program::kernels
+    // A layer that only rearranges data (concat, slice), lowered as a view of DDR memory: no
+    // task computes it (plan_views).
+    bool view = false;
+};
+
+// A tensor that lies inside another's DDR memory: `box` of tensor `in` (plan_views).
+struct Placement {
+    std::string in;
+    dsl::Box box;
 };
 
 // A constant build_tasks reserved for the weights and weight table of output channels
@@ -39,7 +49,10 @@ struct LoweringState {
     // What the DPU matcher made of layers default_schedules sized (nullopt: not a DPU op), so
     // that select_engines need not match them again.
     std::map<std::string, std::optional<DpuOpDesc>> dpu_matches;
-    std::map<std::string, int> tensor_buffer;              // layer or input name -> its DDR buffer
+    // Layer or input name -> where its whole tensor is in DDR: a buffer of its own, or a part
+    // of another tensor's (`placed`).
+    std::map<std::string, View> tensor_views;
+    std::map<std::string, Placement> placed;
     std::map<std::string, std::vector<int>> layer_writers; // layer -> tasks writing its output
     std::vector<WeightPack> weight_packs;                  // in the order of their constants
     std::vector<uint8_t> blob;
@@ -100,6 +113,7 @@ void default_schedules(LoweringState &s);
 void resolve_schedules(LoweringState &s);
 void select_engines(LoweringState &s);
 void compile_shave_kernels(LoweringState &s);
+void plan_views(LoweringState &s);
 void declare_tensors(LoweringState &s);
 void build_tasks(LoweringState &s);
 void pack_weights(LoweringState &s);
@@ -115,6 +129,7 @@ void assemble(LoweringState &s);
 // Notes each NCHW graph input with what its layout costs the DMAs (input_layout.cpp).
 void note_input_layouts(LoweringState &s);
 
+void verify_views(const LoweringState &s);
 void verify_tensors(const LoweringState &s);
 void verify_tasks(const LoweringState &s);
 void verify_channel_padding(const LoweringState &s);
@@ -126,6 +141,14 @@ void verify_barriers(const LoweringState &s);
 void verify_blob(const LoweringState &s);
 
 IoDecl io_decl(const dsl::TensorDesc &t);
+// A layer computed at root and not kept in CMX: its output goes to DDR.
+inline bool stored_in_ddr(const LayerPlan &plan) {
+    return plan.nest.compute_root && !plan.nest.broadcast;
+}
+// A dense view of all of `t` in `buffer`, in t's memory order: dims (C, W, H, N).
+View tensor_view(int buffer, const dsl::TensorDesc &t);
+// The part `box` (logical N, C, H, W) of `whole`, a view as tensor_view makes.
+View box_view(const View &whole, const dsl::Box &box);
 blob::DType blob_dtype(Halide::Type t);
 blob::DType blob_dtype(dsl::ElemType t);
 

@@ -114,4 +114,10 @@ std::vector<Dim> LayerRegistry::unsplittable_dims(const Layer &layer) const {
     return def->unsplittable_dims(layer.attrs());
 }
 
+std::optional<ViewDef> LayerRegistry::view(const Layer &layer) const {
+    const LayerDef *def = find(layer.op());
+    if (!def || !def->view) return std::nullopt;
+    return def->view(layer);
+}
+
 } // namespace vpuc::dsl

@@ -25,11 +25,12 @@ class ReferenceError : public Error {
 const Halide::Target &reference_target();
 
 // A buffer for `tensor`: dims (c, x, y) with extents (C, W, H), c innermost (NHWC in memory),
-// of the tensor's element type.
+// of the tensor's element type; with a batch (N > 1), dims (c, x, y, n).
 Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor);
 
 // Runs `graph` on `inputs` (one per graph input, in graph.inputs() order, dims as make_buffer)
-// and returns one buffer per graph output. Throws ReferenceError on an input of the
+// and returns one buffer per graph output. Layers compute one image at a time: a batch runs
+// image by image, and a tensor without batch serves every image. Throws ReferenceError on an input of the
 // wrong type or shape.
 std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
                                             const std::vector<Halide::Buffer<>> &inputs);

@@ -113,7 +113,8 @@ struct LoopNest {
 // loops) and the target. Throws dsl::ScheduleError naming the layer and directive and
 // listing what is legal:
 //   "layer 'conv1': split(z, zo, zi, 8): no loop 'z' (loops: c, x, y)"
-// Throws LoweringError when the output is not 1xCxHxW with C, H, W > 0.
+// The nest covers one image; a batch runs it once per image. Throws LoweringError when the
+// output is not NxCxHxW with N, C, H, W > 0.
 //
 // Semantics beyond schedule.h:
 // - split(v, o, i, f): o, i replace v in place (i inside o). o is a task loop; i is one only if

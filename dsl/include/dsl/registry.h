@@ -29,6 +29,22 @@ struct AttrSpec {
     bool optional = false; // may be left out, and then stays out (a conv without bias)
 };
 
+// A box of a tensor: its first index and extent along each logical dimension (N, C, H, W).
+struct Box {
+    std::vector<int64_t> start, extent;
+};
+
+// How the output of a layer that only rearranges data (concat, slice) lies in memory
+// relative to its inputs, so the lowering can make it an alias that moves no data.
+struct ViewDef {
+    enum class Kind {
+        Parts,  // input i fills `boxes[i]` of the output (concat)
+        Window, // the output is `boxes[0]` of input 0 (slice)
+    };
+    Kind kind = Kind::Parts;
+    std::vector<Box> boxes;
+};
+
 struct LayerDef {
     std::string op;  // "conv2d"
     std::string doc; // one line for `vpuc layers`
@@ -47,6 +63,9 @@ struct LayerDef {
     // Layer when the op does not take that type. The registry's tests compile, run and check
     // every example on every target, and `vpuc bench layers` measures them (bench/).
     std::function<Layer(ElemType type)> example;
+    // For a layer that only rearranges data: where its output lies relative to its inputs.
+    // Empty for a layer that computes.
+    std::function<ViewDef(const Layer &layer)> view;
 };
 
 class LayerRegistry {
@@ -71,6 +90,9 @@ class LayerRegistry {
 
     // The dimensions `layer` may not split: its entry's answer, none for an op not registered.
     std::vector<Dim> unsplittable_dims(const Layer &layer) const;
+    // How `layer` rearranges its inputs' data: its entry's answer, nothing for a layer that
+    // computes or an op not registered.
+    std::optional<ViewDef> view(const Layer &layer) const;
 
   private:
     std::map<std::string, LayerDef> defs_;

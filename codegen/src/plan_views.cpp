@@ -1,0 +1,91 @@
+// Pass plan_views: layers that only rearrange data (concat, slice; the layer registry says
+// where their output lies) become views of DDR memory when they and their inputs are stored
+// there. A slice's tensor is a box of its input's. A concat's producers write their parts of
+// its output in place; a part that cannot be placed there (a graph input or output, a part
+// placed elsewhere already, an input's second use) is copied by one DMA in build_tasks. A view
+// layer computed in CMX stays a SHAVE copy kernel.
+#include <algorithm>
+
+#include "algorithms/registry.h"
+#include "passes.h"
+
+namespace vpuc::codegen {
+
+namespace {
+
+bool is_graph_output(const LoweringState &s, const dsl::Layer &layer) {
+    const auto &outputs = s.graph.outputs();
+    return std::any_of(outputs.begin(), outputs.end(),
+                       [&](const dsl::Layer &o) { return o.same_as(layer); });
+}
+
+bool in_ddr(const LoweringState &s, const dsl::Layer &layer) {
+    return layer.is_input() || stored_in_ddr(s.plan_of(layer.name()));
+}
+
+} // namespace
+
+void plan_views(LoweringState &s) {
+    const dsl::LayerRegistry &registry = algorithms::layer_registry();
+    for (LayerPlan &plan : s.plans) {
+        const dsl::Layer &layer = plan.layer;
+        const std::optional<dsl::ViewDef> view = registry.view(layer);
+        if (!view || !stored_in_ddr(plan)) continue;
+        const auto &inputs = layer.inputs();
+        if (!std::all_of(inputs.begin(), inputs.end(),
+                         [&](const dsl::Layer &in) { return in_ddr(s, in); }))
+            continue;
+        if (view->kind == dsl::ViewDef::Kind::Window) {
+            // A graph output has its own memory, in the output section.
+            if (is_graph_output(s, layer)) continue;
+            plan.view = true;
+            s.placed[layer.name()] = {inputs.at(0).name(), view->boxes.at(0)};
+            continue;
+        }
+        plan.view = true;
+        for (size_t i = 0; i < inputs.size(); ++i) {
+            const dsl::Layer &part = inputs[i];
+            // A part read twice is placed once (the first time) and copied once.
+            if (part.is_input() || is_graph_output(s, part) || s.placed.count(part.name()) ||
+                part.output().order != layer.output().order)
+                continue; // copied
+            s.placed[part.name()] = {layer.name(), view->boxes.at(i)};
+        }
+    }
+}
+
+// Every placed tensor is a view layer's window or a part of a view layer, lies inside the
+// tensor it is placed in and has that box's extents, and no two parts of a tensor overlap.
+void verify_views(const LoweringState &s) {
+    auto overlap = [](const dsl::Box &a, const dsl::Box &b) {
+        for (size_t d = 0; d < a.start.size(); ++d)
+            if (a.start[d] + a.extent[d] <= b.start[d] || b.start[d] + b.extent[d] <= a.start[d])
+                return false;
+        return true;
+    };
+    std::map<std::string, std::vector<const dsl::Box *>> parts;
+    for (const auto &[name, placement] : s.placed) {
+        const dsl::Layer tensor = s.graph.find(name), in = s.graph.find(placement.in);
+        const std::vector<int64_t> &outer = in.output().shape.raw();
+        const dsl::Box &box = placement.box;
+        bool inside = box.start.size() == outer.size() && box.extent.size() == outer.size();
+        for (size_t d = 0; inside && d < outer.size(); ++d)
+            inside = box.start[d] >= 0 && box.start[d] + box.extent[d] <= outer[d];
+        if (!inside || box.extent != tensor.output().shape.raw())
+            throw LoweringError("view: tensor '" + name + "' (" +
+                                dsl::to_string(tensor.output().shape) +
+                                ") does not fit the box it is given in '" + placement.in + "'");
+        const bool window = s.plan_of(name).view && tensor.inputs().at(0).same_as(in);
+        if (window) continue;
+        if (in.is_input() || !s.plan_of(placement.in).view)
+            throw LoweringError("view: tensor '" + name + "' is placed in '" + placement.in +
+                                "', which is not a view layer");
+        for (const dsl::Box *other : parts[placement.in])
+            if (overlap(box, *other))
+                throw LoweringError("view: part '" + name + "' overlaps another part of '" +
+                                    placement.in + "'");
+        parts[placement.in].push_back(&box);
+    }
+}
+
+} // namespace vpuc::codegen
