@@ -30,8 +30,8 @@ Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor);
 
 // Runs `graph` on `inputs` (one per graph input, in graph.inputs() order, dims as make_buffer)
 // and returns one buffer per graph output. Layers compute one image at a time: a batch runs
-// image by image, and a tensor without batch serves every image. Throws ReferenceError on an input
-// of the wrong type or shape.
+// image by image, and a tensor without batch serves every image. Throws ReferenceError on an
+// input of the wrong type or shape.
 std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
                                             const std::vector<Halide::Buffer<>> &inputs);
 
