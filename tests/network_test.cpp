@@ -104,8 +104,9 @@ TEST(Network, ConcatCopiesWhatItCannotPlaceAndSlicesAlongTheHeight) {
 }
 
 // A batch of two: every layer computes image after image (DPU layers, a layer computed at its
-// consumer's loop, a SHAVE kernel, a concat and a slice as views), and an eltwise reads a
-// tensor without batch for both images. Both images must match, so a task reading or writing
+// consumer's loop, SHAVE kernels, a concat and a slice as views, a reshape whose shape is i64
+// arithmetic folded at compile time), and an eltwise reads a tensor without batch for both
+// images. Both images must match, so a task reading or writing
 // the wrong image shows.
 dsl::Graph batch_of_two(dsl::ElemType type) {
     const bool int8 = type == dsl::ElemType::U8;
@@ -135,13 +136,33 @@ dsl::Graph batch_of_two(dsl::ElemType type) {
     out.schedule().split("y", "yo", "yi", 4);
     sum.schedule().compute_at("squashed", "yo");
     b.schedule().split("y", "yo", "yi", 5).distribute("yo", 2, dsl::Strategy::SplitOverHeight);
-    return dsl::Graph("batch_of_two", {squashed, joined});
+    // The shape of a reshape as an ONNX model computes it, in i64 at compile time:
+    // [N, 8, 2 * H, W] of squashed's shape.
+    auto &registry = algorithms::layer_registry();
+    auto i64s = [](const std::string &name, std::vector<int64_t> values) {
+        Halide::Buffer<int64_t> b(int(values.size()));
+        for (size_t i = 0; i < values.size(); ++i) b(int(i)) = values[i];
+        return dsl::LayerRegistry::constant(name, b);
+    };
+    const dsl::Layer shape = registry.build("shape", "shape", {squashed}, {});
+    auto pick = [&](const char *name, int64_t index) {
+        return registry.build("gather", name, {shape, i64s(std::string(name) + ".at", {index})},
+                              {});
+    };
+    const dsl::Layer rows = registry.build("mul", "rows", {pick("h", 2), i64s("two", {2})}, {});
+    dsl::Attrs axis0;
+    axis0.set("axis", int64_t(0));
+    const dsl::Layer target = registry.build(
+        "concat", "target", {pick("n", 0), i64s("eight", {8}), rows, pick("w", 3)}, axis0);
+    const dsl::Layer folded = registry.build("reshape", "folded", {squashed, target}, {});
+    return dsl::Graph("batch_of_two", {folded, joined});
 }
 
 TEST(Network, BatchOfTwo) {
     for (const dsl::ElemType type : {dsl::ElemType::U8, dsl::ElemType::F16}) {
         const dsl::Graph g = batch_of_two(type);
         EXPECT_EQ(dsl::to_string(g.find("squashed").output().shape), "2x16x9x11");
+        EXPECT_EQ(dsl::to_string(g.find("folded").output().shape), "2x8x18x11");
         for (const char *target : {"vpu27", "vpu20"}) {
             const codegen::CheckResult r =
                 codegen::check_against_reference(g, target::load_target(target));

@@ -54,6 +54,8 @@ int layers_command(const std::vector<std::string> &args) {
         std::string inputs;
         for (const auto &in : def->inputs) inputs += (inputs.empty() ? "" : ", ") + in;
         if (def->variadic) inputs += "...";
+        // Inputs that may be given as constants for an attribute, in brackets.
+        for (const auto &in : def->attr_inputs) inputs += ", [" + in + "]";
         std::printf("%-18s %-9s %s\n", def->op.c_str(), ("(" + inputs + ")").c_str(),
                     def->doc.c_str());
         if (!attrs) continue;

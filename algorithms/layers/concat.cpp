@@ -11,7 +11,11 @@ namespace {
 dsl::Layer build_concat(const std::string &name, const std::vector<dsl::Layer> &inputs,
                         const dsl::Attrs &attrs) {
     const std::string what = "concat '" + name + "'";
-    const int axis = int(attrs.get_int("axis"));
+    int axis = int(attrs.get_int("axis"));
+    if (axis < 0) axis += 4;
+    if (axis < 1 || axis > 3)
+        detail::invalid(what, "axis " + std::to_string(attrs.get_int("axis")) +
+                                  ": on the device, 1 (C), 2 (H) or 3 (W)");
     // Halide dims are (c, x, y): logical C, W, H.
     const int dim = axis == 1 ? 0 : axis == 3 ? 1 : 2;
     std::vector<detail::InputInfo> parts;
@@ -67,6 +71,50 @@ dsl::Layer build_concat(const std::string &name, const std::vector<dsl::Layer> &
                             inputs, algorithm);
 }
 
+// Constants of any rank joined at compile time (shape arithmetic).
+Halide::Buffer<> fold_concat(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                             const dsl::Attrs &attrs) {
+    const std::string what = "concat '" + name + "'";
+    std::vector<detail::ConstValues> parts;
+    for (const dsl::Layer &in : inputs) parts.push_back(detail::const_values(in));
+    const detail::ConstValues &first = parts.front();
+    const int64_t rank = int64_t(first.shape.size());
+    int64_t axis = attrs.get_int("axis");
+    if (axis < -rank || axis >= rank)
+        detail::invalid(what, "axis " + std::to_string(axis) + " of constants of rank " +
+                                  std::to_string(rank));
+    if (axis < 0) axis += rank;
+    detail::ConstValues out = first;
+    out.shape[size_t(axis)] = 0;
+    for (size_t k = 0; k < parts.size(); ++k) {
+        std::vector<int64_t> shape = parts[k].shape;
+        if (shape.size() == first.shape.size()) shape[size_t(axis)] = first.shape[size_t(axis)];
+        if (shape != first.shape || parts[k].type != first.type)
+            detail::invalid(what, "constant '" + inputs[k].name() + "' is " +
+                                      dsl::to_string(inputs[k].output().shape) + " " +
+                                      dsl::to_string(parts[k].type) + ", '" + inputs[0].name() +
+                                      "' " + dsl::to_string(inputs[0].output().shape) + " " +
+                                      dsl::to_string(first.type) +
+                                      ": they may differ along the axis only");
+        out.shape[size_t(axis)] += parts[k].shape[size_t(axis)];
+    }
+    int64_t outer = 1;
+    for (int64_t d = 0; d < axis; ++d) outer *= first.shape[size_t(d)];
+    out.ints.clear();
+    out.reals.clear();
+    for (int64_t o = 0; o < outer; ++o)
+        for (const detail::ConstValues &p : parts) {
+            const int64_t run = p.elements() / outer;
+            if (p.is_float())
+                out.reals.insert(out.reals.end(), p.reals.begin() + o * run,
+                                 p.reals.begin() + (o + 1) * run);
+            else
+                out.ints.insert(out.ints.end(), p.ints.begin() + o * run,
+                                p.ints.begin() + (o + 1) * run);
+        }
+    return detail::const_buffer(out);
+}
+
 } // namespace
 
 void register_layer_concat(dsl::LayerRegistry &registry) {
@@ -75,14 +123,17 @@ void register_layer_concat(dsl::LayerRegistry &registry) {
     def.doc = "inputs joined along an axis (a view, or a SHAVE copy)";
     def.inputs = {"inputs"};
     def.variadic = true;
-    def.attrs = {{"axis", dsl::AttrType::Int, int64_t(1), "1 (C), 2 (H) or 3 (W)",
-                  [](const dsl::AttrValue &v) -> std::string {
-                      const int64_t axis = std::get<int64_t>(v);
-                      return axis >= 1 && axis <= 3 ? "" : "must be 1 (C), 2 (H) or 3 (W)";
-                  }}};
+    def.attrs = {{"axis",
+                  dsl::AttrType::Int,
+                  int64_t(1),
+                  "1 (C), 2 (H) or 3 (W) on the device; any axis of constants; negative counts "
+                  "from the end",
+                  {}}};
     def.build = build_concat;
+    def.fold = fold_concat;
     def.view = [](const dsl::Layer &layer) {
-        const size_t axis = size_t(layer.attrs().get_int("axis"));
+        const int64_t given = layer.attrs().get_int("axis");
+        const size_t axis = size_t(given < 0 ? given + 4 : given);
         dsl::ViewDef view{dsl::ViewDef::Kind::Parts, {}};
         int64_t offset = 0;
         for (const dsl::Layer &in : layer.inputs()) {

@@ -158,6 +158,66 @@ dsl::Attrs eltwise_attrs(const Activation &activation, const std::optional<Quant
     return a;
 }
 
+// Constants combined at compile time (shape arithmetic), with numpy's broadcasting over any
+// rank; no fused activation or requantization.
+Halide::Buffer<> fold_eltwise(EltwiseOp op, const std::string &name,
+                              const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
+    const std::string what = std::string(op_name(op)) + " '" + name + "'";
+    const Activation act = activation_of(attrs);
+    if (act.kind != dpu::Activation::None || std::isfinite(act.low) || std::isfinite(act.high) ||
+        attrs.has("in1_mult"))
+        invalid(what, "constants fold without an activation or requantization");
+    const ConstValues a = const_values(inputs.at(0)), b = const_values(inputs.at(1));
+    if (a.type != b.type)
+        invalid(what, "constants of " + std::string(dsl::to_string(a.type)) + " and " +
+                          dsl::to_string(b.type));
+    // Shapes aligned at their last dimension, as numpy broadcasts.
+    const size_t rank = std::max(a.shape.size(), b.shape.size());
+    auto padded = [&](const std::vector<int64_t> &s) {
+        std::vector<int64_t> p(rank - s.size(), 1);
+        p.insert(p.end(), s.begin(), s.end());
+        return p;
+    };
+    const std::vector<int64_t> sa = padded(a.shape), sb = padded(b.shape);
+    ConstValues out;
+    out.type = a.type;
+    for (size_t d = 0; d < rank; ++d)
+        out.shape.push_back(
+            broadcast(what, ("dimension " + std::to_string(d)).c_str(), sa[d], sb[d]));
+    auto apply_to = [op](auto x, auto y) {
+        switch (op) {
+        case EltwiseOp::Add:
+            return x + y;
+        case EltwiseOp::Sub:
+            return x - y;
+        case EltwiseOp::Mul:
+            return x * y;
+        case EltwiseOp::Max:
+            return std::max(x, y);
+        case EltwiseOp::Min:
+            return std::min(x, y);
+        }
+        return x;
+    };
+    for (int64_t i = 0; i < out.elements(); ++i) {
+        // The element of each input that output element i reads.
+        int64_t rest = i, ia = 0, ib = 0, stride_a = 1, stride_b = 1;
+        for (size_t d = rank; d-- > 0;) {
+            const int64_t at = rest % out.shape[d];
+            rest /= out.shape[d];
+            ia += (sa[d] == 1 ? 0 : at) * stride_a;
+            ib += (sb[d] == 1 ? 0 : at) * stride_b;
+            stride_a *= sa[d];
+            stride_b *= sb[d];
+        }
+        if (a.is_float())
+            out.reals.push_back(apply_to(a.reals[size_t(ia)], b.reals[size_t(ib)]));
+        else
+            out.ints.push_back(apply_to(a.ints[size_t(ia)], b.ints[size_t(ib)]));
+    }
+    return const_buffer(out);
+}
+
 dsl::LayerDef eltwise_def(EltwiseOp op) {
     dsl::LayerDef def;
     def.op = op_name(op);
@@ -188,6 +248,8 @@ dsl::LayerDef eltwise_def(EltwiseOp op) {
                               dsl::Quant::per_tensor(0.08f, 100));
         return eltwise(op_name(op), op, a, b, {}, q);
     };
+    def.fold = [op](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                    const dsl::Attrs &a) { return fold_eltwise(op, name, inputs, a); };
     def.build = [op](const std::string &name, const std::vector<dsl::Layer> &inputs,
                      const dsl::Attrs &a) {
         std::optional<QuantEltwise> quant;

@@ -11,6 +11,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "algorithms/registry.h"
 #include "passes.h"
 #include "schedules/default_schedule.h"
 
@@ -180,7 +181,8 @@ void default_schedules(LoweringState &s) {
         const std::optional<DpuOpDesc> &match =
             s.dpu_matches.emplace(layer.name(), try_match_dpu(layer, s.target)).first->second;
         handle.schedule() = schedules::default_schedule(
-            layer, s.target, 0, match ? dpu_weight_bytes(*match, s.target) : 0);
+            layer, s.target, 0, match ? dpu_weight_bytes(*match, s.target) : 0,
+            algorithms::layer_registry().unsplittable_dims(layer));
     }
 }
 

@@ -10,6 +10,7 @@ namespace vpuc::dsl {
 
 const char *type_name(const Halide::Type &t) {
     if (t.is_float()) return t.bits() == 16 ? "f16" : t.bits() == 32 ? "f32" : "f64";
+    if (t.is_bool()) return "bool";
     const bool u = t.is_uint();
     switch (t.bits()) {
     case 8:
@@ -28,10 +29,10 @@ namespace {
 
 bool parse_type_name(const std::string &s, Halide::Type &out) {
     static const std::pair<const char *, Halide::Type> known[] = {
-        {"i8", Halide::Int(8)},     {"u8", Halide::UInt(8)},    {"i16", Halide::Int(16)},
-        {"u16", Halide::UInt(16)},  {"i32", Halide::Int(32)},   {"u32", Halide::UInt(32)},
-        {"i64", Halide::Int(64)},   {"u64", Halide::UInt(64)},  {"f16", Halide::Float(16)},
-        {"f32", Halide::Float(32)}, {"f64", Halide::Float(64)},
+        {"bool", Halide::Bool()},   {"i8", Halide::Int(8)},     {"u8", Halide::UInt(8)},
+        {"i16", Halide::Int(16)},   {"u16", Halide::UInt(16)},  {"i32", Halide::Int(32)},
+        {"u32", Halide::UInt(32)},  {"i64", Halide::Int(64)},   {"u64", Halide::UInt(64)},
+        {"f16", Halide::Float(16)}, {"f32", Halide::Float(32)}, {"f64", Halide::Float(64)},
     };
     for (const auto &[name, type] : known)
         if (s == name) {

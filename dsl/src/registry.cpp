@@ -1,10 +1,13 @@
 #include "dsl/registry.h"
 
+#include <algorithm>
+
 namespace vpuc::dsl {
 
 void LayerRegistry::add(LayerDef def) {
     if (def.op.empty()) throw AttrError("layer registry: an entry without an op name");
-    if (!def.build) throw AttrError("layer registry: op '" + def.op + "' has no build function");
+    if (!def.build && !def.fold)
+        throw AttrError("layer registry: op '" + def.op + "' has neither build nor fold");
     if (defs_.count(def.op))
         throw AttrError("layer registry: op '" + def.op + "' is already registered");
     for (size_t i = 0; i < def.attrs.size(); ++i) {
@@ -95,15 +98,140 @@ Attrs LayerRegistry::complete(const std::string &op, const std::string &layer,
     return out;
 }
 
+namespace {
+
+// A constant given for attribute `spec` as that attribute's value: Ints and Floats from a
+// tensor of one dimension (or none), Int and Float from one element.
+AttrValue attr_from_constant(const std::string &where, const AttrSpec &spec,
+                             const Halide::Buffer<> &value) {
+    const std::string what = where + ": input '" + spec.name + "'";
+    if (spec.type == AttrType::Tensor) return value;
+    if (value.dimensions() > 1)
+        throw AttrError(what + " has " + std::to_string(value.dimensions()) +
+                        " dimensions; it gives " + to_string(spec.type) + ", a list");
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+    const bool is_float = value.type().is_float();
+    Halide::Buffer<> copy = value.copy(); // dense, so its elements read in order
+    for (int64_t i = 0; i < int64_t(copy.number_of_elements()); ++i) {
+        const void *at = static_cast<const uint8_t *>(copy.data()) + i * copy.type().bytes();
+        if (value.type() == Halide::Int(64))
+            ints.push_back(*static_cast<const int64_t *>(at));
+        else if (value.type() == Halide::Int(32))
+            ints.push_back(*static_cast<const int32_t *>(at));
+        else if (value.type() == Halide::Float(32))
+            floats.push_back(*static_cast<const float *>(at));
+        else if (value.type() == Halide::Float(64))
+            floats.push_back(*static_cast<const double *>(at));
+        else
+            throw AttrError(what + " is " + type_name(value.type()) + "; it must be i32, i64, " +
+                            "f32 or f64");
+    }
+    const bool one = ints.size() + floats.size() == 1;
+    switch (spec.type) {
+    case AttrType::Ints:
+        if (!is_float) return ints;
+        break;
+    case AttrType::Floats:
+        if (is_float) return floats;
+        return std::vector<double>(ints.begin(), ints.end());
+    case AttrType::Int:
+        if (!is_float && one) return ints[0];
+        break;
+    case AttrType::Float:
+        if (one) return is_float ? floats[0] : double(ints[0]);
+        break;
+    default:
+        break;
+    }
+    throw AttrError(what + " (" + type_name(value.type()) + ", " +
+                    std::to_string(copy.number_of_elements()) + " elements) does not give " +
+                    to_string(spec.type));
+}
+
+} // namespace
+
+bool is_constant(const Layer &layer) {
+    return layer.op() == "constant" && layer.attrs().has("value");
+}
+
+const Halide::Buffer<> &constant_value(const Layer &layer) {
+    if (!is_constant(layer))
+        throw LayerError("layer '" + layer.name() + "' (" + layer.op() + ") is not a constant");
+    return layer.attrs().get_tensor("value");
+}
+
+Layer LayerRegistry::constant(const std::string &name, const Halide::Buffer<> &value) {
+    const std::string what = "constant '" + name + "'";
+    if (!value.defined() || value.dimensions() > 5)
+        throw LayerError(what + ": a value of rank 0 to 5 is needed");
+    TensorDesc t;
+    t.name = name;
+    t.type = elem_type(value.type(), what);
+    std::vector<int64_t> shape;
+    for (int d = value.dimensions() - 1; d >= 0; --d) shape.push_back(value.dim(d).extent());
+    t.shape = Shape(shape);
+    t.order = DimsOrder::identity(value.dimensions());
+    Algorithm nothing = [what](const std::vector<Halide::Func> &) -> Halide::Func {
+        throw LayerError(what + " computes nothing on the device: its consumers fold it at "
+                                "compile time or take it as an attribute");
+    };
+    Layer layer = Layer::make("constant", std::move(t), {}, std::move(nothing));
+    Attrs attrs;
+    attrs.set("value", value);
+    layer.set_attrs(std::move(attrs));
+    return layer;
+}
+
 Layer LayerRegistry::build(const std::string &op, const std::string &name,
                            const std::vector<Layer> &inputs, const Attrs &attrs) const {
     const LayerDef &def = at(op);
-    if (def.variadic ? inputs.size() < def.inputs.size() : inputs.size() != def.inputs.size())
-        throw AttrError(op + " '" + name + "': " + std::to_string(inputs.size()) +
-                        " inputs given, " + op + " takes " + (def.variadic ? "at least " : "") +
-                        std::to_string(def.inputs.size()));
-    Attrs complete_attrs = complete(op, name, attrs);
-    Layer layer = def.build(name, inputs, complete_attrs);
+    const std::string where = op + " '" + name + "'";
+    const size_t most = def.inputs.size() + def.attr_inputs.size();
+    if (def.variadic ? inputs.size() < def.inputs.size()
+                     : inputs.size() < def.inputs.size() || inputs.size() > most)
+        throw AttrError(
+            where + ": " + std::to_string(inputs.size()) + " inputs given, " + op + " takes " +
+            (def.variadic ? "at least " : "") + std::to_string(def.inputs.size()) +
+            (!def.variadic && most > def.inputs.size() ? " to " + std::to_string(most) : ""));
+    std::vector<Layer> data_inputs = inputs;
+    Attrs given = attrs;
+    if (!def.variadic && inputs.size() > def.inputs.size()) {
+        data_inputs.resize(def.inputs.size());
+        for (size_t i = def.inputs.size(); i < inputs.size(); ++i) {
+            const std::string &attr = def.attr_inputs[i - def.inputs.size()];
+            if (!is_constant(inputs[i]))
+                throw AttrError(where + ": input '" + attr + "' is layer '" + inputs[i].name() +
+                                "' (" + inputs[i].op() +
+                                "); it must be a constant, known at "
+                                "compile time");
+            if (given.has(attr))
+                throw AttrError(where + ": '" + attr +
+                                "' given both as an input and as an "
+                                "attribute");
+            const auto spec = std::find_if(def.attrs.begin(), def.attrs.end(),
+                                           [&](const AttrSpec &s) { return s.name == attr; });
+            if (spec == def.attrs.end())
+                throw AttrError("layer registry: op '" + op + "' has input '" + attr +
+                                "' for an attribute it does not declare");
+            given.set(attr, attr_from_constant(where, *spec, constant_value(inputs[i])));
+        }
+    }
+    Attrs complete_attrs = complete(op, name, given);
+    const bool constant_inputs =
+        !data_inputs.empty() && std::all_of(data_inputs.begin(), data_inputs.end(),
+                                            [](const Layer &in) { return is_constant(in); });
+    if (def.fold && (def.folds_from_shapes || constant_inputs))
+        return constant(name, def.fold(name, data_inputs, complete_attrs));
+    if (!def.build) {
+        std::string computed;
+        for (const Layer &in : data_inputs)
+            if (!is_constant(in)) computed += (computed.empty() ? "'" : ", '") + in.name() + "'";
+        throw AttrError(where + ": " + op + " runs at compile time only, on constant inputs; " +
+                        computed + " " + (computed.find(',') != std::string::npos ? "are" : "is") +
+                        " computed");
+    }
+    Layer layer = def.build(name, data_inputs, complete_attrs);
     layer.set_attrs(std::move(complete_attrs));
     return layer;
 }

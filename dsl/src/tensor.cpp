@@ -68,6 +68,16 @@ Halide::Type halide_type(ElemType t) {
     return Halide::Float(32);
 }
 
+ElemType elem_type(const Halide::Type &t, const std::string &what) {
+    for (ElemType e : {ElemType::U8, ElemType::I8, ElemType::F16, ElemType::F32, ElemType::I32,
+                       ElemType::I64, ElemType::Bool, ElemType::F64})
+        if (halide_type(e) == t) return e;
+    std::ostringstream type;
+    type << t;
+    throw LayerError(what + ": element type " + type.str() +
+                     " is not one of u8, i8, f16, f32, i32, i64, bool, f64");
+}
+
 bool is_quantized_int(ElemType t) {
     return t == ElemType::U8 || t == ElemType::I8;
 }

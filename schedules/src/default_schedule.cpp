@@ -115,8 +115,12 @@ std::vector<int64_t> ramp_rows(int64_t rows, int64_t tasks, int64_t block, int64
 } // namespace
 
 dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target, int max_tiles,
-                               int64_t weight_bytes) {
+                               int64_t weight_bytes, const std::vector<dsl::Dim> &unsplittable) {
     const dsl::TensorDesc &out = layer.output();
+    auto whole = [&](dsl::Dim d) {
+        return std::find(unsplittable.begin(), unsplittable.end(), d) != unsplittable.end();
+    };
+    if (whole(dsl::dims::H)) max_tiles = 1;
     const int64_t rows = out.shape[dsl::dims::H];
     const int64_t tiles =
         std::min<int64_t>(max_tiles > 0 ? std::min(max_tiles, target.tiles) : target.tiles, rows);
@@ -175,13 +179,16 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
 
     dsl::Schedule s;
     if (tiles > 1) s.distribute("y", tiles, dsl::Strategy::SplitOverHeight);
-    if (!ramp.empty())
-        s.split("y", "yo", "yi", ramp);
-    else if (task_rows < rows_per_tile)
-        s.split("y", "yo", "yi", task_rows);
-    if (group < channels) {
+    const bool split_rows = !whole(dsl::dims::H) && (!ramp.empty() || task_rows < rows_per_tile);
+    if (split_rows) {
+        if (!ramp.empty())
+            s.split("y", "yo", "yi", ramp);
+        else
+            s.split("y", "yo", "yi", task_rows);
+    }
+    if (group < channels && !whole(dsl::dims::C)) {
         s.split("c", "co", "ci", group);
-        if (!ramp.empty() || task_rows < rows_per_tile) s.reorder({"yo", "co"});
+        if (split_rows) s.reorder({"yo", "co"});
     }
     // Loads run ahead of the computation by one task per busy DPU: those DPUs then all compute
     // while the next inputs arrive (one is plain double buffering).

@@ -19,7 +19,7 @@ namespace vpuc::dsl {
 enum class AttrType { Int, Float, Ints, Floats, String, Tensor };
 
 const char *to_string(AttrType t);
-// "i8", "u16", "f32", ... as tensor attributes print their element type.
+// "i8", "u16", "f32", "bool", ... as tensor attributes print their element type.
 const char *type_name(const Halide::Type &t);
 
 // Tensor values are dense buffers whose every dimension starts at 0.

@@ -51,11 +51,16 @@ struct LayerDef {
     std::vector<std::string> inputs;
     // The last input repeats: the op takes inputs.size() or more (concat's parts).
     bool variadic = false;
+    // Inputs after `inputs` that may be given as constant layers, each becoming the attribute
+    // of its name (ONNX moved Reshape's shape from an attribute to an input). The layer built
+    // reads only `inputs`.
+    std::vector<std::string> attr_inputs;
     std::vector<AttrSpec> attrs;
     // The logical dimensions of the output a kernel may not split, because each output element
     // reads the whole input along them (softmax's axis, TopK's). Empty: all may be split.
     std::function<std::vector<Dim>(const Attrs &attrs)> unsplittable_dims;
-    // Builds the layer from complete, checked attributes (defaults filled in).
+    // Builds the layer from complete, checked attributes (defaults filled in). Empty for an op
+    // that runs at compile time only (`fold`).
     using BuildFn = std::function<Layer(const std::string &name, const std::vector<Layer> &inputs,
                                         const Attrs &attrs)>;
     BuildFn build;
@@ -66,7 +71,23 @@ struct LayerDef {
     // For a layer that only rearranges data: where its output lies relative to its inputs.
     // Empty for a layer that computes.
     std::function<ViewDef(const Layer &layer)> view;
+    // The output's value at compile time, from inputs that are all constants (or, with
+    // `folds_from_shapes`, from any inputs: ONNX's Shape reads only shapes). build() then
+    // returns a constant instead of a layer: shape arithmetic never reaches the device.
+    using FoldFn = std::function<Halide::Buffer<>(
+        const std::string &name, const std::vector<Layer> &inputs, const Attrs &attrs)>;
+    FoldFn fold;
+    bool folds_from_shapes = false;
 };
+
+// A constant is a layer of op "constant" without inputs, its value in attribute "value": a
+// dense buffer of any rank up to 5 and any graph element type, the last logical dimension
+// innermost (dim 0), as ONNX and numpy lay tensors out. It computes nothing on the device:
+// its consumers fold it at compile time (LayerDef::fold) or take it as an attribute
+// (LayerDef::attr_inputs).
+bool is_constant(const Layer &layer);
+// The value of a constant layer (throws LayerError naming it when it is not one).
+const Halide::Buffer<> &constant_value(const Layer &layer);
 
 class LayerRegistry {
   public:
@@ -85,8 +106,14 @@ class LayerRegistry {
     Attrs complete(const std::string &op, const std::string &layer, const Attrs &attrs) const;
 
     // Builds a layer of `op` from its attributes; the layer carries the completed attributes.
+    // Constants given for attr_inputs become attributes first; an op that folds, given
+    // constants, returns a constant of its value.
     Layer build(const std::string &op, const std::string &name, const std::vector<Layer> &inputs,
                 const Attrs &attrs) const;
+
+    // A constant layer holding `value` (see is_constant). Throws LayerError on a value of a
+    // rank above 5 or of a type graph tensors do not have.
+    static Layer constant(const std::string &name, const Halide::Buffer<> &value);
 
     // The dimensions `layer` may not split: its entry's answer, none for an op not registered.
     std::vector<Dim> unsplittable_dims(const Layer &layer) const;

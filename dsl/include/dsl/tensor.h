@@ -28,6 +28,9 @@ enum class ElemType { U8, I8, F16, F32, I32, I64, Bool, F64 };
 const char *to_string(ElemType t);
 int bytes_of(ElemType t);
 Halide::Type halide_type(ElemType t);
+// The element type of Halide type `t`; throws LayerError naming `what` for a type graph
+// tensors do not have (u16, i16, u32, u64).
+ElemType elem_type(const Halide::Type &t, const std::string &what);
 bool is_quantized_int(ElemType t); // u8 / i8
 bool is_device_type(ElemType t);   // u8, i8, f16, f32, i32
 // The device type a graph type maps onto: i64 -> i32, bool -> u8, f64 -> f32; device types

@@ -17,8 +17,11 @@ namespace vpuc::schedules {
 // split by output channels, each group of channels computed over all rows before the next, so that
 // one group's weights are in CMX at a time. The engine is left to the compiler (the DPU when the
 // algorithm matches it). `max_tiles` limits the distribution to that many tiles (0: all of the
-// target's), e.g. to measure what more tiles gain.
+// target's), e.g. to measure what more tiles gain. `unsplittable` lists the logical dimensions
+// a task must cover whole (the layer registry's answer): along them, no split and no
+// distribution.
 dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target,
-                               int max_tiles = 0, int64_t weight_bytes = 0);
+                               int max_tiles = 0, int64_t weight_bytes = 0,
+                               const std::vector<dsl::Dim> &unsplittable = {});
 
 } // namespace vpuc::schedules

@@ -1,0 +1,114 @@
+// reshape: the same elements, in the same logical (row-major NCHW) order, in another shape
+// (ONNX's Reshape: 0 copies the input's extent, -1 takes what is left). On the device a 4-D
+// tensor keeps its batch and runs as a SHAVE kernel; a constant folds at compile time.
+#include "common.h"
+
+namespace vpuc::algorithms {
+
+namespace {
+
+std::vector<int64_t> reshaped(const std::string &what, const std::vector<int64_t> &in,
+                              const dsl::Attrs &attrs) {
+    std::vector<int64_t> out = attrs.get_ints("shape");
+    const bool allow_zero = attrs.get_int("allowzero") != 0;
+    int64_t known = 1, infer = -1, elements = 1;
+    for (int64_t e : in) elements *= e;
+    for (size_t d = 0; d < out.size(); ++d) {
+        if (out[d] == 0 && !allow_zero) {
+            if (d >= in.size())
+                detail::invalid(what, "shape[" + std::to_string(d) +
+                                          "] = 0 copies an extent "
+                                          "the input (rank " +
+                                          std::to_string(in.size()) + ") does not have");
+            out[d] = in[d];
+        }
+        if (out[d] == -1) {
+            if (infer >= 0) detail::invalid(what, "more than one extent is -1");
+            infer = int64_t(d);
+        } else if (out[d] < 0) {
+            detail::invalid(what, "shape[" + std::to_string(d) + "] = " + std::to_string(out[d]));
+        } else {
+            known *= out[d];
+        }
+    }
+    if (infer >= 0 && known > 0 && elements % known == 0) out[size_t(infer)] = elements / known;
+    int64_t total = 1;
+    for (int64_t e : out) total *= e;
+    if (total != elements || out.size() > 5) {
+        std::string text;
+        for (int64_t e : attrs.get_ints("shape"))
+            text += (text.empty() ? "" : ",") + std::to_string(e);
+        detail::invalid(what, "shape [" + text + "] does not hold the input's " +
+                                  std::to_string(elements) + " elements in rank 1 to 5");
+    }
+    return out;
+}
+
+dsl::Layer build_reshape(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                         const dsl::Attrs &attrs) {
+    const std::string what = "reshape '" + name + "'";
+    const dsl::Layer &input = inputs.at(0);
+    const detail::InputInfo in = detail::input_info(what, input);
+    const std::vector<int64_t> out = reshaped(what, input.output().shape.raw(), attrs);
+    if (out.size() != 4 || out[0] != in.n)
+        detail::invalid(what, "reshapes " + dsl::to_string(input.output().shape) + " to " +
+                                  dsl::to_string(dsl::Shape(out)) +
+                                  "; on the device a reshape keeps 4-D and the batch");
+    const int64_t oc = out[1], oh = out[2], ow = out[3];
+    dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
+        const auto &v = dsl::act_vars();
+        // The element's index in the logical order of one image, then where the input has it.
+        const Halide::Expr index = (v.c * int(oh) + v.y) * int(ow) + v.x;
+        const Halide::Expr plane = int(in.h * in.w);
+        const Halide::Expr ci = index / plane, rest = index % plane;
+        // Any part of the output may read any part of the input, so each task reads it whole.
+        // The blob states a kernel's reads per output bound; these depend on all three, so
+        // bounds inference is told only "inside": the mask (a no-op on these non-negative
+        // indices) hides the index's own bounds, and the clamp bounds it to the extent.
+        auto inside = [](const Halide::Expr &e, int64_t extent) {
+            return Halide::clamp(e & 0x7fffffff, 0, int(extent - 1));
+        };
+        Halide::Func f = detail::named_func(name);
+        f(v.c, v.x, v.y) = funcs.at(0)(inside(ci, in.c), inside(rest % int(in.w), in.w),
+                                       inside(rest / int(in.w), in.h));
+        return f;
+    };
+    const dsl::TensorDesc &t = input.output();
+    return dsl::Layer::make("reshape",
+                            detail::output_desc(name, input, oc, ow, oh, t.type, t.quant), {input},
+                            algorithm);
+}
+
+} // namespace
+
+void register_layer_reshape(dsl::LayerRegistry &registry) {
+    dsl::LayerDef def;
+    def.op = "reshape";
+    def.doc = "the same elements in another shape (a SHAVE kernel; folded for constants)";
+    def.inputs = {"data"};
+    def.attr_inputs = {"shape"};
+    def.attrs = {{"shape", dsl::AttrType::Ints, std::nullopt, "extents; 0 copies, -1 infers", {}},
+                 {"allowzero", dsl::AttrType::Int, int64_t(0), "1: 0 is an extent of 0", {}}};
+    def.build = build_reshape;
+    // Any part of the output reads any part of the input: a task computes a whole image.
+    def.unsplittable_dims = [](const dsl::Attrs &) {
+        using namespace dsl::dims;
+        return std::vector<dsl::Dim>{C, H, W};
+    };
+    def.fold = [](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                  const dsl::Attrs &attrs) {
+        detail::ConstValues v = detail::const_values(inputs.at(0));
+        v.shape = reshaped("reshape '" + name + "'", v.shape, attrs);
+        return detail::const_buffer(v);
+    };
+    // 16 channels of 6x5 become 8 of 10x6: every output row gathers from two input rows.
+    def.example = [](dsl::ElemType type) {
+        dsl::Attrs a;
+        a.set("shape", std::vector<int64_t>{1, 8, 10, -1});
+        return layer_registry().build("reshape", "reshape",
+                                      {detail::example_input("in", 16, 5, 6, type)}, a);
+    };
+    registry.add(std::move(def));
+}
+
+} // namespace vpuc::algorithms

@@ -1,0 +1,139 @@
+// Shape arithmetic at compile time: constants of any rank and graph type, ONNX's Shape,
+// Gather, Concat, elementwise ops and Reshape on constants fold into constants, and a
+// reshape takes its shape from a constant input. Nothing of it reaches the device.
+#include <gtest/gtest.h>
+
+#include "algorithms/layers.h"
+#include "algorithms/registry.h"
+#include "codegen/check.h"
+#include "dsl/registry.h"
+#include "lowering_fixtures.h"
+
+namespace vpuc {
+namespace {
+
+dsl::LayerRegistry &registry() {
+    return algorithms::layer_registry();
+}
+
+dsl::Layer i64s(const std::string &name, const std::vector<int64_t> &values) {
+    Halide::Buffer<int64_t> b(int(values.size()));
+    for (size_t i = 0; i < values.size(); ++i) b(int(i)) = values[i];
+    return dsl::LayerRegistry::constant(name, b);
+}
+
+std::vector<int64_t> values(const dsl::Layer &constant) {
+    EXPECT_TRUE(dsl::is_constant(constant)) << constant.name() << " is " << constant.op();
+    Halide::Buffer<int64_t> b(dsl::constant_value(constant).copy());
+    return std::vector<int64_t>(b.data(), b.data() + b.number_of_elements());
+}
+
+TEST(ConstantFolding, ShapeGatherConcatAndArithmeticFold) {
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6));
+    const dsl::Layer shape = registry().build("shape", "shape", {in}, {});
+    EXPECT_EQ(values(shape), (std::vector<int64_t>{1, 16, 6, 5}));
+    EXPECT_EQ(shape.output().type, dsl::ElemType::I64);
+    EXPECT_EQ(dsl::to_string(shape.output().shape), "4");
+    const dsl::Layer hw = registry().build("gather", "hw", {shape, i64s("at", {-2, 3})}, {});
+    EXPECT_EQ(values(hw), (std::vector<int64_t>{6, 5}));
+    const dsl::Layer doubled = registry().build("mul", "doubled", {hw, i64s("two", {2, 1})}, {});
+    EXPECT_EQ(values(doubled), (std::vector<int64_t>{12, 5}));
+    dsl::Attrs axis0;
+    axis0.set("axis", int64_t(0));
+    const dsl::Layer target =
+        registry().build("concat", "target", {i64s("nc", {1, 8}), doubled}, axis0);
+    EXPECT_EQ(values(target), (std::vector<int64_t>{1, 8, 12, 5}));
+    // Broadcasting over ranks: a scalar against a list.
+    Halide::Buffer<int64_t> scalar = Halide::Buffer<int64_t>::make_scalar();
+    scalar() = 3;
+    const dsl::Layer three = dsl::LayerRegistry::constant("three", scalar);
+    EXPECT_EQ(values(registry().build("sub", "less", {target, three}, {})),
+              (std::vector<int64_t>{-2, 5, 9, 2}));
+}
+
+TEST(ConstantFolding, GatherPicksAlongAnAxisOfAMatrix) {
+    Halide::Buffer<int64_t> m(3, 2); // 2 rows of 3, row-major: dim 0 is the last logical one
+    for (int r = 0; r < 2; ++r)
+        for (int c = 0; c < 3; ++c) m(c, r) = 10 * r + c;
+    const dsl::Layer matrix = dsl::LayerRegistry::constant("m", m);
+    EXPECT_EQ(dsl::to_string(matrix.output().shape), "2x3");
+    dsl::Attrs axis1;
+    axis1.set("axis", int64_t(1));
+    const dsl::Layer cols = registry().build("gather", "cols", {matrix, i64s("i", {2, 0})}, axis1);
+    EXPECT_EQ(dsl::to_string(cols.output().shape), "2x2");
+    EXPECT_EQ(values(cols), (std::vector<int64_t>{2, 0, 12, 10}));
+    EXPECT_THROW(registry().build("gather", "g", {matrix, i64s("far", {3})}, axis1),
+                 dsl::LayerError);
+}
+
+TEST(ConstantFolding, ReshapeTakesItsShapeFromAConstantAndRunsOnTheDevice) {
+    for (const dsl::ElemType type : {dsl::ElemType::U8, dsl::ElemType::F16}) {
+        const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6, type));
+        const dsl::Layer shape = registry().build("shape", "shape", {in}, {});
+        const dsl::Layer c = registry().build("gather", "c", {shape, i64s("one", {1})}, {});
+        // [1, 16 / 2 = 8 (as 16 - 8), 12, -1]: 16 channels of 6x5 as 8 of 12x5.
+        dsl::Attrs axis0;
+        axis0.set("axis", int64_t(0));
+        const dsl::Layer half = registry().build("sub", "half", {c, i64s("eight", {8})}, {});
+        const dsl::Layer target = registry().build(
+            "concat", "target", {i64s("n", {1}), half, i64s("hw", {12, -1})}, axis0);
+        const dsl::Layer reshaped = registry().build("reshape", "reshaped", {in, target}, {});
+        EXPECT_EQ(reshaped.op(), "reshape");
+        EXPECT_EQ(dsl::to_string(reshaped.output().shape), "1x8x12x5");
+        EXPECT_EQ(reshaped.inputs().size(), 1u) << "the shape is an attribute now";
+        EXPECT_EQ(reshaped.attrs().get_ints("shape"), (std::vector<int64_t>{1, 8, 12, -1}));
+        const dsl::Graph g("reshaped", {reshaped});
+        EXPECT_EQ(g.layers().size(), 1u) << "no constant is left in the graph";
+        for (const char *target_name : {"vpu27", "vpu20"}) {
+            codegen::CheckOptions exact;
+            exact.tolerance.f16_ulp = 0; // a copy: bit for bit
+            const codegen::CheckResult r =
+                codegen::check_against_reference(g, target::load_target(target_name), exact);
+            EXPECT_TRUE(r.ok()) << target_name << "\n" << r.report();
+        }
+    }
+}
+
+TEST(ConstantFolding, ReshapeFollowsOnnxRules) {
+    const dsl::Layer data = i64s("data", {1, 2, 3, 4, 5, 6});
+    auto reshape = [&](const std::vector<int64_t> &shape) {
+        dsl::Attrs a;
+        a.set("shape", shape);
+        return registry().build("reshape", "r", {data}, a);
+    };
+    EXPECT_EQ(dsl::to_string(reshape({2, -1}).output().shape), "2x3");
+    EXPECT_EQ(dsl::to_string(reshape({0, 1}).output().shape), "6x1") << "0 copies extent 0";
+    EXPECT_EQ(values(reshape({3, 2})), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+    EXPECT_THROW(reshape({4, -1}), dsl::LayerError);
+    EXPECT_THROW(reshape({-1, -1}), dsl::LayerError);
+    // On the device a reshape keeps the batch and four dimensions.
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6));
+    dsl::Attrs flat;
+    flat.set("shape", std::vector<int64_t>{1, -1});
+    EXPECT_THROW(registry().build("reshape", "flat", {in}, flat), dsl::LayerError);
+}
+
+TEST(ConstantFolding, CompileTimeOpsRefuseComputedInputsByName) {
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6));
+    try {
+        registry().build("gather", "g", {in, i64s("i", {0})}, {});
+        ADD_FAILURE() << "no error";
+    } catch (const dsl::AttrError &e) {
+        EXPECT_STREQ(e.what(), "gather 'g': gather runs at compile time only, on constant "
+                               "inputs; 'in' is computed");
+    }
+    try {
+        registry().build("reshape", "r", {in, in}, {});
+        ADD_FAILURE() << "no error";
+    } catch (const dsl::AttrError &e) {
+        EXPECT_STREQ(e.what(), "reshape 'r': input 'shape' is layer 'in' (input); it must be a "
+                               "constant, known at compile time");
+    }
+    // A constant left in a graph for the device is an error naming it.
+    const dsl::Layer i64 = i64s("dims", {1, 2});
+    EXPECT_THROW(codegen::lower(dsl::Graph("g", {i64}), target::load_target("vpu27")),
+                 codegen::LoweringError);
+}
+
+} // namespace
+} // namespace vpuc
