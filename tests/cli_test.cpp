@@ -167,8 +167,7 @@ TEST_F(Cli, BenchLayersMeasuresEveryRegistryExample) {
     EXPECT_EQ(run.status, 0) << run.output;
     for (const auto *def : vpuc::algorithms::layer_registry().all())
         if (def->example)
-            EXPECT_NE(run.output.find("\"op\": \"" + def->op + "\""), std::string::npos)
-                << def->op;
+            EXPECT_NE(run.output.find("\"op\": \"" + def->op + "\""), std::string::npos) << def->op;
     EXPECT_EQ(run.output.find("\"error\""), std::string::npos) << run.output;
     expect_failure(vpuc_run("bench layers --registry --layer conv"), "it takes no --layer");
 }
