@@ -49,6 +49,18 @@ TEST(ConstantFolding, ShapeGatherConcatAndArithmeticFold) {
     const dsl::Layer three = dsl::LayerRegistry::constant("three", scalar);
     EXPECT_EQ(values(registry().build("sub", "less", {target, three}, {})),
               (std::vector<int64_t>{-2, 5, 9, 2}));
+    // Floats, a 2x2 against a row of 2: (0.1, 2.5) scales each row.
+    Halide::Buffer<float> m(2, 2), row(2);
+    m(0, 0) = 1.5f, m(1, 0) = -3.25f, m(0, 1) = 0.3f, m(1, 1) = 7.0f;
+    row(0) = 0.1f, row(1) = 2.5f;
+    const dsl::Layer product = registry().build(
+        "mul", "product",
+        {dsl::LayerRegistry::constant("m", m), dsl::LayerRegistry::constant("row", row)}, {});
+    Halide::Buffer<float> got(dsl::constant_value(product).copy());
+    EXPECT_EQ(got(0, 0), 1.5f * 0.1f);
+    EXPECT_EQ(got(1, 0), -3.25f * 2.5f);
+    EXPECT_EQ(got(0, 1), 0.3f * 0.1f);
+    EXPECT_EQ(got(1, 1), 7.0f * 2.5f);
 }
 
 TEST(ConstantFolding, GatherPicksAlongAnAxisOfAMatrix) {

@@ -31,6 +31,28 @@ template <typename T> void write_all(const ConstValues &v, Halide::Buffer<> &out
     }
 }
 
+// Calls f with a value of the C++ type of `type`'s elements.
+template <typename F> void with_element_type(dsl::ElemType type, F &&f) {
+    switch (type) {
+    case dsl::ElemType::U8:
+        return f(uint8_t{});
+    case dsl::ElemType::I8:
+        return f(int8_t{});
+    case dsl::ElemType::F16:
+        return f(Halide::float16_t{});
+    case dsl::ElemType::F32:
+        return f(float{});
+    case dsl::ElemType::I32:
+        return f(int32_t{});
+    case dsl::ElemType::I64:
+        return f(int64_t{});
+    case dsl::ElemType::Bool:
+        return f(bool{});
+    case dsl::ElemType::F64:
+        return f(double{});
+    }
+}
+
 } // namespace
 
 bool ConstValues::is_float() const {
@@ -46,64 +68,14 @@ ConstValues const_values(const dsl::Layer &constant) {
     ConstValues v;
     v.type = constant.output().type;
     v.shape = constant.output().shape.raw();
-    switch (v.type) {
-    case dsl::ElemType::U8:
-        read_all<uint8_t>(dense, v);
-        break;
-    case dsl::ElemType::I8:
-        read_all<int8_t>(dense, v);
-        break;
-    case dsl::ElemType::F16:
-        read_all<Halide::float16_t>(dense, v);
-        break;
-    case dsl::ElemType::F32:
-        read_all<float>(dense, v);
-        break;
-    case dsl::ElemType::I32:
-        read_all<int32_t>(dense, v);
-        break;
-    case dsl::ElemType::I64:
-        read_all<int64_t>(dense, v);
-        break;
-    case dsl::ElemType::Bool:
-        read_all<bool>(dense, v);
-        break;
-    case dsl::ElemType::F64:
-        read_all<double>(dense, v);
-        break;
-    }
+    with_element_type(v.type, [&](auto element) { read_all<decltype(element)>(dense, v); });
     return v;
 }
 
 Halide::Buffer<> const_buffer(const ConstValues &v) {
     std::vector<int> extents(v.shape.rbegin(), v.shape.rend());
     Halide::Buffer<> out(dsl::halide_type(v.type), extents);
-    switch (v.type) {
-    case dsl::ElemType::U8:
-        write_all<uint8_t>(v, out);
-        break;
-    case dsl::ElemType::I8:
-        write_all<int8_t>(v, out);
-        break;
-    case dsl::ElemType::F16:
-        write_all<Halide::float16_t>(v, out);
-        break;
-    case dsl::ElemType::F32:
-        write_all<float>(v, out);
-        break;
-    case dsl::ElemType::I32:
-        write_all<int32_t>(v, out);
-        break;
-    case dsl::ElemType::I64:
-        write_all<int64_t>(v, out);
-        break;
-    case dsl::ElemType::Bool:
-        write_all<bool>(v, out);
-        break;
-    case dsl::ElemType::F64:
-        write_all<double>(v, out);
-        break;
-    }
+    with_element_type(v.type, [&](auto element) { write_all<decltype(element)>(v, out); });
     return out;
 }
 

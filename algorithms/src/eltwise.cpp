@@ -30,7 +30,10 @@ const char *op_name(EltwiseOp op) {
     return "?";
 }
 
-Expr apply(EltwiseOp op, const Expr &a, const Expr &b) {
+// On Halide Exprs for the algorithm, on numbers when folding constants (max and min found
+// by argument-dependent lookup for Exprs).
+template <typename T> T apply(EltwiseOp op, const T &a, const T &b) {
+    using std::max, std::min;
     switch (op) {
     case EltwiseOp::Add:
         return a + b;
@@ -39,9 +42,9 @@ Expr apply(EltwiseOp op, const Expr &a, const Expr &b) {
     case EltwiseOp::Mul:
         return a * b;
     case EltwiseOp::Max:
-        return Halide::max(a, b);
+        return max(a, b);
     case EltwiseOp::Min:
-        return Halide::min(a, b);
+        return min(a, b);
     }
     return a;
 }
@@ -184,21 +187,6 @@ Halide::Buffer<> fold_eltwise(EltwiseOp op, const std::string &name,
     for (size_t d = 0; d < rank; ++d)
         out.shape.push_back(
             broadcast(what, ("dimension " + std::to_string(d)).c_str(), sa[d], sb[d]));
-    auto apply_to = [op](auto x, auto y) {
-        switch (op) {
-        case EltwiseOp::Add:
-            return x + y;
-        case EltwiseOp::Sub:
-            return x - y;
-        case EltwiseOp::Mul:
-            return x * y;
-        case EltwiseOp::Max:
-            return std::max(x, y);
-        case EltwiseOp::Min:
-            return std::min(x, y);
-        }
-        return x;
-    };
     for (int64_t i = 0; i < out.elements(); ++i) {
         // The element of each input that output element i reads.
         int64_t rest = i, ia = 0, ib = 0, stride_a = 1, stride_b = 1;
@@ -211,9 +199,9 @@ Halide::Buffer<> fold_eltwise(EltwiseOp op, const std::string &name,
             stride_b *= sb[d];
         }
         if (a.is_float())
-            out.reals.push_back(apply_to(a.reals[size_t(ia)], b.reals[size_t(ib)]));
+            out.reals.push_back(apply(op, a.reals[size_t(ia)], b.reals[size_t(ib)]));
         else
-            out.ints.push_back(apply_to(a.ints[size_t(ia)], b.ints[size_t(ib)]));
+            out.ints.push_back(apply(op, a.ints[size_t(ia)], b.ints[size_t(ib)]));
     }
     return const_buffer(out);
 }
