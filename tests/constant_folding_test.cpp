@@ -16,12 +16,6 @@ dsl::LayerRegistry &registry() {
     return algorithms::layer_registry();
 }
 
-dsl::Layer i64s(const std::string &name, const std::vector<int64_t> &values) {
-    Halide::Buffer<int64_t> b(int(values.size()));
-    for (size_t i = 0; i < values.size(); ++i) b(int(i)) = values[i];
-    return dsl::LayerRegistry::constant(name, b);
-}
-
 std::vector<int64_t> values(const dsl::Layer &constant) {
     EXPECT_TRUE(dsl::is_constant(constant)) << constant.name() << " is " << constant.op();
     Halide::Buffer<int64_t> b(dsl::constant_value(constant).copy());
@@ -34,14 +28,16 @@ TEST(ConstantFolding, ShapeGatherConcatAndArithmeticFold) {
     EXPECT_EQ(values(shape), (std::vector<int64_t>{1, 16, 6, 5}));
     EXPECT_EQ(shape.output().type, dsl::ElemType::I64);
     EXPECT_EQ(dsl::to_string(shape.output().shape), "4");
-    const dsl::Layer hw = registry().build("gather", "hw", {shape, i64s("at", {-2, 3})}, {});
+    const dsl::Layer hw =
+        registry().build("gather", "hw", {shape, test::i64_constant("at", {-2, 3})}, {});
     EXPECT_EQ(values(hw), (std::vector<int64_t>{6, 5}));
-    const dsl::Layer doubled = registry().build("mul", "doubled", {hw, i64s("two", {2, 1})}, {});
+    const dsl::Layer doubled =
+        registry().build("mul", "doubled", {hw, test::i64_constant("two", {2, 1})}, {});
     EXPECT_EQ(values(doubled), (std::vector<int64_t>{12, 5}));
     dsl::Attrs axis0;
     axis0.set("axis", int64_t(0));
     const dsl::Layer target =
-        registry().build("concat", "target", {i64s("nc", {1, 8}), doubled}, axis0);
+        registry().build("concat", "target", {test::i64_constant("nc", {1, 8}), doubled}, axis0);
     EXPECT_EQ(values(target), (std::vector<int64_t>{1, 8, 12, 5}));
     // Broadcasting over ranks: a scalar against a list.
     Halide::Buffer<int64_t> scalar = Halide::Buffer<int64_t>::make_scalar();
@@ -71,10 +67,11 @@ TEST(ConstantFolding, GatherPicksAlongAnAxisOfAMatrix) {
     EXPECT_EQ(dsl::to_string(matrix.output().shape), "2x3");
     dsl::Attrs axis1;
     axis1.set("axis", int64_t(1));
-    const dsl::Layer cols = registry().build("gather", "cols", {matrix, i64s("i", {2, 0})}, axis1);
+    const dsl::Layer cols =
+        registry().build("gather", "cols", {matrix, test::i64_constant("i", {2, 0})}, axis1);
     EXPECT_EQ(dsl::to_string(cols.output().shape), "2x2");
     EXPECT_EQ(values(cols), (std::vector<int64_t>{2, 0, 12, 10}));
-    EXPECT_THROW(registry().build("gather", "g", {matrix, i64s("far", {3})}, axis1),
+    EXPECT_THROW(registry().build("gather", "g", {matrix, test::i64_constant("far", {3})}, axis1),
                  dsl::LayerError);
 }
 
@@ -82,13 +79,16 @@ TEST(ConstantFolding, ReshapeTakesItsShapeFromAConstantAndRunsOnTheDevice) {
     for (const dsl::ElemType type : {dsl::ElemType::U8, dsl::ElemType::F16}) {
         const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6, type));
         const dsl::Layer shape = registry().build("shape", "shape", {in}, {});
-        const dsl::Layer c = registry().build("gather", "c", {shape, i64s("one", {1})}, {});
+        const dsl::Layer c =
+            registry().build("gather", "c", {shape, test::i64_constant("one", {1})}, {});
         // [1, 16 / 2 = 8 (as 16 - 8), 12, -1]: 16 channels of 6x5 as 8 of 12x5.
         dsl::Attrs axis0;
         axis0.set("axis", int64_t(0));
-        const dsl::Layer half = registry().build("sub", "half", {c, i64s("eight", {8})}, {});
+        const dsl::Layer half =
+            registry().build("sub", "half", {c, test::i64_constant("eight", {8})}, {});
         const dsl::Layer target = registry().build(
-            "concat", "target", {i64s("n", {1}), half, i64s("hw", {12, -1})}, axis0);
+            "concat", "target",
+            {test::i64_constant("n", {1}), half, test::i64_constant("hw", {12, -1})}, axis0);
         const dsl::Layer reshaped = registry().build("reshape", "reshaped", {in, target}, {});
         EXPECT_EQ(reshaped.op(), "reshape");
         EXPECT_EQ(dsl::to_string(reshaped.output().shape), "1x8x12x5");
@@ -107,7 +107,7 @@ TEST(ConstantFolding, ReshapeTakesItsShapeFromAConstantAndRunsOnTheDevice) {
 }
 
 TEST(ConstantFolding, ReshapeFollowsOnnxRules) {
-    const dsl::Layer data = i64s("data", {1, 2, 3, 4, 5, 6});
+    const dsl::Layer data = test::i64_constant("data", {1, 2, 3, 4, 5, 6});
     auto reshape = [&](const std::vector<int64_t> &shape) {
         dsl::Attrs a;
         a.set("shape", shape);
@@ -128,7 +128,7 @@ TEST(ConstantFolding, ReshapeFollowsOnnxRules) {
 TEST(ConstantFolding, CompileTimeOpsRefuseComputedInputsByName) {
     const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6));
     try {
-        registry().build("gather", "g", {in, i64s("i", {0})}, {});
+        registry().build("gather", "g", {in, test::i64_constant("i", {0})}, {});
         ADD_FAILURE() << "no error";
     } catch (const dsl::AttrError &e) {
         EXPECT_STREQ(e.what(), "gather 'g': gather runs at compile time only, on constant "
@@ -142,7 +142,7 @@ TEST(ConstantFolding, CompileTimeOpsRefuseComputedInputsByName) {
                                "constant, known at compile time");
     }
     // A constant left in a graph for the device is an error naming it.
-    const dsl::Layer i64 = i64s("dims", {1, 2});
+    const dsl::Layer i64 = test::i64_constant("dims", {1, 2});
     EXPECT_THROW(codegen::lower(dsl::Graph("g", {i64}), target::load_target("vpu27")),
                  codegen::LoweringError);
 }

@@ -15,6 +15,8 @@
 #include "algorithms/reference.h"
 #include "codegen/check.h"
 #include "codegen/lower.h"
+#include "dsl/registry.h"
+#include "dsl/registry.h"
 #include "vpu_target/simulator.h"
 
 namespace vpuc::test {
@@ -57,6 +59,13 @@ inline dsl::Layer conv3x3(const std::string &name, const dsl::Layer &in, int oc,
     if (fused_relu) p.activation = algorithms::Activation::relu();
     const int ic = int(in.output().shape[dsl::dims::C]);
     return algorithms::conv2d(name, in, weights(ic, 3, oc, seed), p);
+}
+
+// A constant of one dimension of i64 values, as ONNX shape arithmetic has them.
+inline dsl::Layer i64_constant(const std::string &name, const std::vector<int64_t> &values) {
+    Halide::Buffer<int64_t> b(int(values.size()));
+    for (size_t i = 0; i < values.size(); ++i) b(int(i)) = values[i];
+    return dsl::LayerRegistry::constant(name, b);
 }
 
 inline std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {

@@ -141,21 +141,18 @@ dsl::Graph batch_of_two(dsl::ElemType type) {
     // The shape of a reshape as an ONNX model computes it, in i64 at compile time:
     // [N, 8, 2 * H, W] of squashed's shape.
     auto &registry = algorithms::layer_registry();
-    auto i64s = [](const std::string &name, std::vector<int64_t> values) {
-        Halide::Buffer<int64_t> b(int(values.size()));
-        for (size_t i = 0; i < values.size(); ++i) b(int(i)) = values[i];
-        return dsl::LayerRegistry::constant(name, b);
-    };
     const dsl::Layer shape = registry.build("shape", "shape", {squashed}, {});
     auto pick = [&](const char *name, int64_t index) {
-        return registry.build("gather", name, {shape, i64s(std::string(name) + ".at", {index})},
-                              {});
+        return registry.build("gather", name,
+                              {shape, test::i64_constant(std::string(name) + ".at", {index})}, {});
     };
-    const dsl::Layer rows = registry.build("mul", "rows", {pick("h", 2), i64s("two", {2})}, {});
+    const dsl::Layer rows =
+        registry.build("mul", "rows", {pick("h", 2), test::i64_constant("two", {2})}, {});
     dsl::Attrs axis0;
     axis0.set("axis", int64_t(0));
-    const dsl::Layer target = registry.build(
-        "concat", "target", {pick("n", 0), i64s("eight", {8}), rows, pick("w", 3)}, axis0);
+    const dsl::Layer target =
+        registry.build("concat", "target",
+                       {pick("n", 0), test::i64_constant("eight", {8}), rows, pick("w", 3)}, axis0);
     const dsl::Layer folded = registry.build("reshape", "folded", {squashed, target}, {});
     return dsl::Graph("batch_of_two", {folded, joined});
 }

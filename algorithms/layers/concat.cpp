@@ -75,16 +75,16 @@ dsl::Layer build_concat(const std::string &name, const std::vector<dsl::Layer> &
 Halide::Buffer<> fold_concat(const std::string &name, const std::vector<dsl::Layer> &inputs,
                              const dsl::Attrs &attrs) {
     const std::string what = "concat '" + name + "'";
-    std::vector<detail::ConstValues> parts;
-    for (const dsl::Layer &in : inputs) parts.push_back(detail::const_values(in));
-    const detail::ConstValues &first = parts.front();
+    std::vector<dsl::ConstValues> parts;
+    for (const dsl::Layer &in : inputs) parts.push_back(dsl::const_values(in));
+    const dsl::ConstValues &first = parts.front();
     const int64_t rank = int64_t(first.shape.size());
     int64_t axis = attrs.get_int("axis");
     if (axis < -rank || axis >= rank)
         detail::invalid(what, "axis " + std::to_string(axis) + " of constants of rank " +
                                   std::to_string(rank));
     if (axis < 0) axis += rank;
-    detail::ConstValues out = first;
+    dsl::ConstValues out = first;
     out.shape[size_t(axis)] = 0;
     for (size_t k = 0; k < parts.size(); ++k) {
         std::vector<int64_t> shape = parts[k].shape;
@@ -103,7 +103,7 @@ Halide::Buffer<> fold_concat(const std::string &name, const std::vector<dsl::Lay
     out.ints.clear();
     out.reals.clear();
     for (int64_t o = 0; o < outer; ++o)
-        for (const detail::ConstValues &p : parts) {
+        for (const dsl::ConstValues &p : parts) {
             const int64_t run = p.elements() / outer;
             if (p.is_float())
                 out.reals.insert(out.reals.end(), p.reals.begin() + o * run,
@@ -112,7 +112,7 @@ Halide::Buffer<> fold_concat(const std::string &name, const std::vector<dsl::Lay
                 out.ints.insert(out.ints.end(), p.ints.begin() + o * run,
                                 p.ints.begin() + (o + 1) * run);
         }
-    return detail::const_buffer(out);
+    return dsl::const_buffer(out);
 }
 
 } // namespace

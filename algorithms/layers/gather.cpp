@@ -9,8 +9,8 @@ namespace {
 Halide::Buffer<> fold_gather(const std::string &name, const std::vector<dsl::Layer> &inputs,
                              const dsl::Attrs &attrs) {
     const std::string what = "gather '" + name + "'";
-    const detail::ConstValues data = detail::const_values(inputs.at(0));
-    const detail::ConstValues indices = detail::const_values(inputs.at(1));
+    const dsl::ConstValues data = dsl::const_values(inputs.at(0));
+    const dsl::ConstValues indices = dsl::const_values(inputs.at(1));
     const int64_t rank = int64_t(data.shape.size());
     int64_t axis = attrs.get_int("axis");
     if (axis < -rank || axis >= rank)
@@ -22,7 +22,7 @@ Halide::Buffer<> fold_gather(const std::string &name, const std::vector<dsl::Lay
     int64_t outer = 1, inner = 1;
     for (int64_t d = 0; d < axis; ++d) outer *= data.shape[size_t(d)];
     for (int64_t d = axis + 1; d < rank; ++d) inner *= data.shape[size_t(d)];
-    detail::ConstValues out;
+    dsl::ConstValues out;
     out.type = data.type;
     out.shape.assign(data.shape.begin(), data.shape.begin() + axis);
     out.shape.insert(out.shape.end(), indices.shape.begin(), indices.shape.end());
@@ -43,7 +43,7 @@ Halide::Buffer<> fold_gather(const std::string &name, const std::vector<dsl::Lay
                     out.ints.push_back(data.ints[from]);
             }
         }
-    return detail::const_buffer(out);
+    return dsl::const_buffer(out);
 }
 
 } // namespace

@@ -97,9 +97,9 @@ void register_layer_reshape(dsl::LayerRegistry &registry) {
     };
     def.fold = [](const std::string &name, const std::vector<dsl::Layer> &inputs,
                   const dsl::Attrs &attrs) {
-        detail::ConstValues v = detail::const_values(inputs.at(0));
+        dsl::ConstValues v = dsl::const_values(inputs.at(0));
         v.shape = reshaped("reshape '" + name + "'", v.shape, attrs);
-        return detail::const_buffer(v);
+        return dsl::const_buffer(v);
     };
     // 16 channels of 6x5 become 8 of 10x6: every output row gathers from two input rows.
     def.example = [](dsl::ElemType type) {

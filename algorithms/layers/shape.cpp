@@ -11,11 +11,11 @@ void register_layer_shape(dsl::LayerRegistry &registry) {
     def.inputs = {"data"};
     def.folds_from_shapes = true;
     def.fold = [](const std::string &, const std::vector<dsl::Layer> &inputs, const dsl::Attrs &) {
-        detail::ConstValues v;
+        dsl::ConstValues v;
         v.type = dsl::ElemType::I64;
         v.ints = inputs.at(0).output().shape.raw();
         v.shape = {int64_t(v.ints.size())};
-        return detail::const_buffer(v);
+        return dsl::const_buffer(v);
     };
     registry.add(std::move(def));
 }

@@ -13,6 +13,7 @@
 #include "algorithms/arith.h"
 #include "algorithms/layers.h"
 #include "algorithms/registry.h"
+#include "dsl/constant_values.h"
 #include "dsl/layer.h"
 #include "dsl/registry.h"
 
@@ -125,19 +126,5 @@ FloatWeights example_float_weights(const std::vector<int> &dims, int out_channel
 [[noreturn]] inline void invalid(const std::string &what, const std::string &why) {
     throw dsl::LayerError(what + ": " + why);
 }
-
-// A constant's value as plain numbers, for folding at compile time: its logical shape
-// (outermost first) and its elements in order, the last dimension fastest, as int64 (integer
-// and bool types) or double (float types).
-struct ConstValues {
-    dsl::ElemType type = dsl::ElemType::I64;
-    std::vector<int64_t> shape;
-    std::vector<int64_t> ints;
-    std::vector<double> reals;
-    bool is_float() const;
-    int64_t elements() const;
-};
-ConstValues const_values(const dsl::Layer &constant);
-Halide::Buffer<> const_buffer(const ConstValues &values);
 
 } // namespace vpuc::algorithms::detail

@@ -170,7 +170,7 @@ Halide::Buffer<> fold_eltwise(EltwiseOp op, const std::string &name,
     if (act.kind != dpu::Activation::None || std::isfinite(act.low) || std::isfinite(act.high) ||
         attrs.has("in1_mult"))
         invalid(what, "constants fold without an activation or requantization");
-    const ConstValues a = const_values(inputs.at(0)), b = const_values(inputs.at(1));
+    const dsl::ConstValues a = dsl::const_values(inputs.at(0)), b = dsl::const_values(inputs.at(1));
     if (a.type != b.type)
         invalid(what, "constants of " + std::string(dsl::to_string(a.type)) + " and " +
                           dsl::to_string(b.type));
@@ -182,7 +182,7 @@ Halide::Buffer<> fold_eltwise(EltwiseOp op, const std::string &name,
         return p;
     };
     const std::vector<int64_t> sa = padded(a.shape), sb = padded(b.shape);
-    ConstValues out;
+    dsl::ConstValues out;
     out.type = a.type;
     for (size_t d = 0; d < rank; ++d)
         out.shape.push_back(
@@ -203,7 +203,7 @@ Halide::Buffer<> fold_eltwise(EltwiseOp op, const std::string &name,
         else
             out.ints.push_back(apply(op, a.ints[size_t(ia)], b.ints[size_t(ib)]));
     }
-    return const_buffer(out);
+    return dsl::const_buffer(out);
 }
 
 dsl::LayerDef eltwise_def(EltwiseOp op) {

@@ -13,7 +13,6 @@
 #include <set>
 #include <tuple>
 
-#include "algorithms/registry.h"
 #include "codegen/bounds.h"
 #include "dpu_layout.h"
 
@@ -769,19 +768,19 @@ std::set<int> tiles_running(const LoweringState &s, const LayerPlan &plan) {
 void build_view(LoweringState &s, const LayerPlan &plan) {
     const std::string &name = plan.layer.name();
     std::vector<int> writers;
-    const std::optional<dsl::ViewDef> view = algorithms::layer_registry().view(plan.layer);
+    const dsl::ViewDef &view = *plan.view;
     const auto &inputs = plan.layer.inputs();
     for (size_t i = 0; i < inputs.size(); ++i) {
         const std::string &in = inputs[i].name();
         const std::vector<int> in_writers = s.writers_of(in);
         const auto placed = s.placed.find(in);
         const bool placed_here = placed != s.placed.end() && placed->second.in == name &&
-                                 placed->second.box.start == view->boxes.at(i).start;
-        if (view->kind == dsl::ViewDef::Kind::Window || placed_here) {
+                                 placed->second.box.start == view.boxes.at(i).start;
+        if (view.kind == dsl::ViewDef::Kind::Window || placed_here) {
             writers.insert(writers.end(), in_writers.begin(), in_writers.end());
             continue;
         }
-        const View dst = box_view(s.tensor_views.at(name), view->boxes.at(i));
+        const View dst = box_view(s.tensor_views.at(name), view.boxes.at(i));
         writers.push_back(s.program.add_task(
             dma_task(name + ".copy" + std::to_string(i), name, int(i) % s.target.dma_engines,
                      DmaWork{s.tensor_views.at(in), {dst}}, in_writers)));

@@ -86,11 +86,9 @@ void verify_tensors(const LoweringState &s) {
     };
     for (const dsl::Layer &in : s.graph.inputs())
         check(in.output().name, uint64_t(in.output().bytes()), blob::MemSpace::Input);
-    const auto &outputs = s.graph.outputs();
     for (const LayerPlan &plan : s.plans) {
         const std::string &name = plan.layer.name();
-        const bool output = std::any_of(outputs.begin(), outputs.end(),
-                                        [&](const dsl::Layer &l) { return l.same_as(plan.layer); });
+        const bool output = is_network_output(s, plan.layer);
         const auto placed = s.placed.find(name);
         if (placed != s.placed.end()) {
             const auto view = s.tensor_views.find(name);

@@ -201,8 +201,12 @@ void resolve_schedules(LoweringState &s) {
     for (const auto &layer : s.graph.layers()) {
         // The DPU computes output channels in groups of the channel alignment.
         const int64_t granule = runs_on_dpu(s, layer) ? s.target.channel_alignment : 1;
-        s.plans.push_back(
-            {layer, resolve_loop_nest(s.graph, layer, s.target, granule), false, {}, 0});
+        s.plans.push_back({layer,
+                           resolve_loop_nest(s.graph, layer, s.target, granule),
+                           false,
+                           {},
+                           0,
+                           std::nullopt});
     }
 }
 

@@ -20,8 +20,8 @@ struct LayerPlan {
     DpuOpDesc dpu;
     uint32_t kernel = 0; // SHAVE layers: index into Program::kernels
     // A layer that only rearranges data (concat, slice), lowered as a view of DDR memory: no
-    // task computes it (plan_views).
-    bool view = false;
+    // task computes it (plan_views sets it from the layer registry).
+    std::optional<dsl::ViewDef> view;
 };
 
 // A tensor that lies inside another's DDR memory: `box` of tensor `in` (plan_views).
@@ -141,6 +141,7 @@ void verify_barriers(const LoweringState &s);
 void verify_blob(const LoweringState &s);
 
 IoDecl io_decl(const dsl::TensorDesc &t);
+bool is_network_output(const LoweringState &s, const dsl::Layer &layer);
 // A layer computed at root and not kept in CMX: its output goes to DDR.
 inline bool stored_in_ddr(const LayerPlan &plan) {
     return plan.nest.compute_root && !plan.nest.broadcast;

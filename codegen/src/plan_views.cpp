@@ -13,17 +13,17 @@ namespace vpuc::codegen {
 
 namespace {
 
-bool is_graph_output(const LoweringState &s, const dsl::Layer &layer) {
-    const auto &outputs = s.graph.outputs();
-    return std::any_of(outputs.begin(), outputs.end(),
-                       [&](const dsl::Layer &o) { return o.same_as(layer); });
-}
-
 bool in_ddr(const LoweringState &s, const dsl::Layer &layer) {
     return layer.is_input() || stored_in_ddr(s.plan_of(layer.name()));
 }
 
 } // namespace
+
+bool is_network_output(const LoweringState &s, const dsl::Layer &layer) {
+    const auto &outputs = s.graph.outputs();
+    return std::any_of(outputs.begin(), outputs.end(),
+                       [&](const dsl::Layer &o) { return o.same_as(layer); });
+}
 
 void plan_views(LoweringState &s) {
     const dsl::LayerRegistry &registry = algorithms::layer_registry();
@@ -37,16 +37,16 @@ void plan_views(LoweringState &s) {
             continue;
         if (view->kind == dsl::ViewDef::Kind::Window) {
             // A graph output has its own memory, in the output section.
-            if (is_graph_output(s, layer)) continue;
-            plan.view = true;
+            if (is_network_output(s, layer)) continue;
+            plan.view = view;
             s.placed[layer.name()] = {inputs.at(0).name(), view->boxes.at(0)};
             continue;
         }
-        plan.view = true;
+        plan.view = view;
         for (size_t i = 0; i < inputs.size(); ++i) {
             const dsl::Layer &part = inputs[i];
             // A part read twice is placed once (the first time) and copied once.
-            if (part.is_input() || is_graph_output(s, part) || s.placed.count(part.name()) ||
+            if (part.is_input() || is_network_output(s, part) || s.placed.count(part.name()) ||
                 part.output().order != layer.output().order)
                 continue; // copied
             s.placed[part.name()] = {layer.name(), view->boxes.at(i)};

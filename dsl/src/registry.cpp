@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dsl/constant_values.h"
+
 namespace vpuc::dsl {
 
 void LayerRegistry::add(LayerDef def) {
@@ -109,44 +111,26 @@ AttrValue attr_from_constant(const std::string &where, const AttrSpec &spec,
     if (value.dimensions() > 1)
         throw AttrError(what + " has " + std::to_string(value.dimensions()) +
                         " dimensions; it gives " + to_string(spec.type) + ", a list");
-    std::vector<int64_t> ints;
-    std::vector<double> floats;
-    const bool is_float = value.type().is_float();
-    Halide::Buffer<> copy = value.copy(); // dense, so its elements read in order
-    for (int64_t i = 0; i < int64_t(copy.number_of_elements()); ++i) {
-        const void *at = static_cast<const uint8_t *>(copy.data()) + i * copy.type().bytes();
-        if (value.type() == Halide::Int(64))
-            ints.push_back(*static_cast<const int64_t *>(at));
-        else if (value.type() == Halide::Int(32))
-            ints.push_back(*static_cast<const int32_t *>(at));
-        else if (value.type() == Halide::Float(32))
-            floats.push_back(*static_cast<const float *>(at));
-        else if (value.type() == Halide::Float(64))
-            floats.push_back(*static_cast<const double *>(at));
-        else
-            throw AttrError(what + " is " + type_name(value.type()) + "; it must be i32, i64, " +
-                            "f32 or f64");
-    }
-    const bool one = ints.size() + floats.size() == 1;
+    const ConstValues v = const_values(value, what);
+    const bool one = v.elements() == 1;
     switch (spec.type) {
     case AttrType::Ints:
-        if (!is_float) return ints;
+        if (!v.is_float()) return v.ints;
         break;
     case AttrType::Floats:
-        if (is_float) return floats;
-        return std::vector<double>(ints.begin(), ints.end());
+        if (v.is_float()) return v.reals;
+        return std::vector<double>(v.ints.begin(), v.ints.end());
     case AttrType::Int:
-        if (!is_float && one) return ints[0];
+        if (!v.is_float() && one) return v.ints[0];
         break;
     case AttrType::Float:
-        if (one) return is_float ? floats[0] : double(ints[0]);
+        if (one) return v.is_float() ? v.reals[0] : double(v.ints[0]);
         break;
     default:
         break;
     }
-    throw AttrError(what + " (" + type_name(value.type()) + ", " +
-                    std::to_string(copy.number_of_elements()) + " elements) does not give " +
-                    to_string(spec.type));
+    throw AttrError(what + " (" + type_name(value.type()) + ", " + std::to_string(v.elements()) +
+                    " elements) does not give " + to_string(spec.type));
 }
 
 } // namespace

@@ -2,9 +2,11 @@
 #include <numeric>
 #include <type_traits>
 
-#include "common.h"
+#include "dsl/constant_values.h"
 
-namespace vpuc::algorithms::detail {
+#include "dsl/registry.h"
+
+namespace vpuc::dsl {
 
 namespace {
 
@@ -32,23 +34,23 @@ template <typename T> void write_all(const ConstValues &v, Halide::Buffer<> &out
 }
 
 // Calls f with a value of the C++ type of `type`'s elements.
-template <typename F> void with_element_type(dsl::ElemType type, F &&f) {
+template <typename F> void with_element_type(ElemType type, F &&f) {
     switch (type) {
-    case dsl::ElemType::U8:
+    case ElemType::U8:
         return f(uint8_t{});
-    case dsl::ElemType::I8:
+    case ElemType::I8:
         return f(int8_t{});
-    case dsl::ElemType::F16:
+    case ElemType::F16:
         return f(Halide::float16_t{});
-    case dsl::ElemType::F32:
+    case ElemType::F32:
         return f(float{});
-    case dsl::ElemType::I32:
+    case ElemType::I32:
         return f(int32_t{});
-    case dsl::ElemType::I64:
+    case ElemType::I64:
         return f(int64_t{});
-    case dsl::ElemType::Bool:
+    case ElemType::Bool:
         return f(bool{});
-    case dsl::ElemType::F64:
+    case ElemType::F64:
         return f(double{});
     }
 }
@@ -56,27 +58,31 @@ template <typename F> void with_element_type(dsl::ElemType type, F &&f) {
 } // namespace
 
 bool ConstValues::is_float() const {
-    return type == dsl::ElemType::F16 || type == dsl::ElemType::F32 || type == dsl::ElemType::F64;
+    return type == ElemType::F16 || type == ElemType::F32 || type == ElemType::F64;
 }
 
 int64_t ConstValues::elements() const {
     return std::accumulate(shape.begin(), shape.end(), int64_t(1), std::multiplies<int64_t>());
 }
 
-ConstValues const_values(const dsl::Layer &constant) {
-    const Halide::Buffer<> dense = dsl::constant_value(constant).copy();
+ConstValues const_values(const Halide::Buffer<> &value, const std::string &what) {
     ConstValues v;
-    v.type = constant.output().type;
-    v.shape = constant.output().shape.raw();
+    v.type = elem_type(value.type(), what);
+    for (int d = value.dimensions() - 1; d >= 0; --d) v.shape.push_back(value.dim(d).extent());
+    const Halide::Buffer<> dense = value.copy(); // its elements in order
     with_element_type(v.type, [&](auto element) { read_all<decltype(element)>(dense, v); });
     return v;
 }
 
+ConstValues const_values(const Layer &constant) {
+    return const_values(constant_value(constant), "constant '" + constant.name() + "'");
+}
+
 Halide::Buffer<> const_buffer(const ConstValues &v) {
     std::vector<int> extents(v.shape.rbegin(), v.shape.rend());
-    Halide::Buffer<> out(dsl::halide_type(v.type), extents);
+    Halide::Buffer<> out(halide_type(v.type), extents);
     with_element_type(v.type, [&](auto element) { write_all<decltype(element)>(v, out); });
     return out;
 }
 
-} // namespace vpuc::algorithms::detail
+} // namespace vpuc::dsl
