@@ -16,7 +16,6 @@
 #include "codegen/check.h"
 #include "codegen/lower.h"
 #include "dsl/registry.h"
-#include "dsl/registry.h"
 #include "vpu_target/simulator.h"
 
 namespace vpuc::test {
