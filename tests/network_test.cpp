@@ -1,7 +1,7 @@
 // Networks of several branches joined and cut again: a channel concat of three branches (one
-// at an offset that is not a whole channel group) and a slice, compiled for both targets and
-// checked against the reference. Stored in DDR, concat and slice are views that move no data:
-// the producers write their parts in place, and a DMA copies only what cannot be placed.
+// at an offset that is not a whole channel group), a slice and a TopK, compiled for both
+// targets and checked against the reference. Stored in DDR, concat and slice are views that move no
+// data: the producers write their parts in place, and a DMA copies only what cannot be placed.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -104,10 +104,10 @@ TEST(Network, ConcatCopiesWhatItCannotPlaceAndSlicesAlongTheHeight) {
 }
 
 // A batch of two: every layer computes image after image (DPU layers, a layer computed at its
-// consumer's loop, SHAVE kernels, a concat and a slice as views, a reshape whose shape is i64
+// consumer's loop, SHAVE kernels, a channel concat of three branches and a graph input, one
+// branch at channel 21, a slice, a TopK's values and indices, a reshape whose shape is i64
 // arithmetic folded at compile time), and an eltwise reads a tensor without batch for both
-// images. Both images must match, so a task reading or writing
-// the wrong image shows.
+// images. Both images must match, so a task reading or writing the wrong image shows.
 dsl::Graph batch_of_two(dsl::ElemType type) {
     const bool int8 = type == dsl::ElemType::U8;
     dsl::TensorDesc in_desc = test::activation("in", 16, 11, 9, type);
@@ -119,9 +119,14 @@ dsl::Graph batch_of_two(dsl::ElemType type) {
     pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
     const dsl::Layer a = algorithms::max_pool("a", in, pool);
     dsl::Layer b = algorithms::avg_pool("b", in, pool);
-    // a and b store into joined in place; in, a graph input, is copied there by one DMA.
+    dsl::Attrs first5;
+    first5.set("starts", std::vector<int64_t>{0}).set("ends", std::vector<int64_t>{5});
+    const dsl::Layer narrow = algorithms::max_pool(
+        "narrow", algorithms::layer_registry().build("slice", "in5", {in}, first5), pool);
+    // a, narrow and b store into joined in place, at channels 0, 16 and 21; in, a graph input,
+    // is copied there (at 37) by one DMA.
     const dsl::Layer joined =
-        algorithms::layer_registry().build("concat", "joined", {a, b, in}, {});
+        algorithms::layer_registry().build("concat", "joined", {a, narrow, b, in}, {});
     dsl::Attrs cut;
     cut.set("starts", std::vector<int64_t>{5}).set("ends", std::vector<int64_t>{21});
     const dsl::Layer sliced = algorithms::layer_registry().build("slice", "sliced", {joined}, cut);
@@ -154,7 +159,16 @@ dsl::Graph batch_of_two(dsl::ElemType type) {
         registry.build("concat", "target",
                        {pick("n", 0), test::i64_constant("eight", {8}), rows, pick("w", 3)}, axis0);
     const dsl::Layer folded = registry.build("reshape", "folded", {squashed, target}, {});
-    return dsl::Graph("batch_of_two", {folded, joined});
+    // The 4 best channels of each pixel: values feed a pool, indices are an output.
+    dsl::Attrs four;
+    four.set("k", int64_t(4));
+    const dsl::Layer best = registry.build("topk", "best", {sliced}, four);
+    const dsl::Layer values =
+        registry.build("tuple_element", "values", {best}, dsl::Attrs().set("index", int64_t(0)));
+    const dsl::Layer indices =
+        registry.build("tuple_element", "indices", {best}, dsl::Attrs().set("index", int64_t(1)));
+    const dsl::Layer best_pooled = algorithms::max_pool("best_pooled", values, pool);
+    return dsl::Graph("batch_of_two", {folded, joined, best_pooled, indices});
 }
 
 TEST(Network, BatchOfTwo) {
@@ -166,7 +180,8 @@ TEST(Network, BatchOfTwo) {
             const codegen::CheckResult r =
                 codegen::check_against_reference(g, target::load_target(target));
             EXPECT_TRUE(r.ok()) << dsl::to_string(type) << " on " << target << "\n" << r.report();
-            EXPECT_EQ(tasks_of(r, "joined"), std::vector<std::string>{"joined.copy2"}) << target;
+            EXPECT_EQ(tasks_of(r, "joined"), std::vector<std::string>{"joined.copy3"}) << target;
+            EXPECT_TRUE(tasks_of(r, "values").empty()) << target;
         }
     }
 }

@@ -45,8 +45,8 @@ TEST_P(RegistryExample, CompilesRunsAndMatchesTheReference) {
     // 1 ulp.
     codegen::CheckOptions options;
     options.tolerance.f16_ulp = codegen::try_match_dpu(layer, target) ? 0 : 1;
-    const codegen::CheckResult r =
-        codegen::check_against_reference(dsl::Graph(c.op + "_example", {layer}), target, options);
+    const codegen::CheckResult r = codegen::check_against_reference(
+        dsl::Graph(c.op + "_example", dsl::output_layers(layer)), target, options);
     EXPECT_TRUE(r.ok()) << r.report();
 }
 
@@ -66,7 +66,8 @@ TEST(RegistryExamples, RebuildFromTheirAttributesAndText) {
             const dsl::Layer again = algorithms::layer_registry().build(
                 def->op, layer.name(), layer.inputs(), layer.attrs());
             EXPECT_EQ(again.attrs(), layer.attrs()) << def->op;
-            const std::string text = dsl::print_graph(dsl::Graph(def->op, {layer}), {true, true});
+            const std::string text =
+                dsl::print_graph(dsl::Graph(def->op, dsl::output_layers(layer)), {true, true});
             EXPECT_EQ(
                 dsl::print_graph(dsl::read_graph(text, algorithms::layer_registry()), {true, true}),
                 text)

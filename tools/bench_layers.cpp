@@ -262,7 +262,7 @@ int run_registry(const target::Target &t, bool json) {
             if (!layer.defined()) continue;
             std::fprintf(stderr, "[%zu] %s %s ... ", rows.size() + 1, def->op.c_str(),
                          bench::to_string(p));
-            const dsl::Graph graph(def->op, {layer});
+            const dsl::Graph graph(def->op, dsl::output_layers(layer));
             rows.push_back(
                 {def->op, p, bench::graph_ddr_bytes(graph), bench::measure_graph(graph, t)});
             std::fprintf(stderr, "%s\n", rows.back().m.error.empty() ? "done" : "failed");

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "dsl/registry.h"
+
 namespace vpuc::algorithms {
 
 using Halide::Func;
@@ -42,11 +44,18 @@ Func input_func(const dsl::TensorDesc &t, const Halide::Buffer<> &b,
 // The layer's output Func, computed whole, after checking it is the tensor the layer declares.
 Func layer_func(const dsl::Layer &layer, const std::vector<Func> &inputs) {
     Func out = layer.algorithm()(inputs);
-    const Halide::Type declared = dsl::halide_type(layer.output().type);
-    if (out.dimensions() != 3 || out.outputs() != 1 || out.output_types()[0] != declared)
+    bool declared = out.dimensions() == 3 && out.outputs() == int(layer.outputs().size());
+    std::string types;
+    for (size_t i = 0; i < layer.outputs().size(); ++i) {
+        const dsl::ElemType t = layer.outputs()[i].type;
+        declared = declared && out.output_types()[i] == dsl::halide_type(t);
+        types += std::string(i ? ", " : "") + dsl::to_string(t);
+    }
+    if (!declared)
         throw std::logic_error("layer '" + layer.name() +
-                               "': the algorithm must return one 3-D Func of the tensor's type " +
-                               dsl::to_string(layer.output().type));
+                               "': the algorithm must return a 3-D Func of one value per output "
+                               "tensor, of its type (" +
+                               types + ")");
     out.compute_root();
     // Halide computes a reduction (a Func with an update, such as a softmax's sum) inside the
     // loop of the stage that calls it, once per element of that stage; at root it is computed
@@ -137,10 +146,13 @@ Halide::Buffer<> run_reference(const dsl::Layer &layer,
     if (inputs.size() != layer.inputs().size())
         throw ReferenceError(what + ": " + std::to_string(inputs.size()) + " buffers for " +
                              std::to_string(layer.inputs().size()) + " inputs");
+    if (layer.outputs().size() > 1)
+        throw ReferenceError(what + ": the layer has " + std::to_string(layer.outputs().size()) +
+                             " outputs; run a graph of its tuple_element layers");
     std::vector<Func> ins;
     Halide::Param<int> image;
     for (size_t i = 0; i < inputs.size(); ++i) {
-        const dsl::TensorDesc &t = layer.inputs()[i].output();
+        const dsl::TensorDesc &t = dsl::input_tensor(layer, i);
         check_buffer(what, t, inputs[i]);
         ins.push_back(input_func(t, inputs[i], image));
     }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "codegen/lower.h"
+#include "dsl/registry.h"
 
 namespace vpuc::codegen {
 
@@ -107,7 +108,7 @@ InputBounds::InputBounds(const dsl::Layer &layer) : pipeline_(std::make_unique<P
     p.layer = layer.name();
     std::vector<Halide::Func> params;
     for (size_t i = 0; i < layer.inputs().size(); ++i) {
-        const dsl::TensorDesc &in = layer.inputs()[i].output();
+        const dsl::TensorDesc &in = dsl::input_tensor(layer, i);
         p.images.emplace_back(dsl::halide_type(in.type), 3, input_name(i));
         params.emplace_back(p.images.back());
         p.input_extents.push_back(
@@ -143,7 +144,7 @@ void InputBounds::check_reads_inside_inputs(const dsl::Layer &layer) const {
             throw LoweringError(
                 "layer '" + p.layer + "': its output, " + dim + " [0, " +
                 std::to_string(extents[d]) + "), reads " + dim + " [" + std::to_string(lo) + ", " +
-                std::to_string(hi) + ") of input '" + layer.inputs()[i].output().name +
+                std::to_string(hi) + ") of input '" + dsl::input_tensor(layer, i).name +
                 "', which has " + dim + " [0, " + std::to_string(extent) +
                 "); read the input through a boundary condition "
                 "(Halide::BoundaryConditions::repeat_edge or constant_exterior, or clamp the "

@@ -185,7 +185,7 @@ class LayerBuilder {
             if (!plan_.on_shave && has_weights()) load_weights(channels_of(t), {tile});
             const Pending p = load(t, image);
             const View out = output_window(dest, region, t.region);
-            computes.push_back(plan_.on_shave ? shave_task(p, out) : dpu_task(p, out));
+            computes.push_back(plan_.on_shave ? shave_task(p, {out}) : dpu_task(p, out));
         }
         return computes;
     }
@@ -610,26 +610,32 @@ class LayerBuilder {
         return p;
     }
 
-    // Returns the compute task.
+    // Returns the compute task. A layer of several outputs (a SHAVE kernel) computes each into
+    // a CMX buffer of its own and stores each.
     int compute_and_store(const Pending &p) {
         if (plan_.nest.broadcast) return compute_and_broadcast(p);
         const Region &region = p.task.region;
-        const View whole_out = image_view(s_.tensor_views.at(name()), p.image);
         const int64_t lanes =
             writes_groups() ? ceil_group(region.dims[0].extent()) : region.dims[0].extent();
-        const int out_buf =
-            add_cmx_buffer(name() + ".out", p.task.tile, cmx_bytes(region, lanes, whole_out.dtype));
-        const View out_cmx =
-            cmx_view(out_buf, whole_out.dtype, region, lanes, whole_out.zero_point);
-        const View out = output_window(out_cmx, region, region);
-        const int compute = plan_.on_shave ? shave_task(p, out) : dpu_task(p, out);
+        std::vector<View> whole_outs, outs_cmx, outs;
+        for (const dsl::TensorDesc &t : plan_.layer.outputs()) {
+            const View whole = image_view(s_.tensor_views.at(t.name), p.image);
+            const std::string buffer = name() + ".out" + t.name.substr(name().size());
+            const int out_buf =
+                add_cmx_buffer(buffer, p.task.tile, cmx_bytes(region, lanes, whole.dtype));
+            whole_outs.push_back(whole);
+            outs_cmx.push_back(cmx_view(out_buf, whole.dtype, region, lanes, whole.zero_point));
+            outs.push_back(output_window(outs_cmx.back(), region, region));
+        }
+        const int compute = plan_.on_shave ? shave_task(p, outs) : dpu_task(p, outs[0]);
         // Only the real channels go to DDR, and only this tile's share of the rows.
         const Region share = stored_share(p.task);
-        if (share.elements() > 0)
-            writers.push_back(add_dma(
-                task_name(p.task, "store"), dma_engine_out(p.task.tile),
-                DmaWork{sub_view(out_cmx, share, origin_of(region)), {sub_view(whole_out, share)}},
-                {compute}));
+        for (size_t k = 0; k < outs.size() && share.elements() > 0; ++k)
+            writers.push_back(add_dma(task_name(p.task, k ? "store" + std::to_string(k) : "store"),
+                                      dma_engine_out(p.task.tile),
+                                      DmaWork{sub_view(outs_cmx[k], share, origin_of(region)),
+                                              {sub_view(whole_outs[k], share)}},
+                                      {compute}));
         return compute;
     }
 
@@ -654,7 +660,7 @@ class LayerBuilder {
         const int tile = p.task.tile;
         // The copies take the pad lanes the DPU computes too.
         const View local = output_window(resident_view(tile), whole_region(), p.task.region);
-        const int compute = plan_.on_shave ? shave_task(p, local) : dpu_task(p, local);
+        const int compute = plan_.on_shave ? shave_task(p, {local}) : dpu_task(p, local);
         writers.push_back(compute);
         std::vector<View> others;
         for (const auto &[other, buffer] : resident_)
@@ -677,15 +683,18 @@ class LayerBuilder {
         return v;
     }
 
-    int shave_task(const Pending &p, const View &out_cmx) {
+    // The kernel's arguments: its inputs, then its outputs (one per output tensor).
+    int shave_task(const Pending &p, const std::vector<View> &outs_cmx) {
         ShaveWork work;
         work.kernel = plan_.kernel;
         for (size_t i = 0; i < p.inputs.size(); ++i) {
             work.args.push_back(kernel_view(p.inputs[i]));
             work.mins.push_back(mins_of(p.input_regions[i]));
         }
-        work.args.push_back(kernel_view(out_cmx));
-        work.mins.push_back(mins_of(p.task.region));
+        for (const View &out : outs_cmx) {
+            work.args.push_back(kernel_view(out));
+            work.mins.push_back(mins_of(p.task.region));
+        }
         work.shaves = uint8_t(std::min(s_.target.shaves_available(p.task.tile), 255));
         TaskIR t;
         t.name = task_name(p.task, "shave");
@@ -763,27 +772,42 @@ std::set<int> tiles_running(const LoweringState &s, const LayerPlan &plan) {
     return tiles;
 }
 
-// A view layer's tensor is written by the writers of what it shows: a window's by its input's,
-// a concat's by its parts' writers, and by one DMA copy for each part not placed in it.
+// A view layer's tensor is written by the writers of what it shows: a window's by its input's
+// (or, for a window that is a graph output, by one DMA copying it there), a concat's by its
+// parts' writers, and by one DMA copy for each part not placed in it.
 void build_view(LoweringState &s, const LayerPlan &plan) {
     const std::string &name = plan.layer.name();
     std::vector<int> writers;
     const dsl::ViewDef &view = *plan.view;
     const auto &inputs = plan.layer.inputs();
+    auto copy = [&](size_t i, const View &src, const View &dst, const std::vector<int> &after) {
+        writers.push_back(s.program.add_task(dma_task(name + ".copy" + std::to_string(i), name,
+                                                      int(i) % s.target.dma_engines,
+                                                      DmaWork{src, {dst}}, after)));
+    };
+    if (view.kind == dsl::ViewDef::Kind::Window) {
+        const std::vector<int> in_writers = s.writers_of(inputs.at(0).name());
+        if (s.placed.count(name)) {
+            writers = in_writers;
+        } else {
+            const View &whole = s.tensor_views.at(dsl::input_tensor(plan.layer, 0).name);
+            copy(0, box_view(whole, view.boxes.at(0)), s.tensor_views.at(name), in_writers);
+        }
+        s.layer_writers[name] = writers;
+        return;
+    }
     for (size_t i = 0; i < inputs.size(); ++i) {
         const std::string &in = inputs[i].name();
         const std::vector<int> in_writers = s.writers_of(in);
         const auto placed = s.placed.find(in);
         const bool placed_here = placed != s.placed.end() && placed->second.in == name &&
                                  placed->second.box.start == view.boxes.at(i).start;
-        if (view.kind == dsl::ViewDef::Kind::Window || placed_here) {
+        if (placed_here) {
             writers.insert(writers.end(), in_writers.begin(), in_writers.end());
             continue;
         }
-        const View dst = box_view(s.tensor_views.at(name), view.boxes.at(i));
-        writers.push_back(s.program.add_task(
-            dma_task(name + ".copy" + std::to_string(i), name, int(i) % s.target.dma_engines,
-                     DmaWork{s.tensor_views.at(in), {dst}}, in_writers)));
+        copy(i, s.tensor_views.at(in), box_view(s.tensor_views.at(name), view.boxes.at(i)),
+             in_writers);
     }
     s.layer_writers[name] = writers;
 }

@@ -125,23 +125,28 @@ void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out, int vector_b
     }
 }
 
-// The layer's output as a kernel's output named "out" whatever the layer and its Func are
-// called: Halide orders the code it emits by buffer names, so a kernel named after its layer
-// would differ from another layer's identical one, and the two could not share a compiled
-// kernel (compile_shave_kernel's cache). The wrapper inlines the layer's Func, so the code is
-// the same. A Func with updates or a schedule of its own cannot be inlined, and a Func called
-// "out" already would clash: those stay as they are.
+// The layer's output as a kernel's output named "out" (a Tuple's buffers "out.0", "out.1"...)
+// whatever the layer and its Func are called: Halide orders the code it emits by buffer names,
+// so a kernel named after its layer would differ from another layer's identical one, and the
+// two could not share a compiled kernel (compile_shave_kernel's cache). The wrapper inlines the
+// layer's Func, so the code is the same. A Func with updates or a schedule of its own cannot be
+// inlined, and a Func called "out" already would clash: those stay as they are.
 Halide::Func named_out(const Halide::Func &layer_out) {
     const std::string name = "out";
     const Halide::Internal::Function &f = layer_out.function();
-    if (f.has_update_definition() || f.definition().schedule().touched() ||
-        layer_out.outputs() != 1 || f.name() == name)
+    if (f.has_update_definition() || f.definition().schedule().touched() || f.name() == name)
         return layer_out;
     for (const auto &called : Halide::Internal::find_transitive_calls(f))
         if (called.first == name) return layer_out;
     Halide::Func out(name);
     const std::vector<Halide::Var> vars = layer_out.args();
-    out(vars) = layer_out(vars);
+    if (layer_out.outputs() == 1) {
+        out(vars) = layer_out(vars);
+    } else {
+        std::vector<Halide::Expr> values;
+        for (int i = 0; i < layer_out.outputs(); ++i) values.push_back(layer_out(vars)[i]);
+        out(vars) = Halide::Tuple(values);
+    }
     return out;
 }
 
@@ -153,7 +158,7 @@ void compile_shave_kernels(LoweringState &s) {
         std::vector<Halide::Func> inputs;
         std::vector<Halide::Argument> args;
         for (size_t i = 0; i < plan.layer.inputs().size(); ++i) {
-            Halide::ImageParam p(dsl::halide_type(plan.layer.inputs()[i].output().type), 3,
+            Halide::ImageParam p(dsl::halide_type(dsl::input_tensor(plan.layer, i).type), 3,
                                  "in" + std::to_string(i));
             inputs.emplace_back(p);
             args.emplace_back(p);

@@ -46,19 +46,21 @@ void declare_tensors(LoweringState &s) {
     }
     p.outputs.resize(outputs.size());
     for (const auto &plan : s.plans) {
-        if (!stored_in_ddr(plan) || s.placed.count(plan.layer.name())) continue;
-        const auto &t = plan.layer.output();
-        auto out = std::find_if(outputs.begin(), outputs.end(),
-                                [&](const dsl::Layer &l) { return l.same_as(plan.layer); });
-        BufferDecl b{plan.layer.name(), blob::MemSpace::Scratch, 0, uint64_t(t.bytes()),
-                     kUnallocated};
-        if (out != outputs.end()) {
-            b.space = blob::MemSpace::Output;
-            b.index = uint32_t(out - outputs.begin());
-            b.offset = 0;
-            p.outputs[b.index] = io_decl(t);
+        if (!stored_in_ddr(plan)) continue;
+        // A layer of several outputs (never a graph output itself) has a tensor for each.
+        for (const dsl::TensorDesc &t : plan.layer.outputs()) {
+            if (s.placed.count(t.name)) continue;
+            auto out = std::find_if(outputs.begin(), outputs.end(),
+                                    [&](const dsl::Layer &l) { return l.same_as(plan.layer); });
+            BufferDecl b{t.name, blob::MemSpace::Scratch, 0, uint64_t(t.bytes()), kUnallocated};
+            if (out != outputs.end()) {
+                b.space = blob::MemSpace::Output;
+                b.index = uint32_t(out - outputs.begin());
+                b.offset = 0;
+                p.outputs[b.index] = io_decl(t);
+            }
+            s.tensor_views[t.name] = tensor_view(p.add_buffer(b), t);
         }
-        s.tensor_views[plan.layer.name()] = tensor_view(p.add_buffer(b), t);
     }
     // Placed tensors after the ones they are placed in, which may be placed themselves.
     std::function<View(const std::string &)> view_of = [&](const std::string &name) {
@@ -71,7 +73,7 @@ void declare_tensors(LoweringState &s) {
 }
 
 // Every network input, and every layer stored in DDR and not placed in another tensor, has
-// one DDR buffer of its tensor's size; network outputs are in the output section, at their
+// one DDR buffer of each of its tensors' size; network outputs are in the output section, at their
 // index. A placed tensor is a view of the same buffer as the tensor it is placed in.
 void verify_tensors(const LoweringState &s) {
     auto check = [&](const std::string &name, uint64_t bytes, blob::MemSpace space) {
@@ -97,8 +99,9 @@ void verify_tensors(const LoweringState &s) {
                 throw LoweringError("tensor '" + name + "': not a view of the memory of '" +
                                     placed->second.in + "', where it is placed");
         } else if (stored_in_ddr(plan)) {
-            check(name, uint64_t(plan.layer.output().bytes()),
-                  output ? blob::MemSpace::Output : blob::MemSpace::Scratch);
+            for (const dsl::TensorDesc &t : plan.layer.outputs())
+                check(t.name, uint64_t(t.bytes()),
+                      output ? blob::MemSpace::Output : blob::MemSpace::Scratch);
         } else if (s.tensor_views.count(name)) {
             throw LoweringError("layer '" + name + "': lives in CMX, yet has a DDR buffer");
         }

@@ -26,6 +26,7 @@
 #include <set>
 #include <sstream>
 
+#include "dsl/registry.h"
 #include "vpu_target/printable.h"
 
 namespace vpuc::codegen {
@@ -378,7 +379,9 @@ class Matcher {
 
     Expr algorithm_output(bool &is_float);
     bool input_read(const Expr &e, int &input, std::vector<Expr> &args) const;
-    const dsl::TensorDesc &input_tensor(int i) const { return layer_.inputs()[size_t(i)].output(); }
+    const dsl::TensorDesc &input_tensor(int i) const {
+        return dsl::input_tensor(layer_, size_t(i));
+    }
     std::string describe(const Expr &e) const;
     std::vector<double> channel_values(const Expr &e, const std::string &what,
                                        const std::string &channel) const;
@@ -1211,7 +1214,7 @@ Expr Matcher::algorithm_output(bool &is_float) {
         std::string name = in.name();
         if (std::count(params_.begin(), params_.end(), name)) name += "_" + std::to_string(i);
         params_.push_back(name);
-        inputs.push_back(Halide::ImageParam(dsl::halide_type(in.output().type), 3, name));
+        inputs.push_back(Halide::ImageParam(dsl::halide_type(input_tensor(int(i)).type), 3, name));
     }
     Halide::Func out;
     try {

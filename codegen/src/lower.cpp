@@ -160,15 +160,16 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
 
 void check_element_types(LoweringState &s) {
     auto check = [&](const dsl::Layer &layer) {
-        const dsl::TensorDesc &t = layer.output();
-        if (dsl::is_device_type(t.type)) return;
-        const char *device = dsl::to_string(dsl::device_type(t.type));
-        throw LoweringError(std::string(layer.is_input() ? "graph input '" : "layer '") + t.name +
-                            "' is " + dsl::to_string(t.type) +
-                            ", which the device does not have: fold it away at compile time, or "
-                            "give the graph " +
-                            device + " there (dsl::to_device converts values to " + device +
-                            ", checking that they fit)");
+        for (const dsl::TensorDesc &t : layer.outputs()) {
+            if (dsl::is_device_type(t.type)) continue;
+            const char *device = dsl::to_string(dsl::device_type(t.type));
+            throw LoweringError(std::string(layer.is_input() ? "graph input '" : "layer '") +
+                                t.name + "' is " + dsl::to_string(t.type) +
+                                ", which the device does not have: fold it away at compile time, "
+                                "or give the graph " +
+                                device + " there (dsl::to_device converts values to " + device +
+                                ", checking that they fit)");
+        }
     };
     for (const dsl::Layer &in : s.graph.inputs()) check(in);
     for (const dsl::Layer &layer : s.graph.layers()) check(layer);
@@ -213,6 +214,18 @@ void resolve_schedules(LoweringState &s) {
 void select_engines(LoweringState &s) {
     for (auto &plan : s.plans) {
         if (plan.view) continue; // no engine computes it
+        const size_t outputs = plan.layer.outputs().size();
+        if (outputs > 1) {
+            // One SHAVE kernel computes every output; its tuple_element layers are views of
+            // them in DDR.
+            if (plan.nest.engine == dsl::Engine::DPU || !stored_in_ddr(plan))
+                throw LoweringError("layer '" + plan.layer.name() + "' has " +
+                                    std::to_string(outputs) +
+                                    " outputs: it runs on the SHAVEs, computed at root and stored "
+                                    "in DDR, where its tuple_element layers read them");
+            plan.on_shave = true;
+            continue;
+        }
         const auto known = s.dpu_matches.find(plan.layer.name());
         switch (plan.nest.engine) {
         case dsl::Engine::DPU:

@@ -66,6 +66,16 @@ struct LoweringState {
         throw LoweringError("no plan for layer '" + layer + "'");
     }
 
+    // A tensor of the graph by name: a graph input, or an output of a layer (dsl::output_name).
+    const dsl::TensorDesc &tensor(const std::string &name) const {
+        for (const dsl::Layer &in : graph.inputs())
+            if (in.name() == name) return in.output();
+        for (const LayerPlan &plan : plans)
+            for (const dsl::TensorDesc &t : plan.layer.outputs())
+                if (t.name == name) return t;
+        throw LoweringError("no tensor '" + name + "'");
+    }
+
     std::vector<int> writers_of(const std::string &layer) const {
         auto it = layer_writers.find(layer);
         return it == layer_writers.end() ? std::vector<int>{} : it->second;

@@ -30,16 +30,21 @@ void plan_views(LoweringState &s) {
     for (LayerPlan &plan : s.plans) {
         const dsl::Layer &layer = plan.layer;
         const std::optional<dsl::ViewDef> view = registry.view(layer);
+        if (dsl::is_tuple_element(layer) && !stored_in_ddr(plan))
+            throw LoweringError("layer '" + layer.name() + "' (tuple_element) is a view of " +
+                                "an output of '" + layer.inputs().at(0).name() +
+                                "' in DDR: it is not computed, in CMX or at a consumer's loop");
         if (!view || !stored_in_ddr(plan)) continue;
         const auto &inputs = layer.inputs();
         if (!std::all_of(inputs.begin(), inputs.end(),
                          [&](const dsl::Layer &in) { return in_ddr(s, in); }))
             continue;
         if (view->kind == dsl::ViewDef::Kind::Window) {
-            // A graph output has its own memory, in the output section.
-            if (is_network_output(s, layer)) continue;
             plan.view = view;
-            s.placed[layer.name()] = {inputs.at(0).name(), view->boxes.at(0)};
+            // A graph output has its own memory, in the output section: build_tasks copies
+            // the window there.
+            if (!is_network_output(s, layer))
+                s.placed[layer.name()] = {dsl::input_tensor(layer, 0).name, view->boxes.at(0)};
             continue;
         }
         plan.view = view;
@@ -65,8 +70,8 @@ void verify_views(const LoweringState &s) {
     };
     std::map<std::string, std::vector<const dsl::Box *>> parts;
     for (const auto &[name, placement] : s.placed) {
-        const dsl::Layer tensor = s.graph.find(name), in = s.graph.find(placement.in);
-        const std::vector<int64_t> &outer = in.output().shape.raw();
+        const dsl::Layer tensor = s.graph.find(name);
+        const std::vector<int64_t> &outer = s.tensor(placement.in).shape.raw();
         const dsl::Box &box = placement.box;
         bool inside = box.start.size() == outer.size() && box.extent.size() == outer.size();
         for (size_t d = 0; inside && d < outer.size(); ++d)
@@ -75,8 +80,11 @@ void verify_views(const LoweringState &s) {
             throw LoweringError("view: tensor '" + name + "' (" +
                                 dsl::to_string(tensor.output().shape) +
                                 ") does not fit the box it is given in '" + placement.in + "'");
-        const bool window = s.plan_of(name).view && tensor.inputs().at(0).same_as(in);
-        if (window) continue;
+        const std::optional<dsl::ViewDef> &view = s.plan_of(name).view;
+        if (view && view->kind == dsl::ViewDef::Kind::Window &&
+            dsl::input_tensor(tensor, 0).name == placement.in)
+            continue;
+        const dsl::Layer in = s.graph.find(placement.in);
         if (in.is_input() || !s.plan_of(placement.in).view)
             throw LoweringError("view: tensor '" + name + "' is placed in '" + placement.in +
                                 "', which is not a view layer");

@@ -360,14 +360,15 @@ class FixOutputRegion : public IRMutator {
 ShaveKernelCost cost_per_output_vector(const LoweredFunc &function,
                                        const std::vector<int64_t> &extents, int vector_bits,
                                        uint32_t lanes) {
+    // Every output (a Tuple's values) covers the same region.
     std::map<std::string, Halide::Expr> region;
     double elements = 1;
+    for (int64_t e : extents) elements *= double(e);
     for (const LoweredArgument &arg : function.args) {
         if (!arg.is_output()) continue;
         for (size_t d = 0; d < extents.size(); ++d) {
             region[arg.name + ".min." + std::to_string(d)] = 0;
             region[arg.name + ".extent." + std::to_string(d)] = int32_t(extents[d]);
-            elements *= double(extents[d]);
         }
     }
     FixOutputRegion fix(region);
@@ -849,11 +850,14 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
                                        const std::vector<int64_t> &cost_extents) {
     if (!is_c_identifier(name)) fail(name, "the name must be a C identifier");
     if (!output.defined()) fail(name, "the output Func has no definition");
-    if (output.outputs() != 1) fail(name, "a kernel has exactly one output");
-    const Halide::Type out_type = output.output_types()[0];
-    if (vector_bits <= 0 || vector_bits % out_type.bits() != 0)
-        fail(name, "vector width " + std::to_string(vector_bits) + " bits does not hold whole " +
-                       type_name(out_type) + " elements");
+    // Outputs of several types (a Tuple) are vectorized by the lanes of the widest.
+    Halide::Type out_type = output.output_types()[0];
+    for (const Halide::Type &t : output.output_types()) {
+        if (vector_bits <= 0 || vector_bits % t.bits() != 0)
+            fail(name, "vector width " + std::to_string(vector_bits) +
+                           " bits does not hold whole " + type_name(t) + " elements");
+        if (t.bits() > out_type.bits()) out_type = t;
+    }
     if (!cost_extents.empty() && (cost_extents.size() != size_t(output.dimensions()) ||
                                   std::any_of(cost_extents.begin(), cost_extents.end(),
                                               [](int64_t e) { return e < 1 || e > INT32_MAX; })))

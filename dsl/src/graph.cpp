@@ -64,6 +64,7 @@ Graph::Graph(std::string name, std::vector<Layer> outputs)
             throw GraphError("graph '" + name_ + "': output " + std::to_string(i) +
                              " is undefined");
     collect();
+    verify();
 }
 
 void Graph::collect() {
@@ -117,15 +118,37 @@ void Graph::verify(const LayerRegistry *registry) const {
     std::vector<Layer> inputs, layers;
     Collector collector(name_, inputs, layers);
     for (const Layer &out : outputs_) collector.visit(out);
+    std::set<std::string> names;
+    for (const auto *list : {&inputs, &layers})
+        for (const Layer &l : *list) names.insert(l.name());
+    for (const Layer &out : outputs_)
+        if (out.outputs().size() > 1)
+            throw GraphError("graph '" + name_ + "': output '" + out.name() + "' has " +
+                             std::to_string(out.outputs().size()) +
+                             " outputs; the graph's outputs are its tuple_element layers");
     for (const Layer &layer : layers) {
         const std::string where =
             "graph '" + name_ + "': layer '" + layer.name() + "' (" + layer.op() + ")";
+        for (size_t i = 1; i < layer.outputs().size(); ++i)
+            if (names.count(layer.outputs()[i].name))
+                throw GraphError(where + ": its output " + std::to_string(i) + " '" +
+                                 layer.outputs()[i].name + "' has the name of a layer");
         const auto &built_for = layer.built_for();
         if (built_for.size() != layer.inputs().size())
             throw GraphError(where + " has " + std::to_string(layer.inputs().size()) +
                              " inputs; its algorithm takes " + std::to_string(built_for.size()));
         for (size_t i = 0; i < built_for.size(); ++i) {
-            const TensorDesc &now = layer.inputs()[i].output();
+            const Layer &input = layer.inputs()[i];
+            if (input.outputs().size() > 1 && !is_tuple_element(layer))
+                throw GraphError(where + ": reads '" + input.name() + "', which has " +
+                                 std::to_string(input.outputs().size()) +
+                                 " outputs: read one through a tuple_element layer");
+            TensorDesc now;
+            try {
+                now = input_tensor(layer, i);
+            } catch (const LayerError &e) {
+                throw GraphError("graph '" + name_ + "': " + e.what());
+            }
             if (!same_tensor(now, built_for[i]))
                 throw GraphError(where + ": input " + std::to_string(i) + " '" + now.name +
                                  "' is " + tensor_text(now) + "; the algorithm was built for " +

@@ -219,7 +219,9 @@ std::string print_graph(const Graph &graph, const GraphPrintOptions &options) {
         for (size_t i = 0; i < entries.size(); ++i)
             os << (i ? ", " : "") << entries[i].first << "="
                << to_string(entries[i].second, options.tensor_data);
-        os << "} : " << tensor_text(layer.output());
+        os << "} :";
+        for (size_t i = 0; i < layer.outputs().size(); ++i)
+            os << (i ? ", " : " ") << tensor_text(layer.outputs()[i]);
         if (options.schedules && !layer.schedule().empty())
             os << " schedule " << layer.schedule().to_string();
         os << "\n";
@@ -283,7 +285,8 @@ Graph read_graph(const std::string &text, const LayerRegistry &registry) {
                 attrs.set(attr, r.value("attribute '" + attr + "'"));
             }
             r.expect(":");
-            const TensorDesc said = r.tensor(name);
+            std::vector<TensorDesc> said = {r.tensor(name)};
+            while (r.accept(",")) said.push_back(r.tensor(output_name(name, said.size())));
             Layer layer;
             try {
                 layer = registry.build(op, name, inputs, attrs);
@@ -292,9 +295,12 @@ Graph read_graph(const std::string &text, const LayerRegistry &registry) {
             } catch (const std::invalid_argument &e) {
                 r.fail(e.what());
             }
-            if (tensor_text(layer.output()) != tensor_text(said))
-                r.fail(op + " '" + name + "' produces " + tensor_text(layer.output()) +
-                       "; the text says " + tensor_text(said));
+            std::string produced, text;
+            for (size_t i = 0; i < layer.outputs().size(); ++i)
+                produced += (i ? ", " : "") + tensor_text(layer.outputs()[i]);
+            for (size_t i = 0; i < said.size(); ++i) text += (i ? ", " : "") + tensor_text(said[i]);
+            if (produced != text)
+                r.fail(op + " '" + name + "' produces " + produced + "; the text says " + text);
             if (r.accept("schedule ")) {
                 try {
                     layer.schedule() = Schedule::parse(r.text().substr(r.pos()));

@@ -11,7 +11,7 @@ const ActVars &act_vars() {
 
 struct Layer::Impl {
     std::string name, op;
-    TensorDesc output;
+    std::vector<TensorDesc> outputs;
     std::vector<Layer> inputs;
     Algorithm algorithm; // empty for graph inputs
     Schedule schedule;
@@ -25,23 +25,43 @@ Layer Layer::input(TensorDesc tensor) {
     layer.impl_ = std::make_shared<Impl>();
     layer.impl_->name = tensor.name;
     layer.impl_->op = "input";
-    layer.impl_->output = std::move(tensor);
+    layer.impl_->outputs = {std::move(tensor)};
     return layer;
+}
+
+std::string output_name(const std::string &layer, size_t index) {
+    return index == 0 ? layer : layer + "#" + std::to_string(index);
 }
 
 Layer Layer::make(std::string op, TensorDesc output, std::vector<Layer> inputs,
                   Algorithm algorithm) {
-    std::string where = "Layer::make(" + op + " '" + output.name + "'): ";
-    if (output.name.empty()) throw LayerError(where + "the output tensor has no name");
+    std::vector<TensorDesc> outputs;
+    outputs.push_back(std::move(output));
+    return make(std::move(op), std::move(outputs), std::move(inputs), std::move(algorithm));
+}
+
+Layer Layer::make(std::string op, std::vector<TensorDesc> outputs, std::vector<Layer> inputs,
+                  Algorithm algorithm) {
+    const std::string name = outputs.empty() ? std::string() : outputs[0].name;
+    std::string where = "Layer::make(" + op + " '" + name + "'): ";
+    if (name.empty()) throw LayerError(where + "the output tensor has no name");
+    for (size_t i = 1; i < outputs.size(); ++i) {
+        if (outputs[i].shape != outputs[0].shape)
+            throw LayerError(where + "output " + std::to_string(i) + " is " +
+                             to_string(outputs[i].shape) + ", output 0 " +
+                             to_string(outputs[0].shape) +
+                             "; the outputs of one layer have one shape (one Halide Tuple)");
+        outputs[i].name = output_name(name, i);
+    }
     if (!algorithm) throw LayerError(where + "no algorithm");
     for (size_t i = 0; i < inputs.size(); ++i)
         if (!inputs[i].defined())
             throw LayerError(where + "input " + std::to_string(i) + " is undefined");
     Layer layer;
     layer.impl_ = std::make_shared<Impl>();
-    layer.impl_->name = output.name;
+    layer.impl_->name = name;
     layer.impl_->op = std::move(op);
-    layer.impl_->output = std::move(output);
+    layer.impl_->outputs = std::move(outputs);
     for (const Layer &in : inputs) layer.impl_->built_for.push_back(in.output());
     layer.impl_->inputs = std::move(inputs);
     layer.impl_->algorithm = std::move(algorithm);
@@ -63,7 +83,10 @@ const std::string &Layer::op() const {
     return impl().op;
 }
 const TensorDesc &Layer::output() const {
-    return impl().output;
+    return impl().outputs.front();
+}
+const std::vector<TensorDesc> &Layer::outputs() const {
+    return impl().outputs;
 }
 const std::vector<Layer> &Layer::inputs() const {
     return impl().inputs;
@@ -88,7 +111,11 @@ void Layer::set_input(size_t index, const Layer &producer) {
 }
 void Layer::set_name(const std::string &name) {
     impl().name = name;
-    impl().output.name = name;
+    for (size_t i = 0; i < impl().outputs.size(); ++i)
+        impl().outputs[i].name = output_name(name, i);
+}
+void Layer::set_built_for(size_t input, TensorDesc tensor) {
+    impl().built_for.at(input) = std::move(tensor);
 }
 void Layer::set_attrs(Attrs attrs) {
     impl().attrs = std::move(attrs);

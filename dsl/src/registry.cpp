@@ -167,6 +167,58 @@ Layer LayerRegistry::constant(const std::string &name, const Halide::Buffer<> &v
     return layer;
 }
 
+bool is_tuple_element(const Layer &layer) {
+    return layer.op() == "tuple_element" && layer.attrs().has("index") &&
+           layer.inputs().size() == 1;
+}
+
+const TensorDesc &input_tensor(const Layer &consumer, size_t index) {
+    const Layer &input = consumer.inputs().at(index);
+    if (!is_tuple_element(consumer)) return input.output();
+    const int64_t output = consumer.attrs().get_int("index");
+    if (output < 0 || size_t(output) >= input.outputs().size())
+        throw LayerError("tuple_element '" + consumer.name() + "' reads output " +
+                         std::to_string(output) + " of '" + input.name() + "', which has " +
+                         std::to_string(input.outputs().size()));
+    return input.outputs()[size_t(output)];
+}
+
+std::vector<Layer> output_layers(const Layer &layer) {
+    if (layer.outputs().size() == 1) return {layer};
+    std::vector<Layer> elements;
+    for (size_t i = 0; i < layer.outputs().size(); ++i)
+        elements.push_back(
+            LayerRegistry::output_of(layer.name() + "_" + std::to_string(i), layer, int64_t(i)));
+    return elements;
+}
+
+Layer LayerRegistry::output_of(const std::string &name, const Layer &layer, int64_t index) {
+    if (index < 0 || size_t(index) >= layer.outputs().size())
+        throw LayerError("tuple_element '" + name + "': '" + layer.name() + "' has no output " +
+                         std::to_string(index) + " (it has " +
+                         std::to_string(layer.outputs().size()) + ")");
+    TensorDesc t = layer.outputs()[size_t(index)];
+    t.name = name;
+    // Given the tuple's Func, value `index`; given a Func of that one tensor (an input of a
+    // kernel, or of bounds inference), the tensor.
+    Algorithm select = [index](const std::vector<Halide::Func> &inputs) {
+        const auto &v = act_vars();
+        const Halide::Func &in = inputs.at(0);
+        Halide::Func out(Halide::Internal::unique_name("tuple_element"));
+        if (in.outputs() > 1)
+            out(v.c, v.x, v.y) = in(v.c, v.x, v.y)[int(index)];
+        else
+            out(v.c, v.x, v.y) = in(v.c, v.x, v.y);
+        return out;
+    };
+    Layer element = Layer::make("tuple_element", std::move(t), {layer}, std::move(select));
+    element.set_built_for(0, layer.outputs()[size_t(index)]);
+    Attrs attrs;
+    attrs.set("index", index);
+    element.set_attrs(std::move(attrs));
+    return element;
+}
+
 Layer LayerRegistry::build(const std::string &op, const std::string &name,
                            const std::vector<Layer> &inputs, const Attrs &attrs) const {
     const LayerDef &def = at(op);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dsl/registry.h"
+
 namespace vpuc::schedules {
 
 namespace {
@@ -131,13 +133,18 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
     // counted unpadded, as a channel-major convolution reads it), and the bytes it moves
     // between DDR and CMX (halos left out).
     const int64_t lanes = target.channel_alignment;
-    int64_t cmx_per_row = row_bytes(out, lanes), ddr_per_row = row_bytes(out);
-    for (const auto &in : layer.inputs()) {
+    int64_t cmx_per_row = 0, ddr_per_row = 0;
+    for (const dsl::TensorDesc &o : layer.outputs()) {
+        cmx_per_row += row_bytes(o, lanes);
+        ddr_per_row += row_bytes(o);
+    }
+    for (size_t i = 0; i < layer.inputs().size(); ++i) {
+        const dsl::TensorDesc &in = dsl::input_tensor(layer, i);
         const int64_t ratio =
-            std::max<int64_t>(1, in.output().shape[dsl::dims::H] / std::max<int64_t>(rows, 1));
-        const bool channel_major = in.output().shape[dsl::dims::C] < lanes;
-        cmx_per_row += 2 * ratio * row_bytes(in.output(), channel_major ? 1 : lanes);
-        ddr_per_row += ratio * row_bytes(in.output());
+            std::max<int64_t>(1, in.shape[dsl::dims::H] / std::max<int64_t>(rows, 1));
+        const bool channel_major = in.shape[dsl::dims::C] < lanes;
+        cmx_per_row += 2 * ratio * row_bytes(in, channel_major ? 1 : lanes);
+        ddr_per_row += ratio * row_bytes(in);
     }
     // A tile runs one task per busy DPU at once (vpu20: up to five), each with double-buffered
     // inputs and outputs, and needs room for the weights: a quarter of CMX per task with one

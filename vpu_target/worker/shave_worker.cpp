@@ -584,7 +584,8 @@ bool describe(const sb::ArgDesc &arg, Buffer &out) {
 }
 
 // Runs one task: the output cut in `shaves` slices along its outermost dimension of extent
-// above 1, one kernel call each (as the SHAVEs of a tile share a task).
+// above 1, one kernel call each (as the SHAVEs of a tile share a task). A kernel of several
+// outputs has them cut alike (the verifier checks they cover one region).
 void run_task() {
     sb::TaskHeader task;
     if (!read_exact(&task, sizeof task)) _exit(0);
@@ -594,7 +595,8 @@ void run_task() {
     void *argv[sb::kMaxArgs];
     if (task.kernel >= g_kernels || task.args > sb::kMaxArgs) fail("bad task message");
     if (!read_exact(args, sizeof(sb::ArgDesc) * task.args)) _exit(0);
-    int output = -1;
+    static int outputs[sb::kMaxArgs];
+    uint32_t output_count = 0;
     for (uint32_t i = 0; i < task.args; ++i) {
         const sb::ArgDesc &arg = args[i];
         switch (arg.kind) {
@@ -602,7 +604,7 @@ void run_task() {
         case sb::ArgKind::OutputBuffer:
             if (!describe(arg, buffers[i])) fail("argument %u: bad buffer", i);
             argv[i] = &buffers[i].buffer;
-            if (arg.kind == sb::ArgKind::OutputBuffer && output < 0) output = int(i);
+            if (arg.kind == sb::ArgKind::OutputBuffer) outputs[output_count++] = int(i);
             break;
         case sb::ArgKind::Int:
         case sb::ArgKind::Float32:
@@ -615,27 +617,39 @@ void run_task() {
             fail("argument %u: bad kind", i);
         }
     }
-    if (output < 0) fail("the task has no output buffer");
+    if (output_count == 0) fail("the task has no output buffer");
 
-    Buffer &out = buffers[output];
+    const Buffer &first = buffers[outputs[0]];
     int split = 0; // the outermost dimension with extent > 1
-    for (int d = out.buffer.dimensions - 1; d >= 0; --d)
-        if (out.dims[d].extent > 1) {
+    for (int d = first.buffer.dimensions - 1; d >= 0; --d)
+        if (first.dims[d].extent > 1) {
             split = d;
             break;
         }
-    const halide_dimension_t whole = out.dims[split];
-    uint8_t *const base = out.buffer.host;
+    static halide_dimension_t whole[sb::kMaxArgs];
+    static uint8_t *base[sb::kMaxArgs];
+    for (uint32_t o = 0; o < output_count; ++o) {
+        Buffer &out = buffers[outputs[o]];
+        if (out.buffer.dimensions != first.buffer.dimensions ||
+            out.dims[split].extent != first.dims[split].extent)
+            fail("argument %d: an output of another shape than the first", outputs[o]);
+        whole[o] = out.dims[split];
+        base[o] = out.buffer.host;
+    }
+    const int32_t extent = whole[0].extent;
     const int32_t parts =
-        int32_t(std::min<uint32_t>(std::max<uint32_t>(task.shaves, 1), uint32_t(whole.extent)));
+        int32_t(std::min<uint32_t>(std::max<uint32_t>(task.shaves, 1), uint32_t(extent)));
     uint64_t spent = 0;
     for (int32_t p = 0; p < parts; ++p) {
-        const int32_t begin = int32_t(int64_t(whole.extent) * p / parts);
-        const int32_t end = int32_t(int64_t(whole.extent) * (p + 1) / parts);
-        out.dims[split].min = whole.min + begin;
-        out.dims[split].extent = end - begin;
-        // The host pointer addresses the slice's first element.
-        out.buffer.host = base + int64_t(begin) * whole.stride * out.buffer.type.bytes();
+        const int32_t begin = int32_t(int64_t(extent) * p / parts);
+        const int32_t end = int32_t(int64_t(extent) * (p + 1) / parts);
+        for (uint32_t o = 0; o < output_count; ++o) {
+            Buffer &out = buffers[outputs[o]];
+            out.dims[split].min = whole[o].min + begin;
+            out.dims[split].extent = end - begin;
+            // The host pointer addresses the slice's first element.
+            out.buffer.host = base[o] + int64_t(begin) * whole[o].stride * out.buffer.type.bytes();
+        }
         g_message[0] = '\0';
         const uint64_t start = now_ns();
         const int status = g_entries[task.kernel](argv);

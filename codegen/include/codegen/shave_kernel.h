@@ -5,7 +5,8 @@
 // the kernel's own checks, Halide's asserts, hold each call to it at run time):
 // - it is called through its argv entry with one pointer per argument, in `args` order:
 //   a halide_buffer_t* for buffers, a pointer to the value for scalars;
-// - it computes exactly the region the output buffer describes (a SHAVE's crop of the output);
+// - it computes exactly the region the output buffers describe (a SHAVE's crop of the output;
+//   a kernel of several outputs, a Halide Tuple, takes one buffer per value, all of that region);
 // - input buffers cover every element that region reads (`reads`, per input dimension, says
 //   which), and every buffer's innermost dimension is dense (stride 1).
 #pragma once
@@ -56,8 +57,8 @@ struct ShaveKernelBinary {
     std::string name;
     std::string entry; // Halide's argv-style entry point
     std::vector<uint8_t> object;
-    std::vector<KernelArgDesc> args; // inputs in the caller's order, then the output
-    uint32_t vector_lanes = 0;       // output elements per SHAVE vector
+    std::vector<KernelArgDesc> args; // inputs in the caller's order, then the outputs
+    uint32_t vector_lanes = 0;       // output elements per SHAVE vector (of the widest output)
     ShaveKernelCost per_vector;      // per output vector
 };
 
@@ -67,8 +68,9 @@ struct ShaveKernelBinary {
 // No FMA or AVX, so results do not depend on the machine that runs the simulator.
 const Halide::Target &shave_halide_target();
 
-// Compiles `output` (one output, types u8/i8/f16/f32/i32) with `inputs` (its ImageParams and
-// Params, in the order the kernel takes them) into a kernel called `name` (a C identifier).
+// Compiles `output` (one output, or a Tuple of several; types u8/i8/f16/f32/i32) with `inputs`
+// (its ImageParams and Params, in the order the kernel takes them) into a kernel called `name`
+// (a C identifier).
 // Stages the caller did not schedule are scheduled in place (Funcs are handles):
 // - the output, if none of its stages was scheduled: its innermost dimension vectorized by the
 //   vector lanes, guarded so any extent works (updates too, along that pure dimension);

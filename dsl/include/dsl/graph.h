@@ -20,6 +20,7 @@ class GraphError : public Error {
 
 class Graph {
   public:
+    // The graph of every layer `outputs` read, verified (verify() without a registry).
     Graph(std::string name, std::vector<Layer> outputs);
 
     const std::string &name() const { return name_; }

@@ -5,6 +5,8 @@
 //   input %in : 1x16x32x32 u8 NHWC q(0.0500000007,128)
 //   %c1 = conv2d(%in) {strides=[1,1], ..., weights=tensor<i8:16x3x3x32>} : 1x32x32x32 u8 NHWC
 //   q(0.100000001,0) schedule split(y, yo, yi, 8) output %c1
+//
+// A layer of several outputs lists their tensors after the ':', separated by commas.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// A layer: a pure algorithm (a Halide pipeline) with the tensor it produces.
+// A layer: a pure algorithm (a Halide pipeline) with the tensors it produces.
 //
 // The algorithm is a function from the layer's input Funcs to its output Func, so the same
 // definition serves every use: chained to its producers for the CPU reference, fed with
@@ -36,18 +36,26 @@ class Layer {
     // `op` names the kind for people ("conv2d", "softmax"); matching never reads it.
     static Layer make(std::string op, TensorDesc output, std::vector<Layer> inputs,
                       Algorithm algorithm);
+    // A layer computing several outputs together (TopK's values and indices): its algorithm
+    // returns a Func of a Tuple, value i being output i, so all outputs have one shape. Output
+    // 0 is named after the layer, output i > 0 output_name(layer, i). A consumer reads output i
+    // through a tuple_element layer (dsl/registry.h), a view that moves no data.
+    static Layer make(std::string op, std::vector<TensorDesc> outputs, std::vector<Layer> inputs,
+                      Algorithm algorithm);
 
     bool defined() const { return impl_ != nullptr; }
     bool is_input() const;
     const std::string &name() const;
     const std::string &op() const;
-    const TensorDesc &output() const;
+    const TensorDesc &output() const; // output 0
+    const std::vector<TensorDesc> &outputs() const;
     const std::vector<Layer> &inputs() const;
     const Algorithm &algorithm() const;
     // The layer's attributes as data (op kind's values and constants), filled in by the layer
     // registry (dsl/registry.h); empty for a layer made directly with make().
     const Attrs &attrs() const;
-    // The tensors the algorithm was built for, one per input: a graph edit that rewires an
+    // The tensors the algorithm was built for, one per input (the one it reads of a layer with
+    // several outputs, dsl::input_tensor): a graph edit that rewires an
     // input must keep its shape, type, quantization and order (Graph::verify checks).
     const std::vector<TensorDesc> &built_for() const;
 
@@ -62,11 +70,16 @@ class Layer {
     friend class LayerRegistry; // attaches the attributes it built the layer from
     void set_input(size_t index, const Layer &producer);
     Layer copy() const;                     // a new handle on a copy of this layer's state
-    void set_name(const std::string &name); // the layer's and its output tensor's
+    void set_name(const std::string &name); // the layer's and its output tensors'
     void set_attrs(Attrs attrs);
+    void set_built_for(size_t input, TensorDesc tensor); // a tuple_element's: the output it reads
     struct Impl;
     Impl &impl() const; // throws std::logic_error on an undefined Layer
     std::shared_ptr<Impl> impl_;
 };
+
+// The name of output `index` of layer `layer`: the layer's own for output 0, `layer#index` for
+// the others ('#' keeps them apart from ONNX's names, which use '.', ':' and '/').
+std::string output_name(const std::string &layer, size_t index);
 
 } // namespace vpuc::dsl

@@ -39,7 +39,7 @@ struct Box {
 struct ViewDef {
     enum class Kind {
         Parts,  // input i fills `boxes[i]` of the output (concat)
-        Window, // the output is `boxes[0]` of input 0 (slice)
+        Window, // the output is `boxes[0]` of the tensor it reads of input 0 (slice)
     };
     Kind kind = Kind::Parts;
     std::vector<Box> boxes;
@@ -89,6 +89,18 @@ bool is_constant(const Layer &layer);
 // The value of a constant layer (throws LayerError naming it when it is not one).
 const Halide::Buffer<> &constant_value(const Layer &layer);
 
+// A tuple_element layer reads output "index" of a layer with several outputs (Layer::make): a
+// view of that tensor, moving no data. It is the only reader such a layer may have
+// (Graph::verify).
+bool is_tuple_element(const Layer &layer);
+// The tensor `consumer` reads as its input `index`: that input's output, or the output of it
+// a tuple_element selects.
+const TensorDesc &input_tensor(const Layer &consumer, size_t index);
+
+// What a graph computing `layer` outputs: the layer itself, or, for a layer of several outputs,
+// a tuple_element of each, named `<layer>_<i>` (a registry example as a graph, say).
+std::vector<Layer> output_layers(const Layer &layer);
+
 class LayerRegistry {
   public:
     // Throws AttrError when the op is already registered or the entry is incomplete.
@@ -114,6 +126,9 @@ class LayerRegistry {
     // A constant layer holding `value` (see is_constant). Throws LayerError on a value of a
     // rank above 5 or of a type graph tensors do not have.
     static Layer constant(const std::string &name, const Halide::Buffer<> &value);
+    // A tuple_element layer reading output `index` of `layer` (see is_tuple_element). Throws
+    // LayerError when `layer` has no such output.
+    static Layer output_of(const std::string &name, const Layer &layer, int64_t index);
 
     // The dimensions `layer` may not split: its entry's answer, none for an op not registered.
     std::vector<Dim> unsplittable_dims(const Layer &layer) const;
