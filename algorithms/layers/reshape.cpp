@@ -1,6 +1,10 @@
 // reshape: the same elements, in the same logical (row-major NCHW) order, in another shape
 // (ONNX's Reshape: 0 copies the input's extent, -1 takes what is left). On the device a 4-D
 // tensor keeps its batch and runs as a SHAVE kernel; a constant folds at compile time.
+//
+// Its forms that change the rank, flatten, squeeze and unsqueeze, fold at compile time only:
+// device tensors are 4-D, so they serve shape arithmetic (an importer maps a flatten before a
+// matmul onto a 4-D reshape).
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -79,9 +83,105 @@ dsl::Layer build_reshape(const std::string &name, const std::vector<dsl::Layer> 
                             algorithm);
 }
 
+// A constant's elements in another shape.
+Halide::Buffer<> with_shape(const dsl::Layer &constant, const std::string &what,
+                            const std::vector<int64_t> &shape) {
+    dsl::ConstValues v = dsl::const_values(constant);
+    if (shape.size() > 5) detail::invalid(what, "the result would have a rank above 5");
+    v.shape = shape;
+    return dsl::const_buffer(v);
+}
+
+// An axis of a tensor of rank `rank`, negative counting from the end.
+size_t axis_of(const std::string &what, int64_t axis, size_t rank) {
+    const int64_t r = int64_t(rank);
+    if (axis < -r || axis >= r)
+        detail::invalid(what, "axis " + std::to_string(axis) + " outside [" + std::to_string(-r) +
+                                  ", " + std::to_string(r) + ")");
+    return size_t(axis < 0 ? axis + r : axis);
+}
+
+// ONNX's Flatten: [product of the extents before axis, product of the rest].
+Halide::Buffer<> fold_flatten(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                              const dsl::Attrs &attrs) {
+    const std::string what = "flatten '" + name + "'";
+    const std::vector<int64_t> &in = inputs.at(0).output().shape.raw();
+    const int64_t axis = attrs.get_int("axis"), rank = int64_t(in.size());
+    if (axis < -rank || axis > rank)
+        detail::invalid(what, "axis " + std::to_string(axis) + " outside [" +
+                                  std::to_string(-rank) + ", " + std::to_string(rank) + "]");
+    const size_t split = size_t(axis < 0 ? axis + rank : axis);
+    int64_t outer = 1, inner = 1;
+    for (size_t d = 0; d < in.size(); ++d) (d < split ? outer : inner) *= in[d];
+    return with_shape(inputs.at(0), what, {outer, inner});
+}
+
+// ONNX's Squeeze: the unit dimensions at `axes` removed, or all of them without axes.
+Halide::Buffer<> fold_squeeze(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                              const dsl::Attrs &attrs) {
+    const std::string what = "squeeze '" + name + "'";
+    const std::vector<int64_t> &in = inputs.at(0).output().shape.raw();
+    std::vector<bool> drop(in.size(), !attrs.has("axes"));
+    if (attrs.has("axes"))
+        for (int64_t axis : attrs.get_ints("axes")) drop[axis_of(what, axis, in.size())] = true;
+    std::vector<int64_t> out;
+    for (size_t d = 0; d < in.size(); ++d) {
+        if (drop[d] && in[d] != 1 && attrs.has("axes"))
+            detail::invalid(what, "axis " + std::to_string(d) + " has extent " +
+                                      std::to_string(in[d]) + ", not 1");
+        if (!drop[d] || in[d] != 1) out.push_back(in[d]);
+    }
+    return with_shape(inputs.at(0), what, out);
+}
+
+// ONNX's Unsqueeze: unit dimensions inserted at `axes`, positions in the output.
+Halide::Buffer<> fold_unsqueeze(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                                const dsl::Attrs &attrs) {
+    const std::string what = "unsqueeze '" + name + "'";
+    const std::vector<int64_t> &in = inputs.at(0).output().shape.raw();
+    const std::vector<int64_t> axes = attrs.get_ints("axes");
+    const size_t rank = in.size() + axes.size();
+    std::vector<bool> unit(rank, false);
+    for (int64_t axis : axes) {
+        const size_t at = axis_of(what, axis, rank);
+        if (unit[at]) detail::invalid(what, "axis " + std::to_string(axis) + " given twice");
+        unit[at] = true;
+    }
+    std::vector<int64_t> out;
+    auto next = in.begin();
+    for (size_t d = 0; d < rank; ++d) out.push_back(unit[d] ? 1 : *next++);
+    return with_shape(inputs.at(0), what, out);
+}
+
+// A form of reshape that changes the rank: folds constants, refuses computed inputs.
+void add_rank_change(dsl::LayerRegistry &registry, const std::string &op, const std::string &doc,
+                     std::vector<dsl::AttrSpec> attrs, std::vector<std::string> attr_inputs,
+                     dsl::LayerDef::FoldFn fold) {
+    dsl::LayerDef def;
+    def.op = op;
+    def.doc = doc + " (at compile time only)";
+    def.inputs = {"data"};
+    def.attr_inputs = std::move(attr_inputs);
+    def.attrs = std::move(attrs);
+    def.fold = std::move(fold);
+    registry.add(std::move(def));
+}
+
 } // namespace
 
 void register_layer_reshape(dsl::LayerRegistry &registry) {
+    dsl::AttrSpec squeeze_axes{
+        "axes", dsl::AttrType::Ints, std::nullopt, "unit dimensions to remove; absent: all", {}};
+    squeeze_axes.optional = true;
+    add_rank_change(registry, "flatten", "a constant as 2-D, split before axis",
+                    {{"axis", dsl::AttrType::Int, int64_t(1), "negative counts from the end", {}}},
+                    {}, fold_flatten);
+    add_rank_change(registry, "squeeze", "a constant without unit dimensions", {squeeze_axes},
+                    {"axes"}, fold_squeeze);
+    add_rank_change(registry, "unsqueeze", "a constant with unit dimensions inserted",
+                    {{"axes", dsl::AttrType::Ints, std::nullopt, "positions in the output", {}}},
+                    {"axes"}, fold_unsqueeze);
+
     dsl::LayerDef def;
     def.op = "reshape";
     def.doc = "the same elements in another shape (a SHAVE kernel; folded for constants)";
@@ -97,9 +197,9 @@ void register_layer_reshape(dsl::LayerRegistry &registry) {
     };
     def.fold = [](const std::string &name, const std::vector<dsl::Layer> &inputs,
                   const dsl::Attrs &attrs) {
-        dsl::ConstValues v = dsl::const_values(inputs.at(0));
-        v.shape = reshaped("reshape '" + name + "'", v.shape, attrs);
-        return dsl::const_buffer(v);
+        const std::string what = "reshape '" + name + "'";
+        return with_shape(inputs.at(0), what,
+                          reshaped(what, inputs.at(0).output().shape.raw(), attrs));
     };
     // 16 channels of 6x5 become 8 of 10x6: every output row gathers from two input rows.
     def.example = [](dsl::ElemType type) {

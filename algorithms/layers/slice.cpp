@@ -92,4 +92,30 @@ void register_layer_slice(dsl::LayerRegistry &registry) {
     registry.add(std::move(def));
 }
 
+std::vector<dsl::Layer> split(const std::vector<std::string> &names, const dsl::Layer &input,
+                              int64_t axis, const std::vector<int64_t> &sizes) {
+    const std::string what = "split of '" + input.name() + "'";
+    if (names.size() != sizes.size())
+        detail::invalid(what, std::to_string(names.size()) + " names for " +
+                                  std::to_string(sizes.size()) + " parts");
+    if (axis < 1 || axis > 3) detail::invalid(what, "axis must be 1 (C), 2 (H) or 3 (W)");
+    const int64_t extent = input.output().shape.raw()[size_t(axis)];
+    int64_t total = 0;
+    for (int64_t size : sizes) total += size;
+    if (total != extent)
+        detail::invalid(what, "parts of " + std::to_string(total) + " elements for the " +
+                                  std::to_string(extent) + " along axis " + std::to_string(axis));
+    std::vector<dsl::Layer> parts;
+    int64_t start = 0;
+    for (size_t i = 0; i < sizes.size(); ++i) {
+        dsl::Attrs a;
+        a.set("starts", std::vector<int64_t>{start})
+            .set("ends", std::vector<int64_t>{start + sizes[i]})
+            .set("axes", std::vector<int64_t>{axis});
+        parts.push_back(layer_registry().build("slice", names[i], {input}, a));
+        start += sizes[i];
+    }
+    return parts;
+}
+
 } // namespace vpuc::algorithms

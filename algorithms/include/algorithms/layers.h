@@ -138,4 +138,10 @@ dsl::Layer sigmoid(const std::string &name, const dsl::Layer &input,
 dsl::Layer softmax(const std::string &name, const dsl::Layer &input, dsl::Dim axis = dsl::dims::C,
                    const std::optional<dsl::Quant> &out_quant = {});
 
+// ONNX's Split: `input` cut along logical `axis` (1 C, 2 H, 3 W) into consecutive parts of
+// `sizes`, one slice layer each, named `names`: views of its memory when stored in DDR
+// (algorithms/layers/slice.cpp).
+std::vector<dsl::Layer> split(const std::vector<std::string> &names, const dsl::Layer &input,
+                              int64_t axis, const std::vector<int64_t> &sizes);
+
 } // namespace vpuc::algorithms

@@ -1,0 +1,147 @@
+// The ops that only rearrange data, beyond concat and slice: transpose (a SHAVE kernel on the
+// device, folded for constants), flatten, squeeze and unsqueeze (compile time), and split (one
+// slice per part). Each is checked against index arithmetic written out here, not only against
+// the reference, which shares the algorithm.
+#include <gtest/gtest.h>
+
+#include "algorithms/layers.h"
+#include "algorithms/reference.h"
+#include "algorithms/registry.h"
+#include "codegen/check.h"
+#include "lowering_fixtures.h"
+
+namespace vpuc {
+namespace {
+
+dsl::LayerRegistry &registry() {
+    return algorithms::layer_registry();
+}
+
+std::string shape_of(const dsl::Layer &layer) {
+    return dsl::to_string(layer.output().shape);
+}
+
+// Every permutation keeping N first: out(n, i1, i2, i3) = in at the permuted coordinates, on
+// both targets, odd extents.
+TEST(ViewOps, TransposeMovesEachElementWhereThePermutationSays) {
+    const std::vector<std::vector<int64_t>> perms = {
+        {0, 1, 3, 2}, {0, 2, 1, 3}, {0, 2, 3, 1}, {0, 3, 1, 2}, {0, 3, 2, 1}};
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 19, 11, 7));
+    const Halide::Buffer<uint8_t> x(test::random_input(in.output(), 5));
+    for (const auto &perm : perms) {
+        dsl::Attrs a;
+        a.set("perm", perm);
+        const dsl::Layer t = registry().build("transpose", "t", {in}, a);
+        const std::vector<int64_t> &from = in.output().shape.raw();
+        EXPECT_EQ(t.output().shape.raw(),
+                  (std::vector<int64_t>{1, from[size_t(perm[1])], from[size_t(perm[2])],
+                                        from[size_t(perm[3])]}));
+        const dsl::Graph g("transpose", {t});
+        const Halide::Buffer<uint8_t> out(algorithms::run_reference(g, {x})[0]);
+        // Logical index (n, i1, i2, i3) of the output; the input's coordinate along
+        // dimension perm[k] is i_k. Buffers are (c, x, y) = (C, W, H).
+        out.for_each_element([&](int c, int w, int h) {
+            int64_t at[4] = {0, 0, 0, 0};
+            const int64_t idx[4] = {0, c, h, w};
+            for (int k = 1; k < 4; ++k) at[perm[size_t(k)]] = idx[k];
+            EXPECT_EQ(out(c, w, h), x(int(at[1]), int(at[3]), int(at[2])));
+        });
+        for (const char *target : {"vpu27", "vpu20"}) {
+            codegen::CheckOptions options;
+            options.inputs = {x};
+            const codegen::CheckResult r =
+                codegen::check_against_reference(g, target::load_target(target), options);
+            EXPECT_TRUE(r.ok()) << target << "\n" << r.report();
+        }
+    }
+    dsl::Attrs batch;
+    batch.set("perm", std::vector<int64_t>{1, 0, 2, 3});
+    EXPECT_THROW(registry().build("transpose", "t", {in}, batch), dsl::LayerError);
+    dsl::Attrs twice;
+    twice.set("perm", std::vector<int64_t>{0, 1, 1, 2});
+    EXPECT_THROW(registry().build("transpose", "t", {in}, twice), dsl::LayerError);
+}
+
+TEST(ViewOps, TransposeFoldsAConstantOfAnyRank) {
+    // A 2x3x4 constant holding its own row-major index; perm (2, 0, 1) gives 4x2x3.
+    Halide::Buffer<int64_t> v(4, 3, 2);
+    v.for_each_element([&](int k, int j, int i) { v(k, j, i) = (i * 3 + j) * 4 + k; });
+    dsl::Attrs a;
+    a.set("perm", std::vector<int64_t>{2, 0, 1});
+    const dsl::Layer t =
+        registry().build("transpose", "t", {dsl::LayerRegistry::constant("v", v)}, a);
+    ASSERT_TRUE(dsl::is_constant(t));
+    EXPECT_EQ(shape_of(t), "4x2x3");
+    const Halide::Buffer<int64_t> got(dsl::constant_value(t).copy());
+    got.for_each_element(
+        [&](int j, int i, int k) { EXPECT_EQ(got(j, i, k), (i * 3 + j) * 4 + k); });
+    // No perm: reversed.
+    const dsl::Layer r =
+        registry().build("transpose", "r", {dsl::LayerRegistry::constant("v", v)}, {});
+    EXPECT_EQ(shape_of(r), "4x3x2");
+}
+
+TEST(ViewOps, FlattenSqueezeAndUnsqueezeFoldConstantsAsOnnxDoes) {
+    Halide::Buffer<int64_t> v(3, 1, 2); // logical 2x1x3
+    v.for_each_element([&](int k, int j, int i) { v(k, j, i) = i * 3 + k; });
+    const dsl::Layer c = dsl::LayerRegistry::constant("c", v);
+    dsl::Attrs axis;
+    axis.set("axis", int64_t(-1));
+    EXPECT_EQ(shape_of(registry().build("flatten", "f", {c}, axis)), "2x3");
+    EXPECT_EQ(shape_of(registry().build("flatten", "f0", {c}, axis.set("axis", int64_t(0)))),
+              "1x6");
+    EXPECT_EQ(shape_of(registry().build("squeeze", "s", {c}, {})), "2x3");
+    // Axes given as a constant input (ONNX opset 13).
+    EXPECT_EQ(shape_of(registry().build("squeeze", "s1", {c, test::i64_constant("a", {-2})}, {})),
+              "2x3");
+    EXPECT_THROW(registry().build("squeeze", "s0", {c, test::i64_constant("a", {0})}, {}),
+                 dsl::LayerError)
+        << "axis 0 has extent 2";
+    const dsl::Layer u =
+        registry().build("unsqueeze", "u", {c, test::i64_constant("a", {0, -1})}, {});
+    EXPECT_EQ(shape_of(u), "1x2x1x3x1");
+    // The elements keep their order.
+    const Halide::Buffer<int64_t> got(dsl::constant_value(u).copy());
+    EXPECT_EQ(std::vector<int64_t>(got.data(), got.data() + 6),
+              (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+    // A computed tensor does not fold: these ops change the rank, and device tensors are 4-D.
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6));
+    try {
+        registry().build("flatten", "f", {in}, {});
+        FAIL() << "expected an AttrError";
+    } catch (const dsl::AttrError &e) {
+        EXPECT_NE(std::string(e.what()).find("flatten runs at compile time only, on constant "
+                                             "inputs; 'in' is computed"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// Split's parts are slices: views of the input's memory, no task moves data for them.
+TEST(ViewOps, SplitCutsIntoSlicesThatAreViews) {
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 21, 9, 7));
+    const dsl::Layer a = test::conv3x3("a", in, 21, 4);
+    const std::vector<dsl::Layer> parts = algorithms::split({"p0", "p1", "p2"}, a, 1, {5, 11, 5});
+    ASSERT_EQ(parts.size(), 3u);
+    EXPECT_EQ(shape_of(parts[1]), "1x11x7x9");
+    algorithms::PoolParams pool;
+    pool.kernel_w = pool.kernel_h = 2;
+    const dsl::Graph g("split", {algorithms::max_pool("m0", parts[0], pool),
+                                 algorithms::max_pool("m1", parts[1], pool),
+                                 algorithms::max_pool("m2", parts[2], pool)});
+    const Halide::Buffer<> x = test::random_input(in.output(), 9);
+    const Halide::Buffer<uint8_t> conv(algorithms::run_reference(dsl::Graph("a", {a}), {x})[0]);
+    const Halide::Buffer<uint8_t> p1(
+        algorithms::run_reference(dsl::Graph("p1", {parts[1]}), {x})[0]);
+    p1.for_each_element([&](int c, int w, int h) { EXPECT_EQ(p1(c, w, h), conv(c + 5, w, h)); });
+    for (const char *target : {"vpu27", "vpu20"}) {
+        const codegen::CheckResult r =
+            codegen::check_against_reference(g, target::load_target(target));
+        EXPECT_TRUE(r.ok()) << target << "\n" << r.report();
+        for (const sim::TaskRecord &t : r.run.tasks) EXPECT_NE(t.layer.rfind("p", 0), 0u) << t.name;
+    }
+    EXPECT_THROW(algorithms::split({"p0", "p1"}, a, 1, {5, 11}), dsl::LayerError);
+}
+
+} // namespace
+} // namespace vpuc
