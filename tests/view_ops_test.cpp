@@ -4,6 +4,8 @@
 // the reference, which shares the algorithm.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "algorithms/layers.h"
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
@@ -141,6 +143,56 @@ TEST(ViewOps, SplitCutsIntoSlicesThatAreViews) {
         for (const sim::TaskRecord &t : r.run.tasks) EXPECT_NE(t.layer.rfind("p", 0), 0u) << t.name;
     }
     EXPECT_THROW(algorithms::split({"p0", "p1"}, a, 1, {5, 11}), dsl::LayerError);
+}
+
+// The tasks `layer` ran.
+std::vector<std::string> tasks_of(const codegen::CheckResult &r, const std::string &layer) {
+    std::vector<std::string> names;
+    for (const sim::TaskRecord &t : r.run.tasks)
+        if (t.layer == layer) names.push_back(t.name);
+    return names;
+}
+
+// A reshape or transpose that keeps the bytes' order is an alias of its input's memory: no
+// task for it, or one DMA copying the bytes when it is a graph output. One that reorders them
+// stays a SHAVE kernel.
+TEST(ViewOps, ReshapeAndTransposeKeepingTheBytesAreViews) {
+    algorithms::PoolParams pool;
+    pool.kernel_w = pool.kernel_h = 2;
+    for (const dsl::ElemType type : {dsl::ElemType::U8, dsl::ElemType::F16}) {
+        // One channel of 6x5 pixels read as 5x6: NHWC with C = 1 is in logical order.
+        const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6, type));
+        dsl::Attrs one;
+        one.set("starts", std::vector<int64_t>{3}).set("ends", std::vector<int64_t>{4});
+        const dsl::Layer plane = algorithms::max_pool(
+            "plane", registry().build("slice", "ch3", {in}, one), algorithms::PoolParams{});
+        dsl::Attrs shape;
+        shape.set("shape", std::vector<int64_t>{1, 1, 5, 6});
+        const dsl::Layer turned = registry().build("reshape", "turned", {plane}, shape);
+        // A row of pixels (H = 1) to a column: (1, 16, 1, 9) -> (1, 1, 9, 16), the same bytes.
+        const dsl::Layer row = dsl::Layer::input(test::activation("row", 16, 9, 1, type));
+        dsl::Attrs perm;
+        perm.set("perm", std::vector<int64_t>{0, 2, 3, 1});
+        const dsl::Layer column = registry().build("transpose", "column", {row}, perm);
+        EXPECT_EQ(shape_of(column), "1x1x9x16");
+        // A transpose that moves bytes.
+        dsl::Attrs swap;
+        swap.set("perm", std::vector<int64_t>{0, 1, 3, 2});
+        const dsl::Layer swapped = registry().build("transpose", "swapped", {plane}, swap);
+        const dsl::Graph g("aliases", {algorithms::max_pool("p1", turned, pool),
+                                       algorithms::max_pool("p2", column, pool), turned, swapped});
+        for (const char *target : {"vpu27", "vpu20"}) {
+            const codegen::CheckResult r =
+                codegen::check_against_reference(g, target::load_target(target));
+            EXPECT_TRUE(r.ok()) << target << "\n" << r.report();
+            EXPECT_TRUE(tasks_of(r, "column").empty()) << target;
+            EXPECT_EQ(tasks_of(r, "turned"), std::vector<std::string>{"turned.copy0"}) << target;
+            const std::vector<std::string> moved = tasks_of(r, "swapped");
+            EXPECT_TRUE(std::any_of(moved.begin(), moved.end(), [](const std::string &t) {
+                return t.find(".shave.") != std::string::npos;
+            })) << target;
+        }
+    }
 }
 
 } // namespace

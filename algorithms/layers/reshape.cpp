@@ -190,6 +190,15 @@ void register_layer_reshape(dsl::LayerRegistry &registry) {
     def.attrs = {{"shape", dsl::AttrType::Ints, std::nullopt, "extents; 0 copies, -1 infers", {}},
                  {"allowzero", dsl::AttrType::Int, int64_t(0), "1: 0 is an extent of 0", {}}};
     def.build = build_reshape;
+    // The same bytes when both tensors hold their elements in logical order (NCHW, or NHWC
+    // with one channel or one pixel): a view of the input.
+    def.view = [](const dsl::Layer &layer) -> std::optional<dsl::ViewDef> {
+        for (const dsl::TensorDesc *t : {&layer.inputs().at(0).output(), &layer.output()}) {
+            const std::vector<int64_t> seq = detail::memory_sequence(*t);
+            if (!std::is_sorted(seq.begin(), seq.end())) return std::nullopt;
+        }
+        return dsl::ViewDef{dsl::ViewDef::Kind::Alias, {}};
+    };
     // Any part of the output reads any part of the input: a task computes a whole image.
     def.unsplittable_dims = [](const dsl::Attrs &) {
         using namespace dsl::dims;

@@ -100,6 +100,15 @@ void register_layer_transpose(dsl::LayerRegistry &registry) {
     perm.optional = true;
     def.attrs = {perm};
     def.build = build_transpose;
+    // The same bytes when the dimensions that move have extent 1 (in memory order): a view.
+    def.view = [](const dsl::Layer &layer) -> std::optional<dsl::ViewDef> {
+        if (!layer.attrs().has("perm")) return std::nullopt; // reversed: moves the batch
+        const std::vector<int64_t> perm = layer.attrs().get_ints("perm");
+        std::vector<int64_t> moved = detail::memory_sequence(layer.output());
+        for (int64_t &d : moved) d = perm.at(size_t(d));
+        if (moved != detail::memory_sequence(layer.inputs().at(0).output())) return std::nullopt;
+        return dsl::ViewDef{dsl::ViewDef::Kind::Alias, {}};
+    };
     def.fold = fold_transpose;
     // NCHW to NHWC's logical order, N C H W -> N H W C: odd extents everywhere.
     def.example = [](dsl::ElemType type) {

@@ -1,5 +1,6 @@
 #include "common.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -70,6 +71,16 @@ int64_t window_extent(const std::string &what, int64_t in, int pad_a, int pad_b,
         invalid(what, "the window (" + std::to_string(span) +
                           ") is larger than the padded input (" + std::to_string(padded) + ")");
     return (padded - span) / stride + 1;
+}
+
+std::vector<int64_t> memory_sequence(const dsl::TensorDesc &t) {
+    const std::vector<int64_t> strides = t.order.logical_strides(t.shape);
+    std::vector<int64_t> dims;
+    for (size_t d = 0; d < strides.size(); ++d)
+        if (t.shape.raw()[d] > 1) dims.push_back(int64_t(d));
+    std::sort(dims.begin(), dims.end(),
+              [&](int64_t a, int64_t b) { return strides[size_t(a)] > strides[size_t(b)]; });
+    return dims;
 }
 
 dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int64_t c, int64_t w,

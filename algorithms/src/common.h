@@ -51,6 +51,11 @@ Halide::Expr window_coord(const Halide::Expr &v, int stride, const Halide::Expr 
 int64_t window_extent(const std::string &what, int64_t in, int pad_a, int pad_b, int kernel,
                       int stride, int dilation);
 
+// The logical dimensions of `t` of extent above 1, in memory order (outermost first): two
+// tensors with the same elements in the same sequence share their bytes (a reshape or a
+// transpose that is a view).
+std::vector<int64_t> memory_sequence(const dsl::TensorDesc &t);
+
 // The output of a layer computing each image of `like`'s batch (and in its memory order).
 dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int64_t c, int64_t w,
                             int64_t h, dsl::ElemType type, dsl::Quant quant);

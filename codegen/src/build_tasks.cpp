@@ -772,9 +772,17 @@ std::set<int> tiles_running(const LoweringState &s, const LayerPlan &plan) {
     return tiles;
 }
 
-// A view layer's tensor is written by the writers of what it shows: a window's by its input's
-// (or, for a window that is a graph output, by one DMA copying it there), a concat's by its
-// parts' writers, and by one DMA copy for each part not placed in it.
+// All of a dense tensor view as one row of elements.
+View flat_view(View v) {
+    uint64_t elements = 1;
+    for (const blob::Dim &d : v.dims) elements *= d.extent();
+    v.dims = {blob::Dim(uint32_t(elements), 1)};
+    return v;
+}
+
+// A view layer's tensor is written by the writers of what it shows: a window's or an alias's
+// by its input's (or, for one that is a graph output, by one DMA copying it there), a concat's
+// by its parts' writers, and by one DMA copy for each part not placed in it.
 void build_view(LoweringState &s, const LayerPlan &plan) {
     const std::string &name = plan.layer.name();
     std::vector<int> writers;
@@ -785,13 +793,15 @@ void build_view(LoweringState &s, const LayerPlan &plan) {
                                                       int(i) % s.target.dma_engines,
                                                       DmaWork{src, {dst}}, after)));
     };
-    if (view.kind == dsl::ViewDef::Kind::Window) {
+    if (view.kind != dsl::ViewDef::Kind::Parts) {
         const std::vector<int> in_writers = s.writers_of(inputs.at(0).name());
+        const View &whole = s.tensor_views.at(dsl::input_tensor(plan.layer, 0).name);
         if (s.placed.count(name)) {
             writers = in_writers;
-        } else {
-            const View &whole = s.tensor_views.at(dsl::input_tensor(plan.layer, 0).name);
+        } else if (view.kind == dsl::ViewDef::Kind::Window) {
             copy(0, box_view(whole, view.boxes.at(0)), s.tensor_views.at(name), in_writers);
+        } else { // an alias: the same bytes, dense in both
+            copy(0, flat_view(whole), flat_view(s.tensor_views.at(name)), in_writers);
         }
         s.layer_writers[name] = writers;
         return;

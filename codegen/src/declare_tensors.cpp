@@ -67,7 +67,11 @@ void declare_tensors(LoweringState &s) {
         const auto known = s.tensor_views.find(name);
         if (known != s.tensor_views.end()) return known->second;
         const Placement &placement = s.placed.at(name);
-        return s.tensor_views[name] = box_view(view_of(placement.in), placement.box);
+        const View in = view_of(placement.in);
+        if (!placement.alias) return s.tensor_views[name] = box_view(in, placement.box);
+        View alias = tensor_view(in.buffer, s.tensor(name));
+        alias.offset = in.offset;
+        return s.tensor_views[name] = alias;
     };
     for (const auto &[name, placement] : s.placed) view_of(name);
 }

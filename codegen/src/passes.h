@@ -24,10 +24,12 @@ struct LayerPlan {
     std::optional<dsl::ViewDef> view;
 };
 
-// A tensor that lies inside another's DDR memory: `box` of tensor `in` (plan_views).
+// A tensor that lies inside another's DDR memory: `box` of tensor `in`, or, for an alias, all
+// of `in`'s bytes in this tensor's shape (plan_views).
 struct Placement {
     std::string in;
     dsl::Box box;
+    bool alias = false;
 };
 
 // A constant build_tasks reserved for the weights and weight table of output channels

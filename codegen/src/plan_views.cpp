@@ -1,9 +1,10 @@
-// Pass plan_views: layers that only rearrange data (concat, slice; the layer registry says
-// where their output lies) become views of DDR memory when they and their inputs are stored
-// there. A slice's tensor is a box of its input's. A concat's producers write their parts of
-// its output in place; a part that cannot be placed there (a graph input or output, a part
-// placed elsewhere already, an input's second use) is copied by one DMA in build_tasks. A view
-// layer computed in CMX stays a SHAVE copy kernel.
+// Pass plan_views: layers that only rearrange data (concat, slice, tuple_element, and a reshape
+// or transpose keeping the bytes' order; the layer registry says where their output lies)
+// become views of DDR memory when they and their inputs are stored there. A slice's tensor is
+// a box of its input's, an alias (reshape, transpose) all of its input's bytes. A concat's
+// producers write their parts of its output in place; a part that cannot be placed there (a graph
+// input or output, a part placed elsewhere already, an input's second use) is copied by one DMA in
+// build_tasks. A view layer computed in CMX stays a SHAVE copy kernel.
 #include <algorithm>
 
 #include "algorithms/registry.h"
@@ -34,7 +35,7 @@ void plan_views(LoweringState &s) {
             throw LoweringError("layer '" + layer.name() + "' (tuple_element) is a view of " +
                                 "an output of '" + layer.inputs().at(0).name() +
                                 "' in DDR: it is not computed, in CMX or at a consumer's loop");
-        if (!view || !stored_in_ddr(plan)) continue;
+        if (!view || view->kind == dsl::ViewDef::Kind::Alias || !stored_in_ddr(plan)) continue;
         const auto &inputs = layer.inputs();
         if (!std::all_of(inputs.begin(), inputs.end(),
                          [&](const dsl::Layer &in) { return in_ddr(s, in); }))
@@ -57,10 +58,26 @@ void plan_views(LoweringState &s) {
             s.placed[part.name()] = {layer.name(), view->boxes.at(i)};
         }
     }
+    // Aliases last, once every part has its place: the input must keep dense memory of its own
+    // (a graph input, a buffer of its own, or an alias of one), which a placement would take.
+    for (LayerPlan &plan : s.plans) {
+        const dsl::Layer &layer = plan.layer;
+        const std::optional<dsl::ViewDef> view = registry.view(layer);
+        if (!view || view->kind != dsl::ViewDef::Kind::Alias || !stored_in_ddr(plan) ||
+            s.placed.count(layer.name()) || !in_ddr(s, layer.inputs().at(0)))
+            continue;
+        const std::string &in = dsl::input_tensor(layer, 0).name;
+        const auto placed = s.placed.find(in);
+        if (placed != s.placed.end() && !placed->second.alias) continue;
+        plan.view = view;
+        // A graph output has its own memory: build_tasks copies the bytes there.
+        if (!is_network_output(s, layer)) s.placed[layer.name()] = {in, {}, true};
+    }
 }
 
 // Every placed tensor is a view layer's window or a part of a view layer, lies inside the
-// tensor it is placed in and has that box's extents, and no two parts of a tensor overlap.
+// tensor it is placed in and has that box's extents, and no two parts of a tensor overlap; an
+// alias is a view layer of its input's bytes.
 void verify_views(const LoweringState &s) {
     auto overlap = [](const dsl::Box &a, const dsl::Box &b) {
         for (size_t d = 0; d < a.start.size(); ++d)
@@ -71,6 +88,14 @@ void verify_views(const LoweringState &s) {
     std::map<std::string, std::vector<const dsl::Box *>> parts;
     for (const auto &[name, placement] : s.placed) {
         const dsl::Layer tensor = s.graph.find(name);
+        if (placement.alias) {
+            if (!s.plan_of(name).view || s.tensor(placement.in).bytes() != tensor.output().bytes())
+                throw LoweringError("view: tensor '" + name + "' (" +
+                                    dsl::to_string(tensor.output().shape) + ") is an alias of '" +
+                                    placement.in +
+                                    "' without being a view layer of the same bytes");
+            continue;
+        }
         const std::vector<int64_t> &outer = s.tensor(placement.in).shape.raw();
         const dsl::Box &box = placement.box;
         bool inside = box.start.size() == outer.size() && box.extent.size() == outer.size();

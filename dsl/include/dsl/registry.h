@@ -40,6 +40,8 @@ struct ViewDef {
     enum class Kind {
         Parts,  // input i fills `boxes[i]` of the output (concat)
         Window, // the output is `boxes[0]` of the tensor it reads of input 0 (slice)
+        Alias,  // the output is input 0's bytes in another shape (a reshape or transpose that
+                // keeps the memory order); no boxes
     };
     Kind kind = Kind::Parts;
     std::vector<Box> boxes;
@@ -68,9 +70,10 @@ struct LayerDef {
     // Layer when the op does not take that type. The registry's tests compile, run and check
     // every example on every target, and `vpuc bench layers` measures them (bench/).
     std::function<Layer(ElemType type)> example;
-    // For a layer that only rearranges data: where its output lies relative to its inputs.
-    // Empty for a layer that computes.
-    std::function<ViewDef(const Layer &layer)> view;
+    // For a layer that only rearranges data: where its output lies relative to its inputs;
+    // nullopt for a layer of the op that must move data (a transpose changing the bytes'
+    // order). Empty for an op that computes.
+    std::function<std::optional<ViewDef>(const Layer &layer)> view;
     // The output's value at compile time, from inputs that are all constants (or, with
     // `folds_from_shapes`, from any inputs: ONNX's Shape reads only shapes). build() then
     // returns a constant instead of a layer: shape arithmetic never reaches the device.
