@@ -200,7 +200,7 @@ TEST(Network, ConcatAndSliceRefuseWhatTheyCannotDo) {
     EXPECT_THROW(registry.build("slice", "s", {in}, empty), dsl::LayerError);
     dsl::Attrs batch = empty;
     batch.set("axes", std::vector<int64_t>{0});
-    EXPECT_THROW(registry.build("slice", "s", {in}, batch), dsl::AttrError);
+    EXPECT_THROW(registry.build("slice", "s", {in}, batch), dsl::LayerError);
 }
 
 } // namespace

@@ -83,6 +83,31 @@ TEST(ViewOps, TransposeFoldsAConstantOfAnyRank) {
     EXPECT_EQ(shape_of(r), "4x3x2");
 }
 
+// The spatial part of a Shape, and a box of a matrix.
+TEST(ViewOps, SliceFoldsAConstantOfAnyRank) {
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6));
+    const dsl::Layer shape = registry().build("shape", "shape", {in}, {});
+    dsl::Attrs tail;
+    tail.set("starts", std::vector<int64_t>{2}).set("ends", std::vector<int64_t>{100});
+    tail.set("axes", std::vector<int64_t>{0});
+    const dsl::Layer hw = registry().build("slice", "hw", {shape}, tail);
+    ASSERT_TRUE(dsl::is_constant(hw));
+    const Halide::Buffer<int64_t> got(dsl::constant_value(hw).copy());
+    EXPECT_EQ(std::vector<int64_t>(got.data(), got.data() + got.number_of_elements()),
+              (std::vector<int64_t>{6, 5}));
+    Halide::Buffer<float> m(4, 3); // logical 3x4
+    m.for_each_element([&](int j, int i) { m(j, i) = float(i * 4 + j) + 0.5f; });
+    dsl::Attrs box;
+    box.set("starts", std::vector<int64_t>{1, -3}).set("ends", std::vector<int64_t>{3, 3});
+    box.set("axes", std::vector<int64_t>{0, 1});
+    const dsl::Layer part =
+        registry().build("slice", "part", {dsl::LayerRegistry::constant("m", m)}, box);
+    EXPECT_EQ(shape_of(part), "2x2");
+    const Halide::Buffer<float> p(dsl::constant_value(part).copy());
+    p.for_each_element(
+        [&](int j, int i) { EXPECT_EQ(p(j, i), float((i + 1) * 4 + (j + 1)) + 0.5f); });
+}
+
 TEST(ViewOps, FlattenSqueezeAndUnsqueezeFoldConstantsAsOnnxDoes) {
     Halide::Buffer<int64_t> v(3, 1, 2); // logical 2x1x3
     v.for_each_element([&](int k, int j, int i) { v(k, j, i) = i * 3 + k; });

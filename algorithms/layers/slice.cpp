@@ -1,21 +1,27 @@
-// slice: a box of the input, [starts, ends) along the axes given (ONNX's Slice on 4-D tensors,
-// steps of 1). Stored in DDR it is a view of its input that moves no data; computed in CMX, a
-// SHAVE copy kernel.
+// slice: a box of the input, [starts, ends) along the axes given (ONNX's Slice, steps of 1). On
+// the device (4-D, the batch whole) stored in DDR it is a view of its input that moves no data;
+// computed in CMX, a SHAVE copy kernel. A constant of any rank folds at compile time (shape
+// arithmetic: the spatial part of a Shape).
 #include "common.h"
 
 namespace vpuc::algorithms {
 
 namespace {
 
-// The box of `input` the slice takes, in logical (N, C, H, W), after ONNX's rules.
+// The box of `input` the slice takes, in its logical dimensions ((N, C, H, W) on the device),
+// after ONNX's rules.
 dsl::Box slice_box(const std::string &what, const dsl::TensorDesc &input, const dsl::Attrs &attrs) {
     const auto starts = attrs.get_ints("starts"), ends = attrs.get_ints("ends"),
                axes = attrs.get_ints("axes");
     if (starts.size() != axes.size() || ends.size() != axes.size())
         detail::invalid(what, "starts, ends and axes must have one entry per axis");
-    dsl::Box box{std::vector<int64_t>(4, 0), input.shape.raw()};
-    std::vector<bool> seen(4, false);
+    const size_t rank = input.shape.raw().size();
+    dsl::Box box{std::vector<int64_t>(rank, 0), input.shape.raw()};
+    std::vector<bool> seen(rank, false);
     for (size_t i = 0; i < axes.size(); ++i) {
+        if (axes[i] >= int64_t(rank))
+            detail::invalid(what, "axis " + std::to_string(axes[i]) + " of a tensor of rank " +
+                                      std::to_string(rank));
         const size_t axis = size_t(axes[i]);
         if (seen[axis]) detail::invalid(what, "axis " + std::to_string(axes[i]) + " given twice");
         seen[axis] = true;
@@ -39,6 +45,9 @@ dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &i
     const dsl::Layer &input = inputs.at(0);
     detail::input_info(what, input);
     const dsl::Box box = slice_box(what, input.output(), attrs);
+    if (box.extent[0] != input.output().shape.raw()[0])
+        detail::invalid(what, "cuts the batch; on the device images are computed one at a time, "
+                              "so a slice takes axes 1 (C), 2 (H) and 3 (W)");
     using namespace dsl::dims;
     // Halide dims (c, x, y) are logical C, W, H.
     const int64_t start[3] = {box.start[size_t(C.index())], box.start[size_t(W.index())],
@@ -67,7 +76,7 @@ void register_layer_slice(dsl::LayerRegistry &registry) {
     def.inputs = {"input"};
     auto axes_check = [](const dsl::AttrValue &v) -> std::string {
         for (int64_t axis : std::get<std::vector<int64_t>>(v))
-            if (axis < 1 || axis > 3) return "each axis must be 1 (C), 2 (H) or 3 (W)";
+            if (axis < 0 || axis > 4) return "each axis must be in [0, 4]";
         return "";
     };
     def.attrs = {
@@ -75,6 +84,30 @@ void register_layer_slice(dsl::LayerRegistry &registry) {
         {"ends", dsl::AttrType::Ints, std::nullopt, "end index (excluded) per axis", {}},
         {"axes", dsl::AttrType::Ints, std::vector<int64_t>{1}, "logical axes", axes_check}};
     def.build = build_slice;
+    def.fold = [](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                  const dsl::Attrs &attrs) {
+        const dsl::ConstValues v = dsl::const_values(inputs.at(0));
+        const dsl::Box box = slice_box("slice '" + name + "'", inputs.at(0).output(), attrs);
+        dsl::ConstValues out;
+        out.type = v.type;
+        out.shape = box.extent;
+        // Row-major: walk the box's indices, the last fastest.
+        std::vector<int64_t> index(box.extent.size(), 0);
+        for (int64_t e = 0; e < out.elements(); ++e) {
+            int64_t from = 0;
+            for (size_t d = 0; d < index.size(); ++d)
+                from = from * v.shape[d] + box.start[d] + index[d];
+            if (v.is_float())
+                out.reals.push_back(v.reals[size_t(from)]);
+            else
+                out.ints.push_back(v.ints[size_t(from)]);
+            for (size_t d = index.size(); d-- > 0;) {
+                if (++index[d] < box.extent[d]) break;
+                index[d] = 0;
+            }
+        }
+        return dsl::const_buffer(out);
+    };
     def.view = [](const dsl::Layer &layer) {
         const dsl::Layer &input = layer.inputs().at(0);
         return dsl::ViewDef{
