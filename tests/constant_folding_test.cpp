@@ -73,6 +73,13 @@ TEST(ConstantFolding, GatherPicksAlongAnAxisOfAMatrix) {
     EXPECT_EQ(values(cols), (std::vector<int64_t>{2, 0, 12, 10}));
     EXPECT_THROW(registry().build("gather", "g", {matrix, test::i64_constant("far", {3})}, axis1),
                  dsl::LayerError);
+    // Rows picked by a 2x1 index tensor along axis 0: 2x1x3.
+    Halide::Buffer<int64_t> which(1, 2);
+    which(0, 0) = 1, which(0, 1) = -2;
+    const dsl::Layer rows = registry().build(
+        "gather", "rows", {matrix, dsl::LayerRegistry::constant("which", which)}, {});
+    EXPECT_EQ(dsl::to_string(rows.output().shape), "2x1x3");
+    EXPECT_EQ(values(rows), (std::vector<int64_t>{10, 11, 12, 0, 1, 2}));
 }
 
 TEST(ConstantFolding, ReshapeTakesItsShapeFromAConstantAndRunsOnTheDevice) {

@@ -19,31 +19,29 @@ Halide::Buffer<> fold_gather(const std::string &name, const std::vector<dsl::Lay
     if (axis < 0) axis += rank;
     if (indices.is_float()) detail::invalid(what, "indices must be integers");
     const int64_t extent = data.shape[size_t(axis)];
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < axis; ++d) outer *= data.shape[size_t(d)];
+    int64_t inner = 1;
     for (int64_t d = axis + 1; d < rank; ++d) inner *= data.shape[size_t(d)];
-    dsl::ConstValues out;
-    out.type = data.type;
-    out.shape.assign(data.shape.begin(), data.shape.begin() + axis);
-    out.shape.insert(out.shape.end(), indices.shape.begin(), indices.shape.end());
-    out.shape.insert(out.shape.end(), data.shape.begin() + axis + 1, data.shape.end());
-    if (out.shape.size() > 5) detail::invalid(what, "the output would have a rank above 5");
-    for (int64_t o = 0; o < outer; ++o)
-        for (int64_t index : indices.ints) {
-            if (index < -extent || index >= extent)
-                detail::invalid(what, "index " + std::to_string(index) + " outside [" +
-                                          std::to_string(-extent) + ", " + std::to_string(extent) +
-                                          ")");
-            const int64_t at = index < 0 ? index + extent : index;
-            for (int64_t i = 0; i < inner; ++i) {
-                const size_t from = size_t((o * extent + at) * inner + i);
-                if (data.is_float())
-                    out.reals.push_back(data.reals[from]);
-                else
-                    out.ints.push_back(data.ints[from]);
-            }
-        }
-    return dsl::const_buffer(out);
+    std::vector<int64_t> shape(data.shape.begin(), data.shape.begin() + axis);
+    shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
+    shape.insert(shape.end(), data.shape.begin() + axis + 1, data.shape.end());
+    if (shape.size() > 5) detail::invalid(what, "the output would have a rank above 5");
+    for (int64_t index : indices.ints)
+        if (index < -extent || index >= extent)
+            detail::invalid(what, "index " + std::to_string(index) + " outside [" +
+                                      std::to_string(-extent) + ", " + std::to_string(extent) +
+                                      ")");
+    // An output index is (outer..., the position in indices..., inner...).
+    const size_t picked = indices.shape.size();
+    return dsl::const_buffer(
+        dsl::pick_elements(data, shape, [&](const std::vector<int64_t> &index) {
+            int64_t o = 0, k = 0, i = 0;
+            for (size_t d = 0; d < size_t(axis); ++d) o = o * data.shape[d] + index[d];
+            for (size_t d = 0; d < picked; ++d) k = k * indices.shape[d] + index[size_t(axis) + d];
+            for (size_t d = size_t(axis) + 1; d < data.shape.size(); ++d)
+                i = i * data.shape[d] + index[picked + d - 1];
+            const int64_t at = indices.ints[size_t(k)];
+            return (o * extent + (at < 0 ? at + extent : at)) * inner + i;
+        }));
 }
 
 } // namespace

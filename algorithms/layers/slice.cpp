@@ -88,25 +88,13 @@ void register_layer_slice(dsl::LayerRegistry &registry) {
                   const dsl::Attrs &attrs) {
         const dsl::ConstValues v = dsl::const_values(inputs.at(0));
         const dsl::Box box = slice_box("slice '" + name + "'", inputs.at(0).output(), attrs);
-        dsl::ConstValues out;
-        out.type = v.type;
-        out.shape = box.extent;
-        // Row-major: walk the box's indices, the last fastest.
-        std::vector<int64_t> index(box.extent.size(), 0);
-        for (int64_t e = 0; e < out.elements(); ++e) {
-            int64_t from = 0;
-            for (size_t d = 0; d < index.size(); ++d)
-                from = from * v.shape[d] + box.start[d] + index[d];
-            if (v.is_float())
-                out.reals.push_back(v.reals[size_t(from)]);
-            else
-                out.ints.push_back(v.ints[size_t(from)]);
-            for (size_t d = index.size(); d-- > 0;) {
-                if (++index[d] < box.extent[d]) break;
-                index[d] = 0;
-            }
-        }
-        return dsl::const_buffer(out);
+        return dsl::const_buffer(
+            dsl::pick_elements(v, box.extent, [&](const std::vector<int64_t> &index) {
+                int64_t from = 0;
+                for (size_t d = 0; d < index.size(); ++d)
+                    from = from * v.shape[d] + box.start[d] + index[d];
+                return from;
+            }));
     };
     def.view = [](const dsl::Layer &layer) {
         const dsl::Layer &input = layer.inputs().at(0);

@@ -63,26 +63,16 @@ Halide::Buffer<> fold_transpose(const std::string &name, const std::vector<dsl::
     const dsl::ConstValues v = dsl::const_values(inputs.at(0));
     const size_t rank = v.shape.size();
     const std::vector<int64_t> perm = permutation("transpose '" + name + "'", rank, attrs);
-    dsl::ConstValues out;
-    out.type = v.type;
-    for (int64_t p : perm) out.shape.push_back(v.shape[size_t(p)]);
+    std::vector<int64_t> shape;
+    for (int64_t p : perm) shape.push_back(v.shape[size_t(p)]);
     // Row-major strides of the input, read in the output's order.
     std::vector<int64_t> stride(rank, 1);
     for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * v.shape[d];
-    std::vector<int64_t> index(rank, 0);
-    for (int64_t e = 0; e < out.elements(); ++e) {
+    return dsl::const_buffer(dsl::pick_elements(v, shape, [&](const std::vector<int64_t> &index) {
         int64_t from = 0;
         for (size_t d = 0; d < rank; ++d) from += index[d] * stride[size_t(perm[d])];
-        if (v.is_float())
-            out.reals.push_back(v.reals[size_t(from)]);
-        else
-            out.ints.push_back(v.ints[size_t(from)]);
-        for (size_t d = rank; d-- > 0;) {
-            if (++index[d] < out.shape[d]) break;
-            index[d] = 0;
-        }
-    }
-    return dsl::const_buffer(out);
+        return from;
+    }));
 }
 
 } // namespace

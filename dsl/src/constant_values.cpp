@@ -85,4 +85,24 @@ Halide::Buffer<> const_buffer(const ConstValues &v) {
     return out;
 }
 
+ConstValues pick_elements(const ConstValues &v, std::vector<int64_t> shape,
+                          const std::function<int64_t(const std::vector<int64_t> &)> &source) {
+    ConstValues out;
+    out.type = v.type;
+    out.shape = std::move(shape);
+    std::vector<int64_t> index(out.shape.size(), 0);
+    for (int64_t e = 0; e < out.elements(); ++e) {
+        const size_t from = size_t(source(index));
+        if (v.is_float())
+            out.reals.push_back(v.reals.at(from));
+        else
+            out.ints.push_back(v.ints.at(from));
+        for (size_t d = index.size(); d-- > 0;) {
+            if (++index[d] < out.shape[d]) break;
+            index[d] = 0;
+        }
+    }
+    return out;
+}
+
 } // namespace vpuc::dsl

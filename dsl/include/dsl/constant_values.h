@@ -5,6 +5,7 @@
 #include <Halide.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,5 +30,9 @@ ConstValues const_values(const Halide::Buffer<> &value, const std::string &what)
 // The values of a constant layer (throws LayerError when it is not one).
 ConstValues const_values(const Layer &constant);
 Halide::Buffer<> const_buffer(const ConstValues &values);
+// Values of `shape` and v's type whose element at each index (outermost first) is v's element
+// number source(index): a rearrangement of v (a transpose, a slice).
+ConstValues pick_elements(const ConstValues &v, std::vector<int64_t> shape,
+                          const std::function<int64_t(const std::vector<int64_t> &)> &source);
 
 } // namespace vpuc::dsl
