@@ -184,7 +184,7 @@ void register_layer_reshape(dsl::LayerRegistry &registry) {
 
     dsl::LayerDef def;
     def.op = "reshape";
-    def.doc = "the same elements in another shape (a SHAVE kernel; folded for constants)";
+    def.doc = "the same elements in another shape (a view or a SHAVE kernel; folded for constants)";
     def.inputs = {"data"};
     def.attr_inputs = {"shape"};
     def.attrs = {{"shape", dsl::AttrType::Ints, std::nullopt, "extents; 0 copies, -1 infers", {}},

@@ -80,7 +80,7 @@ Halide::Buffer<> fold_transpose(const std::string &name, const std::vector<dsl::
 void register_layer_transpose(dsl::LayerRegistry &registry) {
     dsl::LayerDef def;
     def.op = "transpose";
-    def.doc = "dimensions permuted (a SHAVE kernel keeping N first; folded for constants)";
+    def.doc = "dimensions permuted (a view or a SHAVE kernel, N first; folded for constants)";
     def.inputs = {"data"};
     dsl::AttrSpec perm{"perm",
                        dsl::AttrType::Ints,
