@@ -125,6 +125,9 @@ TEST(TopK, OneKernelComputesValuesAndIndicesOnEveryTarget) {
                     }
                 EXPECT_EQ(two_output_tasks, shave_tasks) << target;
                 EXPECT_GT(shave_tasks, 0) << target;
+                // Vectors of the widest output, the i32 indices: 4 lanes of 128 bits.
+                ASSERT_EQ(b.kernels()->size(), 1u) << target;
+                EXPECT_EQ(b.kernels()->Get(0)->vector_lanes(), 4u) << target;
             }
         }
 }
