@@ -2,6 +2,7 @@
 // its pass makes and names the task or tensor when the promise is broken.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -55,9 +56,47 @@ TEST_F(TwoTileConv, EveryVerifierAcceptsThePassesOutput) {
     EXPECT_EQ(error_of(codegen::verify_tensors), "");
     EXPECT_EQ(error_of(codegen::verify_tasks), "");
     EXPECT_EQ(error_of(codegen::verify_channel_padding), "");
+    EXPECT_EQ(error_of(codegen::verify_prefetch), "");
     EXPECT_EQ(error_of(codegen::verify_weights), "");
     EXPECT_EQ(error_of(codegen::verify_workloads), "");
     EXPECT_EQ(error_of(codegen::verify_weight_copies), "");
+}
+
+// prefetch(1): on each tile the inputs of task r load once task r - 2 has computed, one task
+// ahead of the computation, no further.
+TEST(OrderPrefetch, LoadsWaitForTheTaskPrefetchAheadOfThem) {
+    const target::Target target = target::load_target("vpu27");
+    const dsl::Layer in = dsl::Layer::input(activation("in", 32, 12, 16));
+    dsl::Layer conv = conv3x3("conv", in, 32, 5);
+    conv.schedule().split("y", "yo", "yi", 2).prefetch(1);
+    const dsl::Graph graph("prefetch", {conv});
+    codegen::LoweringState s{graph, target};
+    run_through_task_program(s);
+    ASSERT_EQ(s.prefetch_chains.size(), 1u);
+    const auto &steps = s.prefetch_chains[0].tiles.at(0);
+    ASSERT_GE(steps.size(), 4u);
+    auto waits_for = [&](int load, int compute) {
+        const auto &deps = s.program.tasks.at(size_t(load)).deps;
+        return std::find(deps.begin(), deps.end(), compute) != deps.end();
+    };
+    for (size_t r = 0; r < steps.size(); ++r)
+        for (int load : steps[r].input_loads) {
+            EXPECT_EQ(waits_for(load, r >= 2 ? steps[r - 2].compute : -1), r >= 2) << r;
+            if (r >= 1) EXPECT_FALSE(waits_for(load, steps[r - 1].compute)) << r;
+        }
+    // The verifier names the load that runs too far ahead.
+    auto &deps = s.program.tasks.at(size_t(steps[3].input_loads.at(0))).deps;
+    deps.erase(std::find(deps.begin(), deps.end(), steps[1].compute));
+    try {
+        codegen::verify_prefetch(s);
+        FAIL() << "expected a LoweringError";
+    } catch (const codegen::LoweringError &e) {
+        EXPECT_NE(std::string(e.what()).find("layer 'conv': load 'conv.load0."), std::string::npos)
+            << e.what();
+        EXPECT_NE(std::string(e.what()).find("runs more than prefetch(1) tasks ahead"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 TEST_F(TwoTileConv, DeclareTensorsGivesEveryDdrTensorABuffer) {

@@ -14,6 +14,7 @@ inline void run_through_task_program(codegen::LoweringState &s) {
     codegen::compile_shave_kernels(s);
     codegen::declare_tensors(s);
     codegen::build_tasks(s);
+    codegen::order_prefetch(s);
     codegen::pack_weights(s);
     codegen::choose_workloads(s);
     codegen::split_weight_copies(s);

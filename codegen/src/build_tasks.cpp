@@ -1,9 +1,9 @@
 // Pass build_tasks: every task of every layer's loop nest becomes DMA-in, DPU or SHAVE and
 // DMA-out tasks over CMX buffers, in program order: per tile, the loads of `prefetch` tasks
-// ahead; channels padded to whole groups in CMX for the DPU; layers computed at a consumer's
-// loop built inside it; layers kept in CMX broadcast between tiles. Weights are one copy per
-// range of output channels into a constant that pack_weights fills; DPU tasks get their
-// variants from choose_workloads.
+// ahead (order_prefetch.cpp makes them wait); channels padded to whole groups in CMX for the DPU;
+// layers computed at a consumer's loop built inside it; layers kept in CMX broadcast between tiles.
+// Weights are one copy per range of output channels into a constant that pack_weights fills; DPU
+// tasks get their variants from choose_workloads.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -148,18 +148,23 @@ class LayerBuilder {
                         load_weights(channels, {int(tile)});
                     }
                 }
-            // Prefetch bounds how far loads run ahead: the inputs of task r load once task
-            // r - prefetch - 1 has computed, so at most `prefetch` tasks' inputs wait in CMX.
+            // Per tile, the inputs of `prefetch` tasks ahead are loaded before a task computes
+            // (order_prefetch then bounds how far the loads run ahead).
             for (size_t tile = 0; tile < per_tile.size(); ++tile)
-                if (r < per_tile[tile].size()) {
-                    std::vector<int> after;
-                    if (r > ahead) after.push_back(computes[tile][r - ahead - 1]);
-                    pending[tile].push_back(load(per_tile[tile][r], image_of[tile][r], after));
-                }
+                if (r < per_tile[tile].size())
+                    pending[tile].push_back(load(per_tile[tile][r], image_of[tile][r]));
             for (size_t tile = 0; tile < per_tile.size(); ++tile)
                 if (r >= ahead && r - ahead < per_tile[tile].size())
                     computes[tile].push_back(compute_and_store(pending[tile][r - ahead]));
         }
+        PrefetchChain chain{name(), plan_.nest.prefetch, {}};
+        for (size_t tile = 0; tile < per_tile.size(); ++tile) {
+            std::vector<PrefetchChain::Step> steps;
+            for (size_t r = 0; r < per_tile[tile].size(); ++r)
+                steps.push_back({pending[tile][r].input_loads, computes[tile][r]});
+            if (!steps.empty()) chain.tiles.push_back(std::move(steps));
+        }
+        s_.prefetch_chains.push_back(std::move(chain));
     }
 
     // Computes the part `region` of the output on `tile` into `dest`, a CMX view whose first
@@ -225,8 +230,9 @@ class LayerBuilder {
   private:
     struct Pending {
         Task task;
-        int64_t image = 0;      // of the batch
-        std::vector<int> loads; // DMA tasks bringing its inputs and weights
+        int64_t image = 0;            // of the batch
+        std::vector<int> loads;       // DMA tasks bringing its inputs and weights
+        std::vector<int> input_loads; // of them, the DMAs copying inputs from DDR
         std::vector<View> inputs;
         std::vector<Region> input_regions;
         View weights, table;
@@ -309,9 +315,9 @@ class LayerBuilder {
         return name() + "." + what + "." + std::to_string(t.tile) + "." + t.region.to_string();
     }
 
-    // The DMAs bringing a task's inputs, after the tasks `after` (and after the producers'
-    // writers); inputs computed at this layer are computed here instead.
-    Pending load(const Task &task, int64_t image, const std::vector<int> &after = {}) {
+    // The DMAs bringing a task's inputs, after the producers' writers; inputs computed at this
+    // layer are computed here instead.
+    Pending load(const Task &task, int64_t image) {
         Pending p;
         p.task = task;
         p.image = image;
@@ -349,10 +355,10 @@ class LayerBuilder {
             const int buf = add_cmx_buffer(name() + ".in" + std::to_string(i), task.tile,
                                            cmx_bytes(held, lanes, src.dtype));
             View dst = cmx_view(buf, src.dtype, held, lanes, src.zero_point);
-            std::vector<int> deps = s_.writers_of(producer.name());
-            deps.insert(deps.end(), after.begin(), after.end());
             p.loads.push_back(add_dma(task_name(task, "load" + std::to_string(i)),
-                                      dma_engine_in(task.tile), DmaWork{src, {dst}}, deps));
+                                      dma_engine_in(task.tile), DmaWork{src, {dst}},
+                                      s_.writers_of(producer.name())));
+            p.input_loads.push_back(p.loads.back());
             const int zero = zero_pad_lanes(dst, lanes, task.tile, task.region.to_string());
             if (zero >= 0) p.loads.push_back(zero);
             p.inputs.push_back(input_window(dst, held, r));

@@ -39,6 +39,11 @@ const std::vector<Pass> &passes() {
              verify_tasks(s);
              verify_channel_padding(s);
          }},
+        {"order_prefetch", order_prefetch,
+         [](const LoweringState &s) {
+             verify_tasks(s);
+             verify_prefetch(s);
+         }},
         {"pack_weights", pack_weights, verify_weights},
         {"choose_workloads", choose_workloads, verify_workloads},
         {"split_weight_copies", split_weight_copies,

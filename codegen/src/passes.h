@@ -32,6 +32,19 @@ struct Placement {
     bool alias = false;
 };
 
+// The tasks of one layer computed at root, per tile in order: for each, the DMAs loading its
+// inputs from DDR and the task computing it (build_tasks), which order_prefetch links so that
+// loads run at most `prefetch` tasks ahead.
+struct PrefetchChain {
+    struct Step {
+        std::vector<int> input_loads;
+        int compute = -1;
+    };
+    std::string layer;
+    int64_t prefetch = 0;
+    std::vector<std::vector<Step>> tiles;
+};
+
 // A constant build_tasks reserved for the weights and weight table of output channels
 // `channels` (unpadded) of `layer`, which pack_weights fills.
 struct WeightPack {
@@ -57,6 +70,7 @@ struct LoweringState {
     std::map<std::string, Placement> placed;
     std::map<std::string, std::vector<int>> layer_writers; // layer -> tasks writing its output
     std::vector<WeightPack> weight_packs;                  // in the order of their constants
+    std::vector<PrefetchChain> prefetch_chains;            // layers computed at root
     std::vector<uint8_t> blob;
     // What a user should know about the lowering, such as a layer engine Auto put on the
     // SHAVEs and why; lower() logs each after its pass as "note: ...".
@@ -76,6 +90,19 @@ struct LoweringState {
             for (const dsl::TensorDesc &t : plan.layer.outputs())
                 if (t.name == name) return t;
         throw LoweringError("no tensor '" + name + "'");
+    }
+
+    // After a pass replaced the program's tasks, the task indices the state keeps follow:
+    // task `old` is now task new_index(old).
+    template <typename F> void renumber_tasks(F new_index) {
+        for (auto &[layer, writers] : layer_writers)
+            for (int &w : writers) w = new_index(w);
+        for (PrefetchChain &chain : prefetch_chains)
+            for (auto &steps : chain.tiles)
+                for (PrefetchChain::Step &step : steps) {
+                    for (int &load : step.input_loads) load = new_index(load);
+                    step.compute = new_index(step.compute);
+                }
     }
 
     std::vector<int> writers_of(const std::string &layer) const {
@@ -128,6 +155,7 @@ void compile_shave_kernels(LoweringState &s);
 void plan_views(LoweringState &s);
 void declare_tensors(LoweringState &s);
 void build_tasks(LoweringState &s);
+void order_prefetch(LoweringState &s);
 void pack_weights(LoweringState &s);
 void choose_workloads(LoweringState &s);
 void split_weight_copies(LoweringState &s);
@@ -145,6 +173,7 @@ void verify_views(const LoweringState &s);
 void verify_tensors(const LoweringState &s);
 void verify_tasks(const LoweringState &s);
 void verify_channel_padding(const LoweringState &s);
+void verify_prefetch(const LoweringState &s);
 void verify_weights(const LoweringState &s);
 void verify_workloads(const LoweringState &s);
 void verify_weight_copies(const LoweringState &s);

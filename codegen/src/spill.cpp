@@ -179,8 +179,7 @@ void insert_spills(LoweringState &s, const std::vector<Eviction> &evictions) {
             t.deps.insert(t.deps.end(), sp.reload_tasks.begin(), sp.reload_tasks.end());
         }
     p.tasks = std::move(tasks);
-    for (auto &[layer, writers] : s.layer_writers)
-        for (int &w : writers) w = new_index[size_t(w)];
+    s.renumber_tasks([&](int w) { return new_index[size_t(w)]; });
 }
 
 } // namespace vpuc::codegen

@@ -90,8 +90,7 @@ void split_weight_copies(LoweringState &s) {
         }
     }
     s.program.tasks = std::move(tasks);
-    for (auto &[layer, writers] : s.layer_writers)
-        for (int &w : writers) w = replaced_by[size_t(w)].front();
+    s.renumber_tasks([&](int w) { return replaced_by[size_t(w)].front(); });
 }
 
 // Each weight constant is copied by parts that run on DMA engines of the target, read it from
