@@ -690,6 +690,22 @@ TEST(ShaveLowering, SplitLoopsInsideATaskVectorizeAndUnroll) {
     compile_and_check(dsl::Graph("split_loops", {reordered}));
 }
 
+// A reorder alone reaches the kernel too: its loops run in the schedule's order (the default
+// vectorization then goes to the new innermost loop), with the same results.
+TEST(ShaveLowering, AReorderAloneReachesTheKernel) {
+    const dsl::Layer in = dsl::Layer::input(activation("in", 32, 9, 10));
+    dsl::Layer plain = algorithms::sigmoid("plain", in, kProbability);
+    plain.schedule().on_shave().split("y", "yo", "yi", 5);
+    dsl::Layer turned = algorithms::sigmoid("turned", in, kProbability);
+    turned.schedule().on_shave().split("y", "yo", "yi", 5).reorder({"yi", "c"});
+    const std::vector<uint8_t> blob = compile_and_check(dsl::Graph("orders", {plain, turned}));
+    std::vector<std::vector<uint8_t>> objects;
+    for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
+        objects.emplace_back(kernel->object()->begin(), kernel->object()->end());
+    ASSERT_EQ(objects.size(), 2u);
+    EXPECT_NE(objects[0], objects[1]);
+}
+
 TEST(ShaveLowering, VectorizeReachesTheKernel) {
     const dsl::Layer in = dsl::Layer::input(activation("in", 32, 9, 10));
     dsl::Layer narrow = algorithms::sigmoid("narrow", in, kProbability);

@@ -19,8 +19,8 @@ namespace {
 // innermost descendant, whatever its name, over the task's range of that dimension, which is
 // the kernel's own loop over it. Fusing two of them makes one loop inside the task, fused the
 // same way in Halide (fused = outer * extent(inner) + inner). A schedule that vectorizes,
-// unrolls or fuses loops inside the task orders the kernel's loops as it orders them;
-// otherwise the kernel keeps compile_shave_kernel's default schedule. Scheduling the output
+// unrolls, fuses or reorders loops inside the task orders the kernel's loops as it orders
+// them; otherwise the kernel keeps compile_shave_kernel's default schedule. Scheduling the output
 // replaces that default, whose vectorization would then be lost: unless the schedule vectorizes
 // a loop itself, the innermost loop inside the task is vectorized as the default vectorizes c,
 // by a full vector of the output type (or the loop's extent, if smaller), before unrolling,
@@ -36,6 +36,10 @@ void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out, int vector_b
                            nest.vars.at(size_t(loop.var)).dim < 0;
         vectorizes = vectorizes || loop.vector_width > 0;
     }
+    // Loops inside the task out of Halide's order (c, x, y, innermost first): a reorder.
+    for (size_t i = 1; i < inside.size(); ++i)
+        schedules_kernel = schedules_kernel || nest.vars.at(size_t(inside[i]->var)).dim <
+                                                   nest.vars.at(size_t(inside[i - 1]->var)).dim;
     if (!schedules_kernel) return;
     int element_bits = 8;
     for (const Halide::Type &t : out.output_types())
