@@ -47,11 +47,11 @@ void declare_tensors(LoweringState &s) {
     p.outputs.resize(outputs.size());
     for (const auto &plan : s.plans) {
         if (!stored_in_ddr(plan)) continue;
+        const auto out = std::find_if(outputs.begin(), outputs.end(),
+                                      [&](const dsl::Layer &l) { return l.same_as(plan.layer); });
         // A layer of several outputs (never a graph output itself) has a tensor for each.
         for (const dsl::TensorDesc &t : plan.layer.outputs()) {
             if (s.placed.count(t.name)) continue;
-            auto out = std::find_if(outputs.begin(), outputs.end(),
-                                    [&](const dsl::Layer &l) { return l.same_as(plan.layer); });
             BufferDecl b{t.name, blob::MemSpace::Scratch, 0, uint64_t(t.bytes()), kUnallocated};
             if (out != outputs.end()) {
                 b.space = blob::MemSpace::Output;
