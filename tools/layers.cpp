@@ -22,21 +22,17 @@ std::string attr_line(const dsl::AttrSpec &spec) {
     return head + spec.doc;
 }
 
-// The dimensions a kernel may not split, for the default attributes when every attribute has
-// one (softmax: its default axis).
+// The device dimensions a kernel may not split, of the entry's example layer (softmax: its
+// default axis).
 std::string unsplittable_line(const dsl::LayerDef &def) {
-    dsl::Attrs defaults;
-    for (const dsl::AttrSpec &spec : def.attrs) {
-        if (spec.default_value)
-            defaults.set(spec.name, *spec.default_value);
-        else if (!spec.optional)
-            return "    a kernel may not split some dimensions, which its attributes name";
-    }
+    if (!def.example)
+        return "    a kernel may not split some dimensions, which its attributes name";
+    const dsl::Layer example = def.example(dsl::ElemType::F16);
     std::string dims;
-    for (dsl::Dim d : def.unsplittable_dims(defaults))
+    for (dsl::Dim d : def.unsplittable_dims(example))
         dims += std::string(dims.empty() ? "" : ", ") + "NCHW"[d.index() % 4];
-    return "    a kernel may not split: " + (dims.empty() ? "any" : dims) +
-           " (with the default attributes)";
+    return "    a kernel may not split: " + (dims.empty() ? "any" : dims) + " (of its example, " +
+           dsl::to_string(example.output().shape) + ")";
 }
 
 int layers_command(const std::vector<std::string> &args) {

@@ -1,5 +1,5 @@
-// concat: inputs joined along the channels, the height or the width (ONNX's Concat on 4-D
-// tensors). Stored in DDR it is a view: each producer writes its part of the output in place
+// concat: inputs of one rank joined along an axis (ONNX's Concat); on the device, any axis but
+// the batch. Stored in DDR it is a view: each producer writes its part of the output in place
 // (or a DMA copies the part there); computed in CMX, a SHAVE copy kernel. Every part keeps its
 // values, so the inputs must share the output's element type and quantization.
 #include "common.h"
@@ -11,13 +11,14 @@ namespace {
 dsl::Layer build_concat(const std::string &name, const std::vector<dsl::Layer> &inputs,
                         const dsl::Attrs &attrs) {
     const std::string what = "concat '" + name + "'";
-    int axis = int(attrs.get_int("axis"));
-    if (axis < 0) axis += 4;
-    if (axis < 1 || axis > 3)
-        detail::invalid(what, "axis " + std::to_string(attrs.get_int("axis")) +
-                                  ": on the device, 1 (C), 2 (H) or 3 (W)");
-    // Halide dims are (c, x, y): logical C, W, H.
-    const int dim = axis == 1 ? 0 : axis == 3 ? 1 : 2;
+    for (const dsl::Layer &in : inputs)
+        if (in.output().shape.rank() != inputs.front().output().shape.rank())
+            detail::invalid(
+                what, "input '" + in.name() + "' is " + dsl::to_string(in.output().shape) +
+                          ", input '" + inputs.front().name() + "' " +
+                          dsl::to_string(inputs.front().output().shape) + ": they have one rank");
+    const int dim = detail::halide_dim(
+        detail::device_axis_of(what, inputs.front().output(), attrs.get_int("axis")));
     std::vector<detail::InputInfo> parts;
     std::vector<int64_t> offsets;
     int64_t extent[3] = {0, 0, 0};
@@ -126,20 +127,23 @@ void register_layer_concat(dsl::LayerRegistry &registry) {
     def.attrs = {{"axis",
                   dsl::AttrType::Int,
                   int64_t(1),
-                  "1 (C), 2 (H) or 3 (W) on the device; any axis of constants; negative counts "
-                  "from the end",
+                  "not the batch on the device; any axis of constants; negative counts from "
+                  "the end",
                   {}}};
     def.build = build_concat;
     def.fold = fold_concat;
+    // Each part is a box of the output along the axis, which has a device dimension of its own.
     def.view = [](const dsl::Layer &layer) {
-        const int64_t given = layer.attrs().get_int("axis");
-        const size_t axis = size_t(given < 0 ? given + 4 : given);
+        const std::string what = "concat '" + layer.name() + "'";
+        const dsl::Dim axis =
+            detail::device_axis_of(what, layer.output(), layer.attrs().get_int("axis"));
         dsl::ViewDef view{dsl::ViewDef::Kind::Parts, {}};
         int64_t offset = 0;
         for (const dsl::Layer &in : layer.inputs()) {
-            dsl::Box box{std::vector<int64_t>(4, 0), in.output().shape.raw()};
-            box.start[axis] = offset;
-            offset += box.extent[axis];
+            const dsl::Shape device = dsl::device_view(in.output()).shape;
+            dsl::Box box{std::vector<int64_t>(4, 0), device.raw()};
+            box.start[size_t(axis.index())] = offset;
+            offset += device[axis];
             view.boxes.push_back(std::move(box));
         }
         return view;

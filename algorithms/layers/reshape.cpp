@@ -1,10 +1,9 @@
-// reshape: the same elements, in the same logical (row-major NCHW) order, in another shape
-// (ONNX's Reshape: 0 copies the input's extent, -1 takes what is left). On the device a 4-D
-// tensor keeps its batch and runs as a SHAVE kernel; a constant folds at compile time.
-//
-// Its forms that change the rank, flatten, squeeze and unsqueeze, fold at compile time only:
-// device tensors are 4-D, so they serve shape arithmetic (an importer maps a flatten before a
-// matmul onto a 4-D reshape).
+// reshape: the same elements, in the same logical (row-major) order, in another shape (ONNX's
+// Reshape: 0 copies the input's extent, -1 takes what is left), and its forms flatten, squeeze
+// and unsqueeze. On the device it keeps the batch, and is a view of its input when both hold
+// their elements in logical order, else a SHAVE kernel; a constant folds at compile time.
+#include <functional>
+
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -48,17 +47,26 @@ std::vector<int64_t> reshaped(const std::string &what, const std::vector<int64_t
     return out;
 }
 
-dsl::Layer build_reshape(const std::string &name, const std::vector<dsl::Layer> &inputs,
-                         const dsl::Attrs &attrs) {
-    const std::string what = "reshape '" + name + "'";
-    const dsl::Layer &input = inputs.at(0);
+// `input`'s elements in logical (row-major) order as a tensor of shape `out`, as op `op`. The
+// device views of both keep the elements' order, so the kernel maps one image's flat index.
+dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl::Layer &input,
+                      const std::vector<int64_t> &out) {
+    const std::string what = op + " '" + name + "'";
     const detail::InputInfo in = detail::input_info(what, input);
-    const std::vector<int64_t> out = reshaped(what, input.output().shape.raw(), attrs);
-    if (out.size() != 4 || out[0] != in.n)
-        detail::invalid(what, "reshapes " + dsl::to_string(input.output().shape) + " to " +
-                                  dsl::to_string(dsl::Shape(out)) +
-                                  "; on the device a reshape keeps 4-D and the batch");
-    const int64_t oc = out[1], oh = out[2], ow = out[3];
+    const dsl::TensorDesc &t = input.output();
+    dsl::TensorDesc result = t;
+    result.name = name;
+    result.shape = dsl::Shape(out);
+    if (result.shape.rank() != t.shape.rank())
+        result.order = result.shape.rank() == 4 ? dsl::DimsOrder::NCHW()
+                                                : dsl::DimsOrder::identity(result.shape.rank());
+    const dsl::Shape device = dsl::device_view(result).shape;
+    if (device[dsl::dims::N] != in.n)
+        detail::invalid(what, "reshapes " + dsl::to_string(t.shape) + " to " +
+                                  dsl::to_string(result.shape) +
+                                  "; on the device a reshape keeps the batch (the first extent, "
+                                  "of a tensor of rank 2 to 5)");
+    const int64_t oc = device[dsl::dims::C], oh = device[dsl::dims::H], ow = device[dsl::dims::W];
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         // The element's index in the logical order of one image, then where the input has it.
@@ -77,10 +85,14 @@ dsl::Layer build_reshape(const std::string &name, const std::vector<dsl::Layer> 
                                        inside(rest / int(in.w), in.h));
         return f;
     };
-    const dsl::TensorDesc &t = input.output();
-    return dsl::Layer::make("reshape",
-                            detail::output_desc(name, input, oc, ow, oh, t.type, t.quant), {input},
-                            algorithm);
+    return dsl::Layer::make(op, result, {input}, algorithm);
+}
+
+dsl::Layer build_reshape(const std::string &name, const std::vector<dsl::Layer> &inputs,
+                         const dsl::Attrs &attrs) {
+    const std::string what = "reshape '" + name + "'";
+    return reshape_to("reshape", name, inputs.at(0),
+                      reshaped(what, inputs.at(0).output().shape.raw(), attrs));
 }
 
 // A constant's elements in another shape.
@@ -102,10 +114,8 @@ size_t axis_of(const std::string &what, int64_t axis, size_t rank) {
 }
 
 // ONNX's Flatten: [product of the extents before axis, product of the rest].
-Halide::Buffer<> fold_flatten(const std::string &name, const std::vector<dsl::Layer> &inputs,
-                              const dsl::Attrs &attrs) {
-    const std::string what = "flatten '" + name + "'";
-    const std::vector<int64_t> &in = inputs.at(0).output().shape.raw();
+std::vector<int64_t> flattened(const std::string &what, const std::vector<int64_t> &in,
+                               const dsl::Attrs &attrs) {
     const int64_t axis = attrs.get_int("axis"), rank = int64_t(in.size());
     if (axis < -rank || axis > rank)
         detail::invalid(what, "axis " + std::to_string(axis) + " outside [" +
@@ -113,14 +123,12 @@ Halide::Buffer<> fold_flatten(const std::string &name, const std::vector<dsl::La
     const size_t split = size_t(axis < 0 ? axis + rank : axis);
     int64_t outer = 1, inner = 1;
     for (size_t d = 0; d < in.size(); ++d) (d < split ? outer : inner) *= in[d];
-    return with_shape(inputs.at(0), what, {outer, inner});
+    return {outer, inner};
 }
 
 // ONNX's Squeeze: the unit dimensions at `axes` removed, or all of them without axes.
-Halide::Buffer<> fold_squeeze(const std::string &name, const std::vector<dsl::Layer> &inputs,
+std::vector<int64_t> squeezed(const std::string &what, const std::vector<int64_t> &in,
                               const dsl::Attrs &attrs) {
-    const std::string what = "squeeze '" + name + "'";
-    const std::vector<int64_t> &in = inputs.at(0).output().shape.raw();
     std::vector<bool> drop(in.size(), !attrs.has("axes"));
     if (attrs.has("axes"))
         for (int64_t axis : attrs.get_ints("axes")) drop[axis_of(what, axis, in.size())] = true;
@@ -131,14 +139,12 @@ Halide::Buffer<> fold_squeeze(const std::string &name, const std::vector<dsl::La
                                       std::to_string(in[d]) + ", not 1");
         if (!drop[d] || in[d] != 1) out.push_back(in[d]);
     }
-    return with_shape(inputs.at(0), what, out);
+    return out;
 }
 
 // ONNX's Unsqueeze: unit dimensions inserted at `axes`, positions in the output.
-Halide::Buffer<> fold_unsqueeze(const std::string &name, const std::vector<dsl::Layer> &inputs,
+std::vector<int64_t> unsqueezed(const std::string &what, const std::vector<int64_t> &in,
                                 const dsl::Attrs &attrs) {
-    const std::string what = "unsqueeze '" + name + "'";
-    const std::vector<int64_t> &in = inputs.at(0).output().shape.raw();
     const std::vector<int64_t> axes = attrs.get_ints("axes");
     const size_t rank = in.size() + axes.size();
     std::vector<bool> unit(rank, false);
@@ -150,46 +156,31 @@ Halide::Buffer<> fold_unsqueeze(const std::string &name, const std::vector<dsl::
     std::vector<int64_t> out;
     auto next = in.begin();
     for (size_t d = 0; d < rank; ++d) out.push_back(unit[d] ? 1 : *next++);
-    return with_shape(inputs.at(0), what, out);
+    return out;
 }
 
-// A form of reshape that changes the rank: folds constants, refuses computed inputs.
-void add_rank_change(dsl::LayerRegistry &registry, const std::string &op, const std::string &doc,
-                     std::vector<dsl::AttrSpec> attrs, std::vector<std::string> attr_inputs,
-                     dsl::LayerDef::FoldFn fold) {
+using ShapeFn = std::function<std::vector<int64_t>(
+    const std::string &what, const std::vector<int64_t> &in, const dsl::Attrs &attrs)>;
+
+// What reshape and its forms that change the rank share: the output's shape from `shape_of`,
+// folded for a constant; on the device a view where the bytes allow, else a SHAVE kernel.
+dsl::LayerDef reshape_def(const std::string &op, const std::string &doc, ShapeFn shape_of) {
     dsl::LayerDef def;
     def.op = op;
-    def.doc = doc + " (at compile time only)";
+    def.doc = doc + " (a view or a SHAVE kernel; folded for constants)";
     def.inputs = {"data"};
-    def.attr_inputs = std::move(attr_inputs);
-    def.attrs = std::move(attrs);
-    def.fold = std::move(fold);
-    registry.add(std::move(def));
-}
-
-} // namespace
-
-void register_layer_reshape(dsl::LayerRegistry &registry) {
-    dsl::AttrSpec squeeze_axes{
-        "axes", dsl::AttrType::Ints, std::nullopt, "unit dimensions to remove; absent: all", {}};
-    squeeze_axes.optional = true;
-    add_rank_change(registry, "flatten", "a constant as 2-D, split before axis",
-                    {{"axis", dsl::AttrType::Int, int64_t(1), "negative counts from the end", {}}},
-                    {}, fold_flatten);
-    add_rank_change(registry, "squeeze", "a constant without unit dimensions", {squeeze_axes},
-                    {"axes"}, fold_squeeze);
-    add_rank_change(registry, "unsqueeze", "a constant with unit dimensions inserted",
-                    {{"axes", dsl::AttrType::Ints, std::nullopt, "positions in the output", {}}},
-                    {"axes"}, fold_unsqueeze);
-
-    dsl::LayerDef def;
-    def.op = "reshape";
-    def.doc = "the same elements in another shape (a view or a SHAVE kernel; folded for constants)";
-    def.inputs = {"data"};
-    def.attr_inputs = {"shape"};
-    def.attrs = {{"shape", dsl::AttrType::Ints, std::nullopt, "extents; 0 copies, -1 infers", {}},
-                 {"allowzero", dsl::AttrType::Int, int64_t(0), "1: 0 is an extent of 0", {}}};
-    def.build = build_reshape;
+    def.build = [op, shape_of](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                               const dsl::Attrs &attrs) {
+        const std::string what = op + " '" + name + "'";
+        return reshape_to(op, name, inputs.at(0),
+                          shape_of(what, inputs.at(0).output().shape.raw(), attrs));
+    };
+    def.fold = [op, shape_of](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                              const dsl::Attrs &attrs) {
+        const std::string what = op + " '" + name + "'";
+        return with_shape(inputs.at(0), what,
+                          shape_of(what, inputs.at(0).output().shape.raw(), attrs));
+    };
     // The same bytes when both tensors hold their elements in logical order (NCHW, or NHWC
     // with one channel or one pixel): a view of the input.
     def.view = [](const dsl::Layer &layer) -> std::optional<dsl::ViewDef> {
@@ -200,16 +191,55 @@ void register_layer_reshape(dsl::LayerRegistry &registry) {
         return dsl::ViewDef{dsl::ViewDef::Kind::Alias, {}};
     };
     // Any part of the output reads any part of the input: a task computes a whole image.
-    def.unsplittable_dims = [](const dsl::Attrs &) {
+    def.unsplittable_dims = [](const dsl::Layer &) {
         using namespace dsl::dims;
         return std::vector<dsl::Dim>{C, H, W};
     };
-    def.fold = [](const std::string &name, const std::vector<dsl::Layer> &inputs,
-                  const dsl::Attrs &attrs) {
-        const std::string what = "reshape '" + name + "'";
-        return with_shape(inputs.at(0), what,
-                          reshaped(what, inputs.at(0).output().shape.raw(), attrs));
+    return def;
+}
+
+} // namespace
+
+void register_layer_reshape(dsl::LayerRegistry &registry) {
+    // Examples from NHWC tensors of odd extents, whose bytes are not in logical order (so SHAVE
+    // kernels): to 2-D, a unit height squeezed to 3-D, and a unit dimension added to make 5-D.
+    dsl::LayerDef flatten = reshape_def("flatten", "2-D, split before axis", flattened);
+    flatten.attrs = {{"axis", dsl::AttrType::Int, int64_t(1), "negative counts from the end", {}}};
+    flatten.example = [](dsl::ElemType type) {
+        return layer_registry().build("flatten", "flatten",
+                                      {detail::example_input("in", 19, 5, 3, type)}, {});
     };
+    registry.add(std::move(flatten));
+
+    dsl::LayerDef squeeze = reshape_def("squeeze", "without unit dimensions", squeezed);
+    dsl::AttrSpec squeeze_axes{
+        "axes", dsl::AttrType::Ints, std::nullopt, "unit dimensions to remove; absent: all", {}};
+    squeeze_axes.optional = true;
+    squeeze.attrs = {squeeze_axes};
+    squeeze.attr_inputs = {"axes"};
+    squeeze.example = [](dsl::ElemType type) {
+        dsl::Attrs a;
+        a.set("axes", std::vector<int64_t>{2});
+        return layer_registry().build("squeeze", "squeeze",
+                                      {detail::example_input("in", 21, 9, 1, type)}, a);
+    };
+    registry.add(std::move(squeeze));
+
+    dsl::LayerDef unsqueeze = reshape_def("unsqueeze", "with unit dimensions inserted", unsqueezed);
+    unsqueeze.attrs = {{"axes", dsl::AttrType::Ints, std::nullopt, "positions in the output", {}}};
+    unsqueeze.attr_inputs = {"axes"};
+    unsqueeze.example = [](dsl::ElemType type) {
+        dsl::Attrs a;
+        a.set("axes", std::vector<int64_t>{2});
+        return layer_registry().build("unsqueeze", "unsqueeze",
+                                      {detail::example_input("in", 21, 9, 7, type)}, a);
+    };
+    registry.add(std::move(unsqueeze));
+
+    dsl::LayerDef def = reshape_def("reshape", "the same elements in another shape", reshaped);
+    def.attr_inputs = {"shape"};
+    def.attrs = {{"shape", dsl::AttrType::Ints, std::nullopt, "extents; 0 copies, -1 infers", {}},
+                 {"allowzero", dsl::AttrType::Int, int64_t(0), "1: 0 is an extent of 0", {}}};
     // 16 channels of 6x5 become 8 of 10x6: every output row gathers from two input rows.
     def.example = [](dsl::ElemType type) {
         dsl::Attrs a;

@@ -1,5 +1,5 @@
 // slice: a box of the input, [starts, ends) along the axes given (ONNX's Slice, steps of 1). On
-// the device (4-D, the batch whole) stored in DDR it is a view of its input that moves no data;
+// the device (the batch whole) stored in DDR it is a view of its input that moves no data;
 // computed in CMX, a SHAVE copy kernel. A constant of any rank folds at compile time (shape
 // arithmetic: the spatial part of a Shape).
 #include "common.h"
@@ -8,8 +8,7 @@ namespace vpuc::algorithms {
 
 namespace {
 
-// The box of `input` the slice takes, in its logical dimensions ((N, C, H, W) on the device),
-// after ONNX's rules.
+// The box of `input` the slice takes, in its graph dimensions, after ONNX's rules.
 dsl::Box slice_box(const std::string &what, const dsl::TensorDesc &input, const dsl::Attrs &attrs) {
     const auto starts = attrs.get_ints("starts"), ends = attrs.get_ints("ends"),
                axes = attrs.get_ints("axes");
@@ -39,21 +38,31 @@ dsl::Box slice_box(const std::string &what, const dsl::TensorDesc &input, const 
     return box;
 }
 
+// The slice's box on the device: the batch whole, in 4-D coordinates.
+dsl::Box device_slice_box(const std::string &what, const dsl::TensorDesc &input,
+                          const dsl::Attrs &attrs) {
+    const dsl::TensorDesc t = detail::graph_tensor(input);
+    const dsl::Box box = slice_box(what, t, attrs);
+    if (t.shape.rank() > 1 && box.extent[0] != t.shape.raw()[0])
+        detail::invalid(what, "cuts the batch (axis 0); on the device images are computed one "
+                              "at a time");
+    const std::optional<dsl::Box> device = detail::device_box(t.shape, box);
+    if (!device)
+        detail::invalid(what, "cuts D of " + dsl::to_string(t.shape) +
+                                  " with H not whole; on the device D and H share one dimension");
+    return *device;
+}
+
 dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &inputs,
                        const dsl::Attrs &attrs) {
     const std::string what = "slice '" + name + "'";
     const dsl::Layer &input = inputs.at(0);
     detail::input_info(what, input);
-    const dsl::Box box = slice_box(what, input.output(), attrs);
-    if (box.extent[0] != input.output().shape.raw()[0])
-        detail::invalid(what, "cuts the batch; on the device images are computed one at a time, "
-                              "so a slice takes axes 1 (C), 2 (H) and 3 (W)");
+    const dsl::Box box = device_slice_box(what, input.output(), attrs);
     using namespace dsl::dims;
-    // Halide dims (c, x, y) are logical C, W, H.
+    // Halide dims (c, x, y) are device C, W, H.
     const int64_t start[3] = {box.start[size_t(C.index())], box.start[size_t(W.index())],
                               box.start[size_t(H.index())]};
-    const int64_t extent[3] = {box.extent[size_t(C.index())], box.extent[size_t(W.index())],
-                               box.extent[size_t(H.index())]};
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         Halide::Func out = detail::named_func(name);
@@ -61,10 +70,10 @@ dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &i
             funcs.at(0)(v.c + int(start[0]), v.x + int(start[1]), v.y + int(start[2]));
         return out;
     };
-    const dsl::TensorDesc &t = input.output();
-    return dsl::Layer::make(
-        "slice", detail::output_desc(name, input, extent[0], extent[1], extent[2], t.type, t.quant),
-        {input}, algorithm);
+    dsl::TensorDesc out = input.output();
+    out.name = name;
+    out.shape = dsl::Shape(slice_box(what, input.output(), attrs).extent);
+    return dsl::Layer::make("slice", out, {input}, algorithm);
 }
 
 } // namespace
@@ -97,10 +106,9 @@ void register_layer_slice(dsl::LayerRegistry &registry) {
             }));
     };
     def.view = [](const dsl::Layer &layer) {
-        const dsl::Layer &input = layer.inputs().at(0);
-        return dsl::ViewDef{
-            dsl::ViewDef::Kind::Window,
-            {slice_box("slice '" + layer.name() + "'", input.output(), layer.attrs())}};
+        return dsl::ViewDef{dsl::ViewDef::Kind::Window,
+                            {device_slice_box("slice '" + layer.name() + "'",
+                                              layer.inputs().at(0).output(), layer.attrs())}};
     };
     def.example = [](dsl::ElemType type) {
         dsl::Attrs a;
@@ -119,7 +127,10 @@ std::vector<dsl::Layer> split(const std::vector<std::string> &names, const dsl::
     if (names.size() != sizes.size())
         detail::invalid(what, std::to_string(names.size()) + " names for " +
                                   std::to_string(sizes.size()) + " parts");
-    if (axis < 1 || axis > 3) detail::invalid(what, "axis must be 1 (C), 2 (H) or 3 (W)");
+    const int64_t rank = input.output().shape.rank();
+    if (axis < 0 || axis >= rank)
+        detail::invalid(what, "axis " + std::to_string(axis) + " is outside the rank " +
+                                  std::to_string(rank));
     const int64_t extent = input.output().shape.raw()[size_t(axis)];
     int64_t total = 0;
     for (int64_t size : sizes) total += size;

@@ -14,16 +14,15 @@ dsl::Layer build_topk(const std::string &name, const std::vector<dsl::Layer> &in
     const std::string what = "topk '" + name + "'";
     const dsl::Layer &input = inputs.at(0);
     const detail::InputInfo in = detail::input_info(what, input);
-    const dsl::Dim axis(int(attrs.get_int("axis")));
     const bool largest = attrs.get_int("largest") != 0;
-    // Halide's dimension (c, x, y) of the logical axis C, W or H.
-    const int dim = axis == dsl::dims::C ? 0 : axis == dsl::dims::W ? 1 : 2;
-    const int64_t along = input.output().shape[axis];
+    const dsl::Dim axis = detail::device_axis_of(what, input.output(), attrs.get_int("axis"));
+    const int dim = detail::halide_dim(axis);
+    const int64_t along = detail::input_view(what, input).shape[axis];
     const int64_t k = attrs.get_int("k");
     if (k > along)
         detail::invalid(what, "k = " + std::to_string(k) + " is more than the " +
                                   std::to_string(along) + " elements along axis " +
-                                  std::to_string(axis.index()));
+                                  std::to_string(attrs.get_int("axis")));
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         const Halide::Func &x = funcs.at(0);
@@ -68,10 +67,6 @@ void register_layer_topk(dsl::LayerRegistry &registry) {
     def.op = "topk";
     def.doc = "the k largest or smallest along an axis: values and i32 indices (SHAVE)";
     def.inputs = {"input"};
-    auto axis_check = [](const dsl::AttrValue &a) -> std::string {
-        const int64_t axis = std::get<int64_t>(a);
-        return axis >= 1 && axis <= 3 ? "" : "must be 1 (C), 2 (H) or 3 (W)";
-    };
     auto flag = [](const dsl::AttrValue &a) -> std::string {
         const int64_t v = std::get<int64_t>(a);
         return v == 0 || v == 1 ? "" : "must be 0 or 1";
@@ -81,14 +76,19 @@ void register_layer_topk(dsl::LayerRegistry &registry) {
          [](const dsl::AttrValue &a) -> std::string {
              return std::get<int64_t>(a) >= 1 ? "" : "must be at least 1";
          }},
-        {"axis", dsl::AttrType::Int, int64_t(1), "logical axis", axis_check},
+        {"axis",
+         dsl::AttrType::Int,
+         int64_t(1),
+         "logical axis, not the batch; negative counts from the end",
+         {}},
         {"largest", dsl::AttrType::Int, int64_t(1), "1: the largest, 0: the smallest", flag},
         // Results are always sorted, which ONNX allows for sorted = 0 too.
         {"sorted", dsl::AttrType::Int, int64_t(1), "1 or 0: the results come sorted", flag}};
     def.build = build_topk;
     // Each output reads the whole input along the axis.
-    def.unsplittable_dims = [](const dsl::Attrs &a) {
-        return std::vector<dsl::Dim>{dsl::Dim(int(a.get_int("axis")))};
+    def.unsplittable_dims = [](const dsl::Layer &layer) {
+        return std::vector<dsl::Dim>{detail::device_axis_of(
+            "topk '" + layer.name() + "'", layer.output(), layer.attrs().get_int("axis"))};
     };
     def.example = [](dsl::ElemType type) {
         dsl::Attrs a;

@@ -1,6 +1,7 @@
 // transpose: the dimensions permuted (ONNX's Transpose: output dimension i is input dimension
-// perm[i]; no perm reverses them). On the device a 4-D tensor keeps its batch in place
-// (perm[0] = 0) and runs as a SHAVE kernel; a constant of any rank folds at compile time.
+// perm[i]; no perm reverses them). On the device it keeps the batch in place (perm[0] = 0), and
+// is a view where the bytes keep their order, else a SHAVE kernel; a constant of any rank folds
+// at compile time.
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -32,30 +33,42 @@ dsl::Layer build_transpose(const std::string &name, const std::vector<dsl::Layer
                            const dsl::Attrs &attrs) {
     const std::string what = "transpose '" + name + "'";
     const dsl::Layer &input = inputs.at(0);
-    detail::input_info(what, input); // 4-D
-    const std::vector<int64_t> perm = permutation(what, 4, attrs);
-    if (perm[0] != 0)
+    detail::input_info(what, input);
+    const dsl::TensorDesc &t = input.output();
+    const int rank = t.shape.rank();
+    const std::vector<int64_t> perm = permutation(what, size_t(rank), attrs);
+    if (rank > 1 && perm[0] != 0)
         detail::invalid(what, "moves the batch; on the device images are computed one at a "
-                              "time, so a transpose keeps N first");
-    const std::vector<int64_t> &shape = input.output().shape.raw();
-    const int64_t oc = shape[size_t(perm[1])], oh = shape[size_t(perm[2])],
-                  ow = shape[size_t(perm[3])];
+                              "time, so a transpose keeps axis 0 first");
+    dsl::TensorDesc out = t;
+    out.name = name;
+    std::vector<int64_t> extents;
+    for (int64_t p : perm) extents.push_back(t.shape.raw()[size_t(p)]);
+    out.shape = dsl::Shape(extents);
+    // Device dimension `from[d]` of the output is the input's device dimension d (C, H or W);
+    // dimensions of extent 1 need no source.
+    std::vector<int> from(4, -1);
+    for (int axis = rank == 1 ? 0 : 1; axis < rank; ++axis) {
+        if (out.shape.raw()[size_t(axis)] == 1) continue;
+        const std::optional<dsl::Dim> to = dsl::device_axis(out.shape, axis);
+        const std::optional<dsl::Dim> at = dsl::device_axis(t.shape, int(perm[size_t(axis)]));
+        if (!to || !at)
+            detail::invalid(what, "moves D or H of a 5-D tensor while the other is above 1; on "
+                                  "the device they share one dimension");
+        from[size_t(to->index())] = at->index();
+    }
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        // Logical output dimension i (C, H, W) is input dimension perm[i]; Halide's
-        // coordinates (c, x, y) are logical C, W and H.
-        Halide::Expr at[4];
-        at[perm[1]] = v.c;
-        at[perm[2]] = v.y;
-        at[perm[3]] = v.x;
+        // Halide's coordinates (c, x, y) are device C, W and H.
+        const Halide::Expr here[4] = {0, v.c, v.y, v.x};
+        Halide::Expr at[4] = {0, 0, 0, 0};
+        for (int d = 1; d < 4; ++d)
+            if (from[size_t(d)] >= 0) at[from[size_t(d)]] = here[d];
         Halide::Func f = detail::named_func(name);
         f(v.c, v.x, v.y) = funcs.at(0)(at[1], at[3], at[2]);
         return f;
     };
-    const dsl::TensorDesc &t = input.output();
-    return dsl::Layer::make("transpose",
-                            detail::output_desc(name, input, oc, ow, oh, t.type, t.quant), {input},
-                            algorithm);
+    return dsl::Layer::make("transpose", out, {input}, algorithm);
 }
 
 Halide::Buffer<> fold_transpose(const std::string &name, const std::vector<dsl::Layer> &inputs,
@@ -92,11 +105,12 @@ void register_layer_transpose(dsl::LayerRegistry &registry) {
     def.build = build_transpose;
     // The same bytes when the dimensions that move have extent 1 (in memory order): a view.
     def.view = [](const dsl::Layer &layer) -> std::optional<dsl::ViewDef> {
-        if (!layer.attrs().has("perm")) return std::nullopt; // reversed: moves the batch
-        const std::vector<int64_t> perm = layer.attrs().get_ints("perm");
-        std::vector<int64_t> moved = detail::memory_sequence(layer.output());
+        const dsl::TensorDesc in = detail::graph_tensor(layer.inputs().at(0).output());
+        const std::vector<int64_t> perm =
+            permutation("transpose '" + layer.name() + "'", size_t(in.shape.rank()), layer.attrs());
+        std::vector<int64_t> moved = detail::memory_sequence(detail::graph_tensor(layer.output()));
         for (int64_t &d : moved) d = perm.at(size_t(d));
-        if (moved != detail::memory_sequence(layer.inputs().at(0).output())) return std::nullopt;
+        if (moved != detail::memory_sequence(in)) return std::nullopt;
         return dsl::ViewDef{dsl::ViewDef::Kind::Alias, {}};
     };
     def.fold = fold_transpose;

@@ -90,16 +90,11 @@ dsl::Layer make_sigmoid(const std::string &name, const dsl::Layer &input,
                             {input}, algorithm);
 }
 
-dsl::Layer make_softmax(const std::string &name, const dsl::Layer &input, dsl::Dim axis,
+dsl::Layer make_softmax(const std::string &name, const dsl::Layer &input, int64_t axis,
                         const std::optional<dsl::Quant> &out_quant) {
     const std::string what = "softmax '" + name + "'";
     const InputInfo in = input_info(what, input);
-    // Halide dims are (c, x, y): logical C, W, H.
-    int dim = -1;
-    if (axis == dsl::dims::C) dim = 0;
-    if (axis == dsl::dims::W) dim = 1;
-    if (axis == dsl::dims::H) dim = 2;
-    if (dim < 0) invalid(what, "the axis must be C, H or W");
+    const int dim = halide_dim(device_axis_of(what, input.output(), axis));
     const int extent = int(dim == 0 ? in.c : dim == 1 ? in.w : in.h);
     const dsl::Quant q = in.quantized ? probability_quant(in, out_quant) : dsl::Quant{};
 
@@ -188,21 +183,21 @@ void detail::register_activation_layers(dsl::LayerRegistry &r) {
                         return make_sigmoid(name, in.at(0), probability_quant_of(a));
                     }));
     std::vector<dsl::AttrSpec> softmax_attrs = {
-        {"axis", dsl::AttrType::Int, int64_t(1), "logical dimension: 1 (C), 2 (H) or 3 (W)",
-         [](const dsl::AttrValue &v) -> std::string {
-             const int64_t axis = std::get<int64_t>(v);
-             return axis >= 1 && axis <= 3 ? "" : "must be 1 (C), 2 (H) or 3 (W)";
-         }}};
+        {"axis",
+         dsl::AttrType::Int,
+         int64_t(1),
+         "logical axis, not the batch; negative counts from the end",
+         {}}};
     for (auto &spec : probability_specs()) softmax_attrs.push_back(spec);
     dsl::LayerDef softmax_def = unary_def(
         "softmax", "exp(x) / sum(exp(x)) along an axis, in float32, on the SHAVEs", softmax_attrs,
         [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
-            return make_softmax(name, in.at(0), dsl::Dim(int(a.get_int("axis"))),
-                                probability_quant_of(a));
+            return make_softmax(name, in.at(0), a.get_int("axis"), probability_quant_of(a));
         });
     // Every output element reads the whole input along the axis.
-    softmax_def.unsplittable_dims = [](const dsl::Attrs &a) {
-        return std::vector<dsl::Dim>{dsl::Dim(int(a.get_int("axis")))};
+    softmax_def.unsplittable_dims = [](const dsl::Layer &layer) {
+        return std::vector<dsl::Dim>{device_axis_of("softmax '" + layer.name() + "'",
+                                                    layer.output(), layer.attrs().get_int("axis"))};
     };
     r.add(std::move(softmax_def));
 }

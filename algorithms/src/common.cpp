@@ -8,11 +8,20 @@ namespace vpuc::algorithms::detail {
 
 using Halide::Expr;
 
+dsl::TensorDesc input_view(const std::string &what, const dsl::Layer &input) {
+    try {
+        return dsl::device_view(input.output());
+    } catch (const dsl::LayerError &e) {
+        invalid(what, e.what());
+    }
+}
+
 InputInfo input_info(const std::string &what, const dsl::Layer &input) {
-    const dsl::TensorDesc &t = input.output();
-    if (t.shape.rank() != 4 || t.shape[dsl::dims::N] < 1)
-        invalid(what, "input '" + t.name + "' is " + dsl::to_string(t.shape) +
-                          "; layers take 4-D tensors");
+    const dsl::TensorDesc t = input_view(what, input);
+    for (int64_t extent : t.shape.raw())
+        if (extent < 1)
+            invalid(what, "input '" + t.name + "' is " + dsl::to_string(input.output().shape) +
+                              "; every extent must be at least 1");
     if (t.quant.per_channel())
         invalid(what, "input '" + t.name +
                           "' is quantized per channel; activations are "
@@ -83,14 +92,89 @@ std::vector<int64_t> memory_sequence(const dsl::TensorDesc &t) {
     return dims;
 }
 
+dsl::Dim device_axis_of(const std::string &what, const dsl::TensorDesc &t, int64_t axis) {
+    const dsl::Shape &shape = t.logical_shape();
+    const int64_t rank = shape.rank();
+    if (axis < -rank || axis >= rank)
+        invalid(what, "axis " + std::to_string(axis) + " is outside the rank of '" + t.name +
+                          "' (" + dsl::to_string(shape) + ")");
+    const int logical = int(axis < 0 ? axis + rank : axis);
+    const std::optional<dsl::Dim> device = dsl::device_axis(shape, logical);
+    if (!device)
+        invalid(what, "axis " + std::to_string(logical) + " of '" + t.name + "' (" +
+                          dsl::to_string(shape) +
+                          ") shares the device's H with the other of D and H; the device "
+                          "computes along it only where the other has extent 1");
+    if (*device == dsl::dims::N)
+        invalid(what, "axis " + std::to_string(logical) + " of '" + t.name + "' (" +
+                          dsl::to_string(shape) +
+                          ") is the batch, and the device computes one image at a time");
+    return *device;
+}
+
+int halide_dim(dsl::Dim device) {
+    if (device == dsl::dims::C) return 0;
+    if (device == dsl::dims::W) return 1;
+    if (device == dsl::dims::H) return 2;
+    throw std::logic_error("halide_dim: the batch has no dimension in (c, x, y)");
+}
+
+dsl::TensorDesc graph_tensor(const dsl::TensorDesc &t) {
+    if (!t.graph_shape.rank()) return t;
+    dsl::TensorDesc g = t;
+    g.shape = t.graph_shape;
+    g.order = dsl::DimsOrder::identity(g.shape.rank());
+    g.graph_shape = {};
+    return g;
+}
+
+std::optional<dsl::Box> device_box(const dsl::Shape &logical, const dsl::Box &box) {
+    const int rank = logical.rank();
+    if (rank == 4) return box;
+    dsl::Box device{std::vector<int64_t>(4, 0), std::vector<int64_t>(4, 1)};
+    // Logical axes of their own device dimension; a 5-D tensor's D and H share H.
+    for (int d = 0; d < rank; ++d) {
+        if (rank == 5 && (d == 2 || d == 3)) continue;
+        const std::optional<dsl::Dim> at = dsl::device_axis(logical, d);
+        if (!at) return std::nullopt;
+        device.start[size_t(at->index())] = box.start[size_t(d)];
+        device.extent[size_t(at->index())] = box.extent[size_t(d)];
+    }
+    if (rank == 5) {
+        const int64_t h = logical[dsl::Dim(3)];
+        const bool whole_h = box.start[3] == 0 && box.extent[3] == h;
+        if (!whole_h && box.extent[2] != 1) return std::nullopt;
+        device.start[2] = box.start[2] * h + box.start[3];
+        device.extent[2] = whole_h ? box.extent[2] * h : box.extent[3];
+    }
+    return device;
+}
+
+InputInfo spatial_input_info(const std::string &what, const dsl::Layer &input) {
+    const dsl::Shape &shape = input.output().shape;
+    if (shape.rank() != 3 && shape.rank() != 4)
+        invalid(what, "input '" + input.output().name + "' is " + dsl::to_string(shape) +
+                          "; a window slides over H and W of a 4-D tensor (N, C, H, W), or W of "
+                          "a 3-D one (N, C, W)");
+    return input_info(what, input);
+}
+
 dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int64_t c, int64_t w,
                             int64_t h, dsl::ElemType type, dsl::Quant quant) {
+    const dsl::TensorDesc &in = like.output();
+    const dsl::Shape device{dsl::device_view(in).shape[dsl::dims::N], c, h, w};
+    const std::optional<dsl::Shape> shape = dsl::logical_shape(in.shape, device);
+    if (!shape)
+        invalid("layer '" + name + "'", "its output " + dsl::to_string(device) +
+                                            " (N, C, H, W) has no shape of the rank of its "
+                                            "input '" +
+                                            in.name + "' (" + dsl::to_string(in.shape) + ")");
     dsl::TensorDesc t;
     t.name = name;
-    t.shape = dsl::Shape{like.output().shape[dsl::dims::N], c, h, w};
+    t.shape = *shape;
     t.type = type;
     t.quant = std::move(quant);
-    t.order = like.output().order;
+    t.order = in.order;
     return t;
 }
 

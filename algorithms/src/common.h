@@ -29,9 +29,29 @@ struct InputInfo {
     int32_t zero_point = 0;
 };
 
-// Throws LayerError naming `what` (e.g. "conv2d 'c1'") on a non-4-D or per-channel-quantized
-// input.
+// The facts of the input's device view (dsl::device_view: n, c, h and w of any rank 1 to 5).
+// Throws LayerError naming `what` (e.g. "conv2d 'c1'") on a rank the device does not have, an
+// empty extent, or a per-channel-quantized input.
 InputInfo input_info(const std::string &what, const dsl::Layer &input);
+// The device view of `input`'s tensor; throws LayerError naming `what` when it has none.
+dsl::TensorDesc input_view(const std::string &what, const dsl::Layer &input);
+// The device dimension (C, H or W) of logical axis `axis` of tensor `t` (negative counts from
+// the end), for a layer computing along it. Throws LayerError naming `what` when the axis is
+// outside the rank, is the batch (images are computed one at a time), or shares its device
+// dimension (D or H of a 5-D tensor).
+dsl::Dim device_axis_of(const std::string &what, const dsl::TensorDesc &t, int64_t axis);
+// The dimension of Halide's (c, x, y) holding device dimension C, W or H.
+int halide_dim(dsl::Dim device);
+// `t` as the graph knows it: a device view (the lowering's tensors) back in its graph shape and
+// logical order; any other tensor as it is. Views and axes are defined on this tensor.
+dsl::TensorDesc graph_tensor(const dsl::TensorDesc &t);
+// `box` of a tensor of shape `logical`, in the 4-D coordinates of its device view; nullopt when
+// it is not a box there (it cuts D of a 5-D tensor while H is not whole).
+std::optional<dsl::Box> device_box(const dsl::Shape &logical, const dsl::Box &box);
+
+// input_info of the input of a window (a conv or a pool): 4-D, or 3-D (N, C, W) as a
+// 1-D window over W.
+InputInfo spatial_input_info(const std::string &what, const dsl::Layer &input);
 
 // A Func with a name unique in the process, so composed algorithms never collide.
 Halide::Func named_func(const std::string &name);
@@ -56,7 +76,9 @@ int64_t window_extent(const std::string &what, int64_t in, int pad_a, int pad_b,
 // transpose that is a view).
 std::vector<int64_t> memory_sequence(const dsl::TensorDesc &t);
 
-// The output of a layer computing each image of `like`'s batch (and in its memory order).
+// The output of a layer computing each image of `like`'s batch, of extents c, w and h on the
+// device: of `like`'s rank (dsl::logical_shape) and memory order. Throws LayerError naming the
+// layer when that rank cannot hold it.
 dsl::TensorDesc output_desc(const std::string &name, const dsl::Layer &like, int64_t c, int64_t w,
                             int64_t h, dsl::ElemType type, dsl::Quant quant);
 

@@ -47,7 +47,7 @@ Geometry geometry(ConvKind kind, const std::string &name, const dsl::Layer &inpu
     Geometry g;
     g.kind = kind;
     g.what = std::string(op_name(kind)) + " '" + name + "'";
-    g.in = input_info(g.what, input);
+    g.in = kind == ConvKind::MatMul ? input_info(g.what, input) : spatial_input_info(g.what, input);
     g.p = p;
     const int rank = kind == ConvKind::MatMul ? 2 : 4;
     if (!weights.defined() || weights.dimensions() != rank)

@@ -56,6 +56,33 @@ int64_t broadcast(const std::string &what, const char *dim, int64_t a, int64_t b
     return std::max(a, b);
 }
 
+// The output tensor: numpy broadcasting of two inputs of one rank, in the memory order of
+// `batched`, the one of them with the batch.
+dsl::TensorDesc broadcast_tensor(const std::string &what, const std::string &name,
+                                 const dsl::Layer &a, const dsl::Layer &b,
+                                 const dsl::Layer &batched) {
+    const dsl::TensorDesc &ta = a.output(), &tb = b.output();
+    if (ta.shape.rank() != tb.shape.rank())
+        invalid(what, "input '" + ta.name + "' is " + dsl::to_string(ta.shape) + " and '" +
+                          tb.name + "' " + dsl::to_string(tb.shape) +
+                          "; give them one rank (unsqueeze the smaller: numpy prepends "
+                          "unit dimensions)");
+    std::vector<int64_t> extents;
+    for (int d = 0; d < ta.shape.rank(); ++d)
+        extents.push_back(broadcast(what, ("axis " + std::to_string(d)).c_str(),
+                                    ta.shape[dsl::Dim(d)], tb.shape[dsl::Dim(d)]));
+    dsl::TensorDesc out = batched.output();
+    out.name = name;
+    out.shape = dsl::Shape(extents);
+    return out;
+}
+
+dsl::TensorDesc with_type(dsl::TensorDesc t, dsl::ElemType type, dsl::Quant quant) {
+    t.type = type;
+    t.quant = std::move(quant);
+    return t;
+}
+
 // Where an input is read for output (c, x, y): index 0 along the dims it is broadcast in.
 std::vector<Expr> broadcast_at(const InputInfo &in, int64_t c, int64_t w, int64_t h) {
     const auto &v = dsl::act_vars();
@@ -102,11 +129,17 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
     const std::string what = std::string(op_name(op)) + " '" + name + "'";
     const InputInfo ia = input_info(what, a), ib = input_info(what, b);
     if (ia.quantized != ib.quantized) invalid(what, "one input is int8 and the other is not");
-    broadcast(what, "N", ia.n, ib.n); // a tensor without batch serves every image
     const dsl::Layer &batched = ia.n >= ib.n ? a : b;
+    const dsl::TensorDesc out_logical = broadcast_tensor(what, name, a, b, batched);
+    broadcast(what, "N", ia.n, ib.n); // a tensor without batch serves every image
     const int64_t c = broadcast(what, "C", ia.c, ib.c);
     const int64_t w = broadcast(what, "W", ia.w, ib.w);
     const int64_t h = broadcast(what, "H", ia.h, ib.h);
+    const dsl::Shape device = dsl::device_view(out_logical).shape;
+    if (device != dsl::Shape{device[dsl::dims::N], c, h, w})
+        invalid(what, "broadcasting " + dsl::to_string(a.output().shape) + " with " +
+                          dsl::to_string(b.output().shape) +
+                          " along D or H of a 5-D tensor, which share the device's H");
 
     if (!ia.quantized) {
         const dpu::FloatPpe ppe = float_ppe(activation);
@@ -119,8 +152,8 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
             out(v.c, v.x, v.y) = apply_float_ppe(apply(op, va, vb) * 1.0f, ppe, out_type);
             return out;
         };
-        return dsl::Layer::make(op_name(op), output_desc(name, batched, c, w, h, ia.type, {}),
-                                {a, b}, algorithm);
+        return dsl::Layer::make(op_name(op), with_type(out_logical, ia.type, {}), {a, b},
+                                algorithm);
     }
 
     if (!quant) invalid(what, "int8 inputs need the QuantEltwise parameters");
@@ -140,8 +173,7 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
             requantize(acc, Expr(q.out.requant.mult), Expr(q.out.requant.shift), ppe, out_type);
         return out;
     };
-    return dsl::Layer::make(op_name(op),
-                            output_desc(name, batched, c, w, h, q.out.type, q.out.quant), {a, b},
+    return dsl::Layer::make(op_name(op), with_type(out_logical, q.out.type, q.out.quant), {a, b},
                             algorithm);
 }
 

@@ -19,7 +19,7 @@ dsl::Layer pool(bool is_max, const std::string &name, const dsl::Layer &input, c
                 const std::optional<QuantOutput> &quant_out) {
     const char *op = is_max ? "max_pool" : "avg_pool";
     const std::string what = std::string(op) + " '" + name + "'";
-    const InputInfo in = input_info(what, input);
+    const InputInfo in = spatial_input_info(what, input);
     const int64_t ow =
         window_extent(what, in.w, p.pad_left, p.pad_right, p.kernel_w, p.stride_w, 1);
     const int64_t oh =

@@ -87,7 +87,8 @@ std::vector<Halide::Buffer<>> realize(const std::vector<Func> &outputs,
 
 int64_t batch_of(const std::vector<dsl::TensorDesc> &tensors) {
     int64_t images = 1;
-    for (const dsl::TensorDesc &t : tensors) images = std::max(images, t.shape[dsl::dims::N]);
+    for (const dsl::TensorDesc &t : tensors)
+        images = std::max(images, dsl::device_view(t).shape[dsl::dims::N]);
     return images;
 }
 
@@ -99,13 +100,51 @@ const Halide::Target &reference_target() {
 }
 
 Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor) {
-    const dsl::Shape &s = tensor.shape;
-    if (s.rank() != 4 || s[dsl::dims::N] < 1)
-        throw ReferenceError("make_buffer: '" + tensor.name + "' is " + dsl::to_string(s) +
-                             "; activations are 4-D");
+    dsl::Shape s;
+    try {
+        s = dsl::device_view(tensor).shape;
+    } catch (const dsl::LayerError &e) {
+        throw ReferenceError(std::string("make_buffer: ") + e.what());
+    }
     std::vector<int> extents = {int(s[dsl::dims::C]), int(s[dsl::dims::W]), int(s[dsl::dims::H])};
     if (s[dsl::dims::N] > 1) extents.push_back(int(s[dsl::dims::N]));
     return Halide::Buffer<>(dsl::halide_type(tensor.type), extents);
+}
+
+namespace {
+
+// A buffer of make_buffer's dims over `memory`, the tensor's bytes in memory order.
+Halide::Buffer<> memory_buffer(const dsl::TensorDesc &tensor, uint8_t *memory) {
+    const dsl::TensorDesc view = dsl::device_view(tensor);
+    const std::vector<int64_t> strides = view.order.logical_strides(view.shape);
+    using namespace dsl::dims;
+    std::vector<halide_dimension_t> dims;
+    for (dsl::Dim d : {C, W, H, N})
+        if (d != N || view.shape[N] > 1)
+            dims.push_back({0, int32_t(view.shape[d]), int32_t(strides[size_t(d.index())]), 0});
+    return Halide::Buffer<>(dsl::halide_type(tensor.type), memory, int(dims.size()), dims.data());
+}
+
+} // namespace
+
+std::vector<uint8_t> to_memory_order(const dsl::TensorDesc &tensor,
+                                     const Halide::Buffer<> &buffer) {
+    std::vector<uint8_t> bytes(size_t(dsl::device_view(tensor).bytes()));
+    Halide::Buffer<> memory = memory_buffer(tensor, bytes.data());
+    memory.copy_from(buffer);
+    return bytes;
+}
+
+Halide::Buffer<> from_memory_order(const dsl::TensorDesc &tensor,
+                                   const std::vector<uint8_t> &bytes) {
+    const int64_t want = dsl::device_view(tensor).bytes();
+    if (int64_t(bytes.size()) != want)
+        throw ReferenceError("tensor '" + tensor.name + "': " + std::to_string(bytes.size()) +
+                             " bytes, expected " + std::to_string(want));
+    std::vector<uint8_t> copy = bytes;
+    Halide::Buffer<> out = make_buffer(tensor);
+    out.copy_from(memory_buffer(tensor, copy.data()));
+    return out;
 }
 
 std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
@@ -157,7 +196,7 @@ Halide::Buffer<> run_reference(const dsl::Layer &layer,
         ins.push_back(input_func(t, inputs[i], image));
     }
     return realize({layer_func(layer, ins)}, {layer.output()}, image,
-                   layer.output().shape[dsl::dims::N])[0];
+                   dsl::device_view(layer.output()).shape[dsl::dims::N])[0];
 }
 
 } // namespace vpuc::algorithms

@@ -108,7 +108,7 @@ InputBounds::InputBounds(const dsl::Layer &layer) : pipeline_(std::make_unique<P
     p.layer = layer.name();
     std::vector<Halide::Func> params;
     for (size_t i = 0; i < layer.inputs().size(); ++i) {
-        const dsl::TensorDesc &in = dsl::input_tensor(layer, i);
+        const dsl::TensorDesc in = dsl::device_view(dsl::input_tensor(layer, i));
         p.images.emplace_back(dsl::halide_type(in.type), 3, input_name(i));
         params.emplace_back(p.images.back());
         p.input_extents.push_back(
@@ -124,7 +124,7 @@ InputBounds::InputBounds(const dsl::Layer &layer) : pipeline_(std::make_unique<P
 // hold the input. Over the whole output, bounds inference must find every read inside.
 void InputBounds::check_reads_inside_inputs(const dsl::Layer &layer) const {
     const Pipeline &p = *pipeline_;
-    const dsl::Shape &shape = layer.output().shape;
+    const dsl::Shape shape = dsl::device_view(layer.output()).shape;
     const std::array<int64_t, 3> extents = {shape[dsl::dims::C], shape[dsl::dims::W],
                                             shape[dsl::dims::H]};
     HI::Box whole;

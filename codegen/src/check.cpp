@@ -34,7 +34,8 @@ std::string hex(uint64_t v, int bytes) {
 }
 
 // Element `index` of a (c, x, y) or (c, x, y, n) buffer, c innermost, as coordinates.
-std::string where(const dsl::TensorDesc &t, int64_t index) {
+std::string where(const dsl::TensorDesc &tensor, int64_t index) {
+    const dsl::TensorDesc t = dsl::device_view(tensor);
     const int64_t c = t.shape[dsl::dims::C], w = t.shape[dsl::dims::W], h = t.shape[dsl::dims::H];
     const std::string image =
         t.shape[dsl::dims::N] > 1 ? "n " + std::to_string(index / (c * w * h)) + ", " : "";
@@ -126,15 +127,23 @@ CheckResult check_against_reference(const dsl::Graph &graph, const target::Targe
     }
     CheckResult result;
     result.blob = lower(graph, target, options.lower);
+    // The blob's sections hold each tensor in its memory order; buffers are (c, x, y, n).
     std::vector<std::vector<uint8_t>> input_bytes;
-    for (const auto &b : inputs) input_bytes.push_back(bytes_of(b));
+    for (size_t i = 0; i < inputs.size(); ++i)
+        input_bytes.push_back(
+            algorithms::to_memory_order(graph.inputs().at(i).output(), inputs[i]));
     const std::vector<Halide::Buffer<>> expected = algorithms::run_reference(graph, inputs);
     result.run = sim::Simulator(target, result.blob).run(input_bytes);
-    for (size_t i = 0; i < expected.size(); ++i)
-        result.outputs.push_back(compare_output(
-            graph.outputs()[i].output(),
-            i < result.run.outputs.size() ? result.run.outputs[i] : std::vector<uint8_t>{},
-            bytes_of(expected[i]), options.tolerance));
+    for (size_t i = 0; i < expected.size(); ++i) {
+        const dsl::TensorDesc &t = graph.outputs()[i].output();
+        std::vector<uint8_t> got;
+        if (i < result.run.outputs.size() &&
+            int64_t(result.run.outputs[i].size()) == dsl::device_view(t).bytes())
+            got = bytes_of(algorithms::from_memory_order(t, result.run.outputs[i]));
+        else if (i < result.run.outputs.size())
+            got = result.run.outputs[i]; // its size is the mismatch compare_output reports
+        result.outputs.push_back(compare_output(t, got, bytes_of(expected[i]), options.tolerance));
+    }
     return result;
 }
 

@@ -17,6 +17,7 @@
 //
 // The layer's op name is never read: the definition is the only source of truth.
 #include "codegen/dpu_match.h"
+#include "codegen/lower.h"
 
 #include <algorithm>
 #include <cctype>
@@ -379,8 +380,8 @@ class Matcher {
 
     Expr algorithm_output(bool &is_float);
     bool input_read(const Expr &e, int &input, std::vector<Expr> &args) const;
-    const dsl::TensorDesc &input_tensor(int i) const {
-        return dsl::input_tensor(layer_, size_t(i));
+    dsl::TensorDesc input_tensor(int i) const {
+        return dsl::device_view(dsl::input_tensor(layer_, size_t(i)));
     }
     std::string describe(const Expr &e) const;
     std::vector<double> channel_values(const Expr &e, const std::string &what,
@@ -869,7 +870,7 @@ void Matcher::padding(const Function &pad, bool is_float, InputUse &use) const {
         auto &g = guard.try_emplace(var, INT64_MIN, INT64_MAX).first->second;
         g = {std::max(g.first, lo), std::min(g.second, hi)};
     }
-    const dsl::Shape &shape = input_tensor(use.input).shape;
+    const dsl::Shape shape = input_tensor(use.input).shape;
     const int64_t size[3] = {shape[dsl::dims::C], shape[dsl::dims::W], shape[dsl::dims::H]};
     for (size_t d = 1; d <= 2; ++d) {
         auto g = guard.count(pv[d]) ? guard[pv[d]] : std::make_pair(INT64_MIN, INT64_MAX);
@@ -1013,7 +1014,7 @@ void Matcher::channels(const Update &u, const InputUse &use, const std::string &
 // The spatial indices: x * stride + kx * dilation - pad (and y), inside the input unless a
 // padded Func surrounds it. Finds the window RVars of pools.
 void Matcher::window(const Update &u, const InputUse &use, std::string &r_kx, std::string &r_ky) {
-    const dsl::Shape &shape = input_tensor(use.input).shape;
+    const dsl::Shape shape = input_tensor(use.input).shape;
     if (d_.op == DpuOpKind::MatMul) {
         if (!is_var(use.at[1], u.vars[1]) || !is_var(use.at[2], u.vars[2]) || use.padded)
             fail("input read", "a matmul reads the input at (k, x, y), unpadded");
@@ -1168,9 +1169,10 @@ void Matcher::eltwise_operand(const Expr &e, bool is_float, int &input, int32_t 
                      (int_const(at[i]) ? std::string("broadcast along ") + axis[i]
                                        : "read at `" + show(at[i]) + "` along " + axis[i]) +
                      "; the DPU's eltwise reads both inputs at the output's position");
-    if (input_tensor(input).shape != layer_.output().shape)
+    const dsl::Shape out_shape = dsl::device_view(layer_.output()).shape;
+    if (input_tensor(input).shape != out_shape)
         fail("eltwise", "input '" + name + "' is " + dsl::to_string(input_tensor(input).shape) +
-                            " and the output " + dsl::to_string(layer_.output().shape) +
+                            " and the output " + dsl::to_string(out_shape) +
                             "; the DPU's eltwise takes inputs of the output's shape");
 }
 
@@ -1236,7 +1238,8 @@ Expr Matcher::algorithm_output(bool &is_float) {
 
 DpuOpDesc Matcher::run() {
     if (layer_.is_input()) fail("input", "a graph input has no algorithm");
-    const dsl::Shape &shape = layer_.output().shape;
+    // The DPU computes device views (dsl::device_view): any rank maps onto 4-D.
+    const dsl::Shape shape = dsl::device_view(layer_.output()).shape;
     if (shape.rank() != 4)
         fail("output tensor", dsl::to_string(shape) + "; the DPU computes 4-D tensors");
     oc_ = shape[dsl::dims::C];

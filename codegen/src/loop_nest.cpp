@@ -139,7 +139,7 @@ class Resolver {
     // The pure loops c, x, y (innermost first) over the output's C, W and H: one image; a batch
     // runs the nest once per image.
     void start_loops() {
-        const dsl::Shape &shape = layer_.output().shape;
+        const dsl::Shape shape = dsl::device_view(layer_.output()).shape;
         bool ok = shape.rank() == 4 && shape[dsl::dims::N] > 0 && shape[dsl::dims::C] > 0 &&
                   shape[dsl::dims::H] > 0 && shape[dsl::dims::W] > 0;
         if (!ok)

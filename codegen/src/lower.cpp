@@ -138,7 +138,9 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
                             ": no such pass (passes: " + known + ")");
     }
     const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
-    const dsl::Graph own = graph.clone();
+    // The lowering compiles 4-D tensors: every tensor as its device view, on a copy that leaves
+    // the caller's schedules alone.
+    const dsl::Graph own = graph.device_clone();
     LoweringState state(own, target);
     note_input_layouts(state);
     size_t notes_logged = 0;
@@ -273,9 +275,13 @@ void verify_tasks(const LoweringState &s) {
 IoDecl io_decl(const dsl::TensorDesc &t) {
     IoDecl io;
     io.name = t.name;
-    for (int64_t v : t.shape.raw()) io.shape.push_back(uint32_t(v));
+    // A tensor of another rank than 4 keeps its graph shape, in row-major order (ND), which
+    // is its device view's NCHW.
+    for (int64_t v : t.logical_shape().raw()) io.shape.push_back(uint32_t(v));
     io.dtype = blob_dtype(t.type);
-    io.layout = t.order == dsl::DimsOrder::NHWC() ? blob::Layout::NHWC : blob::Layout::NCHW;
+    io.layout = t.graph_shape.rank()                ? blob::Layout::ND
+                : t.order == dsl::DimsOrder::NHWC() ? blob::Layout::NHWC
+                                                    : blob::Layout::NCHW;
     if (!t.quant.empty() && !t.quant.per_channel())
         io.quant.push_back(blob::Quant(t.quant.scale[0], t.quant.zero_point[0]));
     return io;

@@ -6,6 +6,7 @@
 
 #include "algorithms/registry.h"
 #include "codegen/dpu_match.h"
+#include "codegen/lower.h"
 
 namespace vpuc::codegen {
 

@@ -97,15 +97,30 @@ Layer Graph::find(const std::string &name) const {
 }
 
 Graph Graph::clone() const {
+    return copy(false);
+}
+
+Graph Graph::device_clone() const {
+    return copy(true);
+}
+
+Graph Graph::copy(bool device_views) const {
     std::map<std::string, Layer> copies; // layers_ lists producers first
     auto copy_of = [&](const Layer &layer) {
         auto it = copies.find(layer.name());
         return it == copies.end() ? layer : it->second; // graph inputs stay shared
     };
+    if (device_views)
+        for (const Layer &input : inputs_) {
+            Layer own = input.copy();
+            own.to_device_views();
+            copies.emplace(input.name(), own);
+        }
     for (const Layer &layer : layers_) {
         Layer own = layer.copy();
         for (size_t i = 0; i < layer.inputs().size(); ++i)
             own.set_input(i, copy_of(layer.inputs()[i]));
+        if (device_views) own.to_device_views();
         copies.emplace(layer.name(), own);
     }
     std::vector<Layer> outputs;

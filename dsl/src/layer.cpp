@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "dsl/registry.h"
+
 namespace vpuc::dsl {
 
 const ActVars &act_vars() {
@@ -19,8 +21,22 @@ struct Layer::Impl {
     std::vector<TensorDesc> built_for;
 };
 
+namespace {
+
+// A tensor's order must be a permutation of its own dimensions.
+void check_order(const std::string &where, const TensorDesc &t) {
+    if (t.order.rank() != t.shape.rank())
+        throw LayerError(where + "tensor '" + t.name + "' is " + to_string(t.shape) +
+                         " with the order " + t.order.name() + " of rank " +
+                         std::to_string(t.order.rank()) + " (DimsOrder::identity(" +
+                         std::to_string(t.shape.rank()) + ") is its logical order)");
+}
+
+} // namespace
+
 Layer Layer::input(TensorDesc tensor) {
     if (tensor.name.empty()) throw LayerError("Layer::input: the tensor has no name");
+    check_order("Layer::input: ", tensor);
     Layer layer;
     layer.impl_ = std::make_shared<Impl>();
     layer.impl_->name = tensor.name;
@@ -53,6 +69,7 @@ Layer Layer::make(std::string op, std::vector<TensorDesc> outputs, std::vector<L
                              "; the outputs of one layer have one shape (one Halide Tuple)");
         outputs[i].name = output_name(name, i);
     }
+    for (const TensorDesc &t : outputs) check_order(where, t);
     if (!algorithm) throw LayerError(where + "no algorithm");
     for (size_t i = 0; i < inputs.size(); ++i)
         if (!inputs[i].defined())
@@ -116,6 +133,15 @@ void Layer::set_name(const std::string &name) {
 }
 void Layer::set_built_for(size_t input, TensorDesc tensor) {
     impl().built_for.at(input) = std::move(tensor);
+}
+void Layer::to_device_views() {
+    // A constant computes nothing on the device: its consumers fold it or take it as an
+    // attribute, and its value may have any rank.
+    if (!is_constant(*this))
+        for (TensorDesc &t : impl().outputs) t = device_view(t);
+    for (size_t i = 0; i < impl().built_for.size(); ++i)
+        if (!is_constant(impl().inputs.at(i)))
+            impl().built_for[i] = device_view(impl().built_for[i]);
 }
 void Layer::set_attrs(Attrs attrs) {
     impl().attrs = std::move(attrs);

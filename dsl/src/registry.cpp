@@ -275,7 +275,7 @@ Layer LayerRegistry::build(const std::string &op, const std::string &name,
 std::vector<Dim> LayerRegistry::unsplittable_dims(const Layer &layer) const {
     const LayerDef *def = find(layer.op());
     if (!def || !def->unsplittable_dims) return {};
-    return def->unsplittable_dims(layer.attrs());
+    return def->unsplittable_dims(layer);
 }
 
 std::optional<ViewDef> LayerRegistry::view(const Layer &layer) const {

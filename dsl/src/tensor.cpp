@@ -143,6 +143,108 @@ Halide::Buffer<> to_device(const TensorDesc &tensor, const Halide::Buffer<> &val
     }
 }
 
+namespace {
+
+// The logical dimensions each device dimension (N, C, H, W) holds, by rank.
+const std::vector<std::vector<int>> &device_groups(int rank) {
+    static const std::vector<std::vector<int>> groups[] = {
+        {}, // rank 0: none
+        {{}, {0}, {}, {}},
+        {{0}, {1}, {}, {}},
+        {{0}, {1}, {}, {2}},
+        {{0}, {1}, {2}, {3}},
+        {{0}, {1}, {2, 3}, {4}},
+    };
+    return groups[rank];
+}
+
+} // namespace
+
+TensorDesc device_view(const TensorDesc &tensor) {
+    const int rank = tensor.shape.rank();
+    if (rank < 1 || rank > 5)
+        throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) +
+                         ": the device computes tensors of rank 1 to 5");
+    if (tensor.order.rank() != rank)
+        throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) +
+                         " with the order " + tensor.order.name() + " of rank " +
+                         std::to_string(tensor.order.rank()));
+    if (rank == 4 || tensor.graph_shape.rank()) return tensor; // 4-D, or a view already
+    if (tensor.order != DimsOrder::identity(rank))
+        throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) + " in " +
+                         tensor.order.name() +
+                         ": a tensor of a rank other than 4 is stored in its logical order "
+                         "(DimsOrder::identity)");
+    TensorDesc view = tensor;
+    std::vector<int64_t> extents;
+    for (const std::vector<int> &group : device_groups(rank)) {
+        int64_t extent = 1;
+        for (int d : group) extent *= tensor.shape[Dim(d)];
+        extents.push_back(extent);
+    }
+    view.shape = Shape(extents);
+    view.order = DimsOrder::NCHW();
+    view.graph_shape = tensor.shape;
+    if (tensor.quant.per_channel()) {
+        const std::optional<Dim> axis = device_axis(tensor.shape, tensor.quant.axis.index());
+        if (!axis)
+            throw LayerError("tensor '" + tensor.name + "' is quantized per index of axis " +
+                             std::to_string(tensor.quant.axis.index()) +
+                             ", which shares its device dimension");
+        view.quant.axis = *axis;
+    }
+    return view;
+}
+
+std::optional<Dim> device_axis(const Shape &logical, int axis) {
+    const int rank = logical.rank();
+    if (rank < 1 || rank > 5 || axis < 0 || axis >= rank) return std::nullopt;
+    const std::vector<std::vector<int>> &groups = device_groups(rank);
+    for (size_t d = 0; d < groups.size(); ++d) {
+        bool holds = false, alone = true;
+        for (int member : groups[d]) {
+            if (member == axis)
+                holds = true;
+            else if (logical[Dim(member)] != 1)
+                alone = false;
+        }
+        if (holds) return alone ? std::optional<Dim>(Dim(int(d))) : std::nullopt;
+    }
+    return std::nullopt;
+}
+
+std::optional<Shape> logical_shape(const Shape &like, const Shape &device) {
+    const int rank = like.rank();
+    if (device.rank() != 4 || rank < 1 || rank > 5) return std::nullopt;
+    if (rank == 4) return device;
+    std::vector<int64_t> extents(size_t(rank), 1);
+    const std::vector<std::vector<int>> &groups = device_groups(rank);
+    for (size_t d = 0; d < groups.size(); ++d) {
+        const int64_t extent = device[Dim(int(d))];
+        const std::vector<int> &group = groups[d];
+        if (group.empty()) {
+            if (extent != 1) return std::nullopt;
+        } else if (group.size() == 1) {
+            extents[size_t(group[0])] = extent;
+        } else {
+            // D and H of a 5-D tensor: as `like` splits them, or the one that is 1 in `like`
+            // stays 1.
+            const int64_t outer = like[Dim(group[0])], inner = like[Dim(group[1])];
+            if (outer * inner == extent) {
+                extents[size_t(group[0])] = outer;
+                extents[size_t(group[1])] = inner;
+            } else if (outer == 1) {
+                extents[size_t(group[1])] = extent;
+            } else if (inner == 1) {
+                extents[size_t(group[0])] = extent;
+            } else {
+                return std::nullopt;
+            }
+        }
+    }
+    return Shape(extents);
+}
+
 Quant Quant::per_channel(std::vector<float> scales, std::vector<int32_t> zero_points, Dim axis) {
     if (scales.size() != zero_points.size())
         throw LayerError("per-channel quantization: " + std::to_string(scales.size()) +

@@ -29,7 +29,8 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 // One row of `t` (W pixels of C channels); with `lanes_per_pixel` rounding C up to it, as the
 // DPU holds channels in CMX in whole groups of the target's channel alignment.
-int64_t row_bytes(const dsl::TensorDesc &t, int64_t lanes_per_pixel = 1) {
+int64_t row_bytes(const dsl::TensorDesc &tensor, int64_t lanes_per_pixel = 1) {
+    const dsl::TensorDesc t = dsl::device_view(tensor);
     const int64_t lanes = ceil_div(t.shape[dsl::dims::C], lanes_per_pixel) * lanes_per_pixel;
     return lanes * t.shape[dsl::dims::W] * dsl::bytes_of(t.type);
 }
@@ -62,7 +63,7 @@ int64_t block_rows(const dsl::Layer &layer, const target::Target &target) {
 double compute_over_ddr(const dsl::Layer &layer, const target::Target &target, int64_t tiles,
                         int64_t weight_bytes) {
     if (weight_bytes <= 0 || layer.inputs().empty()) return 0;
-    const dsl::TensorDesc &out = layer.output();
+    const dsl::TensorDesc out = dsl::device_view(layer.output());
     const dsl::ElemType type = layer.inputs()[0].output().type;
     const int64_t channels = out.shape[dsl::dims::C];
     const double macs_per_output =
@@ -118,7 +119,8 @@ std::vector<int64_t> ramp_rows(int64_t rows, int64_t tasks, int64_t block, int64
 
 dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target, int max_tiles,
                                int64_t weight_bytes, const std::vector<dsl::Dim> &unsplittable) {
-    const dsl::TensorDesc &out = layer.output();
+    // Schedules split device views (dsl::device_view): any rank maps onto 4-D.
+    const dsl::TensorDesc out = dsl::device_view(layer.output());
     auto whole = [&](dsl::Dim d) {
         return std::find(unsplittable.begin(), unsplittable.end(), d) != unsplittable.end();
     };
@@ -139,7 +141,7 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
         ddr_per_row += row_bytes(o);
     }
     for (size_t i = 0; i < layer.inputs().size(); ++i) {
-        const dsl::TensorDesc &in = dsl::input_tensor(layer, i);
+        const dsl::TensorDesc in = dsl::device_view(dsl::input_tensor(layer, i));
         const int64_t ratio =
             std::max<int64_t>(1, in.shape[dsl::dims::H] / std::max<int64_t>(rows, 1));
         const bool channel_major = in.shape[dsl::dims::C] < lanes;

@@ -6,6 +6,7 @@
 
 #include <Halide.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "dsl/graph.h"
@@ -24,9 +25,19 @@ class ReferenceError : public Error {
 // definition's order (the DPU's order of summing).
 const Halide::Target &reference_target();
 
-// A buffer for `tensor`: dims (c, x, y) with extents (C, W, H), c innermost (NHWC in memory),
-// of the tensor's element type; with a batch (N > 1), dims (c, x, y, n).
+// A buffer for `tensor`: dims (c, x, y) with extents (C, W, H) of its device view
+// (dsl::device_view, so [N, K] has extents (K, 1, 1)), c innermost, of the tensor's element
+// type; with a batch (N > 1), dims (c, x, y, n).
 Halide::Buffer<> make_buffer(const dsl::TensorDesc &tensor);
+
+// The bytes of `buffer` (laid out as make_buffer does) as `tensor` holds them in memory: its
+// device view in its order (NHWC, NCHW, or a tensor of another rank in row-major order). These
+// are the bytes of the tensor's input or output section of a blob.
+std::vector<uint8_t> to_memory_order(const dsl::TensorDesc &tensor, const Halide::Buffer<> &buffer);
+// The inverse: a buffer laid out as make_buffer does, from the tensor's bytes in memory. Throws
+// ReferenceError when there are not as many bytes as the tensor holds.
+Halide::Buffer<> from_memory_order(const dsl::TensorDesc &tensor,
+                                   const std::vector<uint8_t> &bytes);
 
 // Runs `graph` on `inputs` (one per graph input, in graph.inputs() order, dims as make_buffer)
 // and returns one buffer per graph output. Layers compute one image at a time: a batch runs

@@ -51,6 +51,9 @@ class Graph {
     // tensors and algorithms and copies of the schedules: edits and schedules of the copy leave
     // this graph's layers alone.
     Graph clone() const;
+    // A clone (graph inputs copied too) whose every tensor is its dsl::device_view: the 4-D
+    // graph the lowering compiles. The algorithms are the same, as they compute device views.
+    Graph device_clone() const;
 
     // Throws GraphError when the graph is not well formed: layer names unique, no cycle, every
     // layer's inputs the tensors (shape, type, quantization, order) its algorithm was built
@@ -58,7 +61,8 @@ class Graph {
     void verify(const LayerRegistry *registry = nullptr) const;
 
   private:
-    void collect(); // inputs_ and layers_ from outputs_
+    void collect();                      // inputs_ and layers_ from outputs_
+    Graph copy(bool device_views) const; // clone() and device_clone()
     // Readers of `from` (but `skip`) and outputs that are `from` now read `to`; then collects
     // and verifies, undoing the rewiring if that fails.
     void rewire_readers(const Layer &from, const Layer &to, const Layer *skip);

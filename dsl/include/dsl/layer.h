@@ -73,6 +73,7 @@ class Layer {
     void set_name(const std::string &name); // the layer's and its output tensors'
     void set_attrs(Attrs attrs);
     void set_built_for(size_t input, TensorDesc tensor); // a tuple_element's: the output it reads
+    void to_device_views(); // every tensor it produces or reads as dsl::device_view
     struct Impl;
     Impl &impl() const; // throws std::logic_error on an undefined Layer
     std::shared_ptr<Impl> impl_;

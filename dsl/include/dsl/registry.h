@@ -58,9 +58,10 @@ struct LayerDef {
     // reads only `inputs`.
     std::vector<std::string> attr_inputs;
     std::vector<AttrSpec> attrs;
-    // The logical dimensions of the output a kernel may not split, because each output element
-    // reads the whole input along them (softmax's axis, TopK's). Empty: all may be split.
-    std::function<std::vector<Dim>(const Attrs &attrs)> unsplittable_dims;
+    // The device dimensions (dsl::device_axis) of the layer's output a kernel may not split,
+    // because each output element reads the whole input along them (softmax's axis, TopK's).
+    // Empty: all may be split.
+    std::function<std::vector<Dim>(const Layer &layer)> unsplittable_dims;
     // Builds the layer from complete, checked attributes (defaults filled in). Empty for an op
     // that runs at compile time only (`fold`).
     using BuildFn = std::function<Layer(const std::string &name, const std::vector<Layer> &inputs,
@@ -133,7 +134,8 @@ class LayerRegistry {
     // LayerError when `layer` has no such output.
     static Layer output_of(const std::string &name, const Layer &layer, int64_t index);
 
-    // The dimensions `layer` may not split: its entry's answer, none for an op not registered.
+    // The device dimensions (dsl::device_axis) `layer` may not split: its entry's answer, none
+    // for an op not registered.
     std::vector<Dim> unsplittable_dims(const Layer &layer) const;
     // How `layer` rearranges its inputs' data: its entry's answer, nothing for a layer that
     // computes or an op not registered.

@@ -1,0 +1,254 @@
+// Tensors of rank 1 to 5: each maps onto the device's 4-D tensors keeping its elements'
+// row-major order (dsl::device_view). Networks of ranks 2, 3 and 5 with a batch compile and
+// match the reference on both targets; the blob keeps their shapes; what the device cannot do
+// with a rank is an error naming the layer.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "algorithms/layers.h"
+#include "algorithms/reference.h"
+#include "algorithms/registry.h"
+#include "codegen/check.h"
+#include "codegen/dpu_match.h"
+#include "lowering_fixtures.h"
+#include "vpu_target/blob.h"
+
+namespace vpuc {
+namespace {
+
+using dsl::ElemType;
+
+dsl::LayerRegistry &registry() {
+    return algorithms::layer_registry();
+}
+
+// A graph tensor of any rank, in its logical order: u8 quantized (0.05, 120), or `type`.
+dsl::TensorDesc tensor(const std::string &name, std::vector<int64_t> shape,
+                       ElemType type = ElemType::U8) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.order = dsl::DimsOrder::identity(int(shape.size()));
+    t.shape = dsl::Shape(std::move(shape));
+    t.type = type;
+    if (type == ElemType::U8) t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    return t;
+}
+
+std::string shape_of(const dsl::TensorDesc &t) {
+    return dsl::to_string(t.shape);
+}
+
+// int8 weights of `dims` in [-100, 100] with per-channel bias and requantization to u8.
+algorithms::QuantWeights quant_weights(const std::vector<int> &dims, int out_channels,
+                                       uint32_t seed) {
+    std::mt19937 rng(seed);
+    algorithms::QuantWeights w;
+    w.weights = Halide::Buffer<int8_t>(dims);
+    w.weights.for_each_value([&](int8_t &v) { v = int8_t(int(rng() % 201) - 100); });
+    for (int c = 0; c < out_channels; ++c) {
+        w.bias.push_back(int32_t(rng() % 4001) - 2000);
+        w.requant.push_back(algorithms::fixed_point(0.0005 + 0.00003 * c));
+    }
+    w.output_quant = dsl::Quant::per_tensor(0.05f, 10);
+    return w;
+}
+
+TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
+    EXPECT_EQ(shape_of(dsl::device_view(tensor("k", {7}))), "1x7x1x1");
+    EXPECT_EQ(shape_of(dsl::device_view(tensor("nk", {2, 7}))), "2x7x1x1");
+    EXPECT_EQ(shape_of(dsl::device_view(tensor("ncl", {2, 7, 5}))), "2x7x1x5");
+    const dsl::TensorDesc five = dsl::device_view(tensor("ncdhw", {2, 3, 4, 5, 6}));
+    EXPECT_EQ(shape_of(five), "2x3x20x6");
+    EXPECT_EQ(five.order, dsl::DimsOrder::NCHW());
+    EXPECT_EQ(dsl::to_string(five.logical_shape()), "2x3x4x5x6");
+    // A 4-D tensor is its own view, in its own order.
+    const dsl::TensorDesc nhwc = test::activation("a", 19, 5, 3);
+    EXPECT_EQ(dsl::device_view(nhwc).order, dsl::DimsOrder::NHWC());
+    EXPECT_EQ(dsl::device_view(nhwc).graph_shape.rank(), 0);
+
+    // Axes: each on its own device dimension, but D and H of a 5-D tensor.
+    using namespace dsl::dims;
+    EXPECT_EQ(dsl::device_axis(dsl::Shape{7}, 0), C);
+    EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 7, 5}, 2), W);
+    EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 3, 4, 5, 6}, 4), W);
+    EXPECT_FALSE(dsl::device_axis(dsl::Shape{2, 3, 4, 5, 6}, 2));
+    EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 3, 1, 5, 6}, 3), H);
+    EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 3, 4, 1, 6}, 2), H);
+    EXPECT_FALSE(dsl::device_axis(dsl::Shape{2, 7}, 2));
+
+    // Back to the graph's rank, or nothing when that rank cannot hold the result.
+    EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 7, 5}, {2, 9, 1, 4})), "2x9x4");
+    EXPECT_FALSE(dsl::logical_shape({2, 7, 5}, {2, 9, 3, 4}));
+    EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 4, 5, 6}, {2, 8, 20, 1})), "2x8x4x5x1");
+    EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 1, 5, 6}, {2, 3, 2, 6})), "2x3x1x2x6");
+    EXPECT_FALSE(dsl::logical_shape({2, 3, 4, 5, 6}, {2, 3, 7, 6}));
+
+    // Another order than the logical one is 4-D only; ranks stop at 5.
+    dsl::TensorDesc permuted = tensor("p", {2, 7, 5});
+    permuted.order = dsl::DimsOrder({dsl::Dim(0), dsl::Dim(2), dsl::Dim(1)});
+    EXPECT_THROW(dsl::device_view(permuted), dsl::LayerError);
+    EXPECT_THROW(dsl::device_view(tensor("six", {1, 2, 3, 4, 5, 6})), dsl::LayerError);
+    // A tensor's order has its rank.
+    dsl::TensorDesc wrong = tensor("w", {2, 7});
+    wrong.order = dsl::DimsOrder::NCHW();
+    try {
+        dsl::Layer::input(wrong);
+        FAIL() << "expected a LayerError";
+    } catch (const dsl::LayerError &e) {
+        EXPECT_NE(std::string(e.what()).find("tensor 'w' is 2x7 with the order"), std::string::npos)
+            << e.what();
+    }
+}
+
+// The bytes of a blob's sections: a tensor's device view in its order, row-major for ranks
+// other than 4.
+TEST(Ranks, MemoryOrderIsRowMajorForOtherRanksAndTheOrderFor4D) {
+    const dsl::TensorDesc t = tensor("ncl", {2, 3, 4});
+    Halide::Buffer<uint8_t> b(algorithms::make_buffer(t));
+    ASSERT_EQ(b.dimensions(), 4); // (c, x, y, n) = (3, 4, 1, 2)
+    b.for_each_element(
+        [&](int c, int x, int y, int n) { b(c, x, y, n) = uint8_t(n * 12 + c * 4 + x + y); });
+    const std::vector<uint8_t> bytes = algorithms::to_memory_order(t, b);
+    for (size_t i = 0; i < bytes.size(); ++i) EXPECT_EQ(bytes[i], i) << i;
+    const Halide::Buffer<uint8_t> back(algorithms::from_memory_order(t, bytes));
+    EXPECT_EQ(test::bytes_of(back), test::bytes_of(b));
+    EXPECT_THROW(algorithms::from_memory_order(t, {1, 2}), algorithms::ReferenceError);
+}
+
+class RankNetworks : public ::testing::TestWithParam<std::string> {};
+
+// A classifier head with a batch of 2: conv on an NHWC image, flattened to [2, K] (a SHAVE
+// kernel: NHWC bytes are not in logical order), a matmul on the DPU and a softmax along axis 1,
+// both of rank 2.
+TEST_P(RankNetworks, ClassifierHeadOfRank2) {
+    const target::Target target = target::load_target(GetParam());
+    dsl::TensorDesc image = test::activation("image", 19, 5, 3);
+    image.shape = dsl::Shape{2, 19, 3, 5};
+    const dsl::Layer in = dsl::Layer::input(image);
+    const dsl::Layer conv = test::conv3x3("conv", in, 21, 3);
+    const dsl::Layer flat = registry().build("flatten", "flat", {conv}, {});
+    ASSERT_EQ(shape_of(flat.output()), "2x315");
+    const dsl::Layer fc = algorithms::matmul("fc", flat, quant_weights({315, 37}, 37, 9));
+    EXPECT_EQ(shape_of(fc.output()), "2x37");
+    EXPECT_TRUE(codegen::try_match_dpu(fc, target)) << "a rank-2 matmul runs on the DPU";
+    const dsl::Layer prob = algorithms::softmax("prob", fc, dsl::Dim(1));
+    EXPECT_EQ(shape_of(prob.output()), "2x37");
+    const test::Checked checked = test::compile_and_check(dsl::Graph("head", {prob, fc}), target);
+    // The blob keeps the graph's shapes, row-major.
+    const auto *outputs = blob::GetBlob(checked.blob.data())->header()->outputs();
+    ASSERT_EQ(outputs->size(), 2u);
+    for (const auto *io : *outputs) {
+        EXPECT_EQ(io->layout(), blob::Layout::ND);
+        ASSERT_EQ(io->shape()->size(), 2u);
+        EXPECT_EQ(io->shape()->Get(0), 2u);
+        EXPECT_EQ(io->shape()->Get(1), 37u);
+    }
+}
+
+// A 1-D convolution on [N, C, L] (rank 3: a window over W), its output transposed to
+// [N, L, C], and a max pool along L; a batch of 2 and odd extents.
+TEST_P(RankNetworks, Conv1dOfRank3) {
+    const target::Target target = target::load_target(GetParam());
+    const dsl::Layer in = dsl::Layer::input(tensor("signal", {2, 19, 37}));
+    algorithms::Conv2dParams p;
+    p.pad_left = p.pad_right = 1;
+    p.activation = algorithms::Activation::relu();
+    const dsl::Layer conv = algorithms::conv2d("conv", in, quant_weights({19, 3, 1, 21}, 21, 4), p);
+    EXPECT_EQ(shape_of(conv.output()), "2x21x37");
+    algorithms::PoolParams pool;
+    pool.kernel_w = pool.stride_w = 2;
+    const dsl::Layer pooled = algorithms::max_pool("pool", conv, pool);
+    EXPECT_EQ(shape_of(pooled.output()), "2x21x18");
+    dsl::Attrs perm;
+    perm.set("perm", std::vector<int64_t>{0, 2, 1});
+    const dsl::Layer moved = registry().build("transpose", "moved", {conv}, perm);
+    EXPECT_EQ(shape_of(moved.output()), "2x37x21");
+    test::compile_and_check(dsl::Graph("conv1d", {pooled, moved}), target);
+
+    // The transpose against index arithmetic: moved[n][l][c] = conv[n][c][l].
+    const Halide::Buffer<> x = test::random_input(in.output(), 3);
+    const std::vector<Halide::Buffer<>> r =
+        algorithms::run_reference(dsl::Graph("check", {conv, moved}), {x});
+    const std::vector<uint8_t> c = algorithms::to_memory_order(conv.output(), r[0]);
+    const std::vector<uint8_t> m = algorithms::to_memory_order(moved.output(), r[1]);
+    for (int n = 0; n < 2; ++n)
+        for (int ch = 0; ch < 21; ++ch)
+            for (int l = 0; l < 37; ++l)
+                ASSERT_EQ(m[size_t((n * 37 + l) * 21 + ch)], c[size_t((n * 21 + ch) * 37 + l)]);
+}
+
+// fp16 [N, C, D, H, W]: an add, a mul broadcasting over D and H, a softmax along C and a
+// slice of one D (H whole, so a view); a batch of 2.
+TEST_P(RankNetworks, PointwiseSoftmaxAndSliceOfRank5) {
+    const target::Target target = target::load_target(GetParam());
+    const dsl::Layer a = dsl::Layer::input(tensor("a", {2, 6, 2, 3, 5}, ElemType::F16));
+    const dsl::Layer b = dsl::Layer::input(tensor("b", {2, 6, 2, 3, 5}, ElemType::F16));
+    const dsl::Layer g = dsl::Layer::input(tensor("g", {2, 6, 1, 1, 5}, ElemType::F16));
+    const dsl::Layer sum = algorithms::eltwise("sum", algorithms::EltwiseOp::Add, a, b);
+    const dsl::Layer gated = algorithms::eltwise("gated", algorithms::EltwiseOp::Mul, sum, g);
+    EXPECT_EQ(shape_of(gated.output()), "2x6x2x3x5");
+    const dsl::Layer prob = algorithms::softmax("prob", gated, dsl::dims::C);
+    dsl::Attrs s;
+    s.set("starts", std::vector<int64_t>{1}).set("ends", std::vector<int64_t>{2});
+    s.set("axes", std::vector<int64_t>{2});
+    const dsl::Layer second = registry().build("slice", "second", {prob}, s);
+    EXPECT_EQ(shape_of(second.output()), "2x6x1x3x5");
+    const auto real = [](const dsl::TensorDesc &t, uint32_t seed) -> Halide::Buffer<> {
+        const Halide::Buffer<> shape = algorithms::make_buffer(t);
+        std::vector<int> extents;
+        for (int d = 0; d < shape.dimensions(); ++d) extents.push_back(shape.dim(d).extent());
+        return test::real_halves(extents, -3, 3, seed);
+    };
+    test::compile_and_check(dsl::Graph("five", {second, gated}), target, {}, real, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Targets, RankNetworks, ::testing::Values("vpu27", "vpu20"));
+
+// What the device cannot do with a rank is an error naming the layer and the axis or tensor.
+TEST(Ranks, WhatTheDeviceCannotDoIsAnErrorNamingTheLayer) {
+    auto expect_error = [](const std::function<void()> &build, const std::string &words) {
+        try {
+            build();
+            ADD_FAILURE() << "no error; expected: " << words;
+        } catch (const dsl::LayerError &e) {
+            EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+        }
+    };
+    const dsl::Layer five = dsl::Layer::input(tensor("five", {1, 4, 2, 3, 5}));
+    expect_error([&] { test::conv3x3("c", five, 16, 1); },
+                 "conv2d 'c': input 'five' is 1x4x2x3x5; a window slides over H and W");
+    const dsl::Layer three = dsl::Layer::input(tensor("three", {1, 4, 5}));
+    const dsl::Layer two = dsl::Layer::input(tensor("two", {4, 5}));
+    expect_error([&] { algorithms::eltwise("add", algorithms::EltwiseOp::Add, three, two); },
+                 "add 'add': input 'three' is 1x4x5 and 'two' 4x5; give them one rank");
+    expect_error([&] { algorithms::softmax("s", five, dsl::Dim(2)); },
+                 "softmax 's': axis 2 of 'five' (1x4x2x3x5) shares the device's H");
+    expect_error([&] { algorithms::softmax("s", three, dsl::Dim(0)); },
+                 "softmax 's': axis 0 of 'three' (1x4x5) is the batch");
+    const dsl::Layer d = dsl::Layer::input(tensor("d", {1, 4, 2, 1, 5}));
+    const dsl::Layer h = dsl::Layer::input(tensor("h", {1, 4, 1, 2, 5}));
+    expect_error([&] { algorithms::eltwise("m", algorithms::EltwiseOp::Max, d, h); },
+                 "max 'm': broadcasting 1x4x2x1x5 with 1x4x1x2x5 along D or H");
+    dsl::Attrs s;
+    s.set("starts", std::vector<int64_t>{1}).set("ends", std::vector<int64_t>{2});
+    s.set("axes", std::vector<int64_t>{3});
+    expect_error([&] { registry().build("slice", "cut", {five}, s); },
+                 "slice 'cut': cuts D of 1x4x2x3x5 with H not whole");
+    algorithms::PoolParams tall;
+    tall.kernel_h = 2;
+    expect_error([&] { algorithms::max_pool("p", three, tall); }, "the window");
+}
+
+// An NCHW input's section holds NCHW bytes: check_against_reference gives the simulator the
+// input in the blob's order and reads each output back from its own.
+TEST(Ranks, CheckAgainstReferenceFeedsEachSectionInItsOrder) {
+    const target::Target target = target::load_target("vpu27");
+    dsl::TensorDesc image = test::activation("image", 19, 13, 11);
+    image.order = dsl::DimsOrder::NCHW();
+    const dsl::Layer in = dsl::Layer::input(image);
+    test::compile_and_check(dsl::Graph("nchw", {test::conv3x3("conv", in, 21, 3)}), target);
+}
+
+} // namespace
+} // namespace vpuc
