@@ -11,6 +11,7 @@
 #include "algorithms/registry.h"
 #include "codegen/check.h"
 #include "codegen/dpu_match.h"
+#include "dsl/graph_text.h"
 #include "lowering_fixtures.h"
 #include "vpu_target/blob.h"
 
@@ -164,7 +165,12 @@ TEST_P(RankNetworks, Conv1dOfRank3) {
     perm.set("perm", std::vector<int64_t>{0, 2, 1});
     const dsl::Layer moved = registry().build("transpose", "moved", {conv}, perm);
     EXPECT_EQ(shape_of(moved.output()), "2x37x21");
-    test::compile_and_check(dsl::Graph("conv1d", {pooled, moved}), target);
+    const dsl::Graph graph("conv1d", {pooled, moved});
+    test::compile_and_check(graph, target);
+    // The graph text keeps the ranks and reads back.
+    const std::string text = dsl::print_graph(graph, {true, true});
+    EXPECT_NE(text.find("2x19x37 u8 ND3"), std::string::npos) << text;
+    EXPECT_EQ(dsl::print_graph(dsl::read_graph(text, registry()), {true, true}), text);
 
     // The transpose against index arithmetic: moved[n][l][c] = conv[n][c][l].
     const Halide::Buffer<> x = test::random_input(in.output(), 3);
