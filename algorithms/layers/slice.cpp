@@ -38,17 +38,14 @@ dsl::Box slice_box(const std::string &what, const dsl::TensorDesc &input, const 
     return box;
 }
 
-// The slice's box on the device: the batch whole, in 4-D coordinates.
-dsl::Box device_slice_box(const std::string &what, const dsl::TensorDesc &input,
-                          const dsl::Attrs &attrs) {
-    const dsl::TensorDesc t = detail::graph_tensor(input);
-    const dsl::Box box = slice_box(what, t, attrs);
-    if (t.shape.rank() > 1 && box.extent[0] != t.shape.raw()[0])
+// `box` of a tensor of graph shape `shape` on the device: the batch whole, in 4-D coordinates.
+dsl::Box device_slice_box(const std::string &what, const dsl::Shape &shape, const dsl::Box &box) {
+    if (shape.rank() > 1 && box.extent[0] != shape.raw()[0])
         detail::invalid(what, "cuts the batch (axis 0); on the device images are computed one "
                               "at a time");
-    const std::optional<dsl::Box> device = detail::device_box(t.shape, box);
+    const std::optional<dsl::Box> device = detail::device_box(shape, box);
     if (!device)
-        detail::invalid(what, "cuts D of " + dsl::to_string(t.shape) +
+        detail::invalid(what, "cuts D of " + dsl::to_string(shape) +
                                   " with H not whole; on the device D and H share one dimension");
     return *device;
 }
@@ -58,7 +55,8 @@ dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &i
     const std::string what = "slice '" + name + "'";
     const dsl::Layer &input = inputs.at(0);
     detail::input_info(what, input);
-    const dsl::Box box = device_slice_box(what, input.output(), attrs);
+    const dsl::Box graph_box = slice_box(what, input.output(), attrs);
+    const dsl::Box box = device_slice_box(what, input.output().shape, graph_box);
     using namespace dsl::dims;
     // Halide dims (c, x, y) are device C, W, H.
     const int64_t start[3] = {box.start[size_t(C.index())], box.start[size_t(W.index())],
@@ -72,7 +70,7 @@ dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &i
     };
     dsl::TensorDesc out = input.output();
     out.name = name;
-    out.shape = dsl::Shape(slice_box(what, input.output(), attrs).extent);
+    out.shape = dsl::Shape(graph_box.extent);
     return dsl::Layer::make("slice", out, {input}, algorithm);
 }
 
@@ -106,9 +104,10 @@ void register_layer_slice(dsl::LayerRegistry &registry) {
             }));
     };
     def.view = [](const dsl::Layer &layer) {
+        const std::string what = "slice '" + layer.name() + "'";
+        const dsl::TensorDesc t = detail::graph_tensor(layer.inputs().at(0).output());
         return dsl::ViewDef{dsl::ViewDef::Kind::Window,
-                            {device_slice_box("slice '" + layer.name() + "'",
-                                              layer.inputs().at(0).output(), layer.attrs())}};
+                            {device_slice_box(what, t.shape, slice_box(what, t, layer.attrs()))}};
     };
     def.example = [](dsl::ElemType type) {
         dsl::Attrs a;

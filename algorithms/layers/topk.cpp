@@ -17,7 +17,8 @@ dsl::Layer build_topk(const std::string &name, const std::vector<dsl::Layer> &in
     const bool largest = attrs.get_int("largest") != 0;
     const dsl::Dim axis = detail::device_axis_of(what, input.output(), attrs.get_int("axis"));
     const int dim = detail::halide_dim(axis);
-    const int64_t along = detail::input_view(what, input).shape[axis];
+    std::vector<int64_t> extent = {in.c, in.w, in.h}; // Halide's (c, x, y)
+    const int64_t along = extent[size_t(dim)];
     const int64_t k = attrs.get_int("k");
     if (k > along)
         detail::invalid(what, "k = " + std::to_string(k) + " is more than the " +
@@ -50,7 +51,6 @@ dsl::Layer build_topk(const std::string &name, const std::vector<dsl::Layer> &in
         out(v.c, v.x, v.y) = Halide::Tuple(x(at(Halide::clamp(i, 0, int(along) - 1))), i);
         return out;
     };
-    std::vector<int64_t> extent = {in.c, in.w, in.h};
     extent[size_t(dim)] = k;
     dsl::TensorDesc values = detail::output_desc(name, input, extent[0], extent[1], extent[2],
                                                  in.type, input.output().quant);

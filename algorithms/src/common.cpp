@@ -8,6 +8,9 @@ namespace vpuc::algorithms::detail {
 
 using Halide::Expr;
 
+namespace {
+
+// The device view of `input`'s tensor; throws LayerError naming `what` when it has none.
 dsl::TensorDesc input_view(const std::string &what, const dsl::Layer &input) {
     try {
         return dsl::device_view(input.output());
@@ -15,6 +18,8 @@ dsl::TensorDesc input_view(const std::string &what, const dsl::Layer &input) {
         invalid(what, e.what());
     }
 }
+
+} // namespace
 
 InputInfo input_info(const std::string &what, const dsl::Layer &input) {
     const dsl::TensorDesc t = input_view(what, input);

@@ -33,8 +33,6 @@ struct InputInfo {
 // Throws LayerError naming `what` (e.g. "conv2d 'c1'") on a rank the device does not have, an
 // empty extent, or a per-channel-quantized input.
 InputInfo input_info(const std::string &what, const dsl::Layer &input);
-// The device view of `input`'s tensor; throws LayerError naming `what` when it has none.
-dsl::TensorDesc input_view(const std::string &what, const dsl::Layer &input);
 // The device dimension (C, H or W) of logical axis `axis` of tensor `t` (negative counts from
 // the end), for a layer computing along it. Throws LayerError naming `what` when the axis is
 // outside the rank, is the batch (images are computed one at a time), or shares its device
