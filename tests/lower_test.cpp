@@ -334,7 +334,7 @@ TEST(Lower, BroadcastOutputsStayInCmx) {
         const dsl::Graph graph("broadcast", {c3});
         std::ostringstream log;
         codegen::LowerOptions options;
-        options.dump_after = "build_tasks";
+        options.dump_after = "broadcast_outputs";
         options.log = &log;
         codegen::lower(graph, target, options);
         const std::string ir = log.str();

@@ -82,7 +82,9 @@ TEST(OrderPrefetch, LoadsWaitForTheTaskPrefetchAheadOfThem) {
     for (size_t r = 0; r < steps.size(); ++r)
         for (int load : steps[r].input_loads) {
             EXPECT_EQ(waits_for(load, r >= 2 ? steps[r - 2].compute : -1), r >= 2) << r;
-            if (r >= 1) EXPECT_FALSE(waits_for(load, steps[r - 1].compute)) << r;
+            if (r >= 1) {
+                EXPECT_FALSE(waits_for(load, steps[r - 1].compute)) << r;
+            }
         }
     // The verifier names the load that runs too far ahead.
     auto &deps = s.program.tasks.at(size_t(steps[3].input_loads.at(0))).deps;
@@ -143,14 +145,88 @@ TEST_F(TwoTileConv, SplitWeightCopiesMovesTheWholeConstant) {
               std::string::npos);
 }
 
+// A layer kept in CMX over two tiles (HKSwitch): build_tasks computes each task into its own
+// tile's copy and copies nothing; broadcast_outputs adds one copy after each task, into the
+// other tile's copy, and makes the consumer wait for it.
+TEST(BroadcastOutputs, CopiesEachTasksResultToTheOtherTiles) {
+    const target::Target target = target::load_target("vpu27");
+    dsl::Layer in = dsl::Layer::input(activation("in", 32, 12, 16));
+    dsl::Layer c1 = conv3x3("c1", in, 32, 21);
+    dsl::Layer c2 = conv3x3("c2", c1, 16, 22);
+    c1.schedule().distribute("y", 2, dsl::Strategy::HKSwitch).split("y", "yo", "yi", 4);
+    c2.schedule().distribute("y", 2, dsl::Strategy::SplitOverHeight);
+    const dsl::Graph graph("broadcast", {c2});
+    codegen::LoweringState s{graph, target};
+    codegen::run_passes(s, "check_element_types", "build_tasks");
+    ASSERT_EQ(s.resident_copies.size(), 1u);
+    EXPECT_EQ(s.resident_copies[0].layer, "c1");
+    EXPECT_EQ(s.resident_copies[0].buffers.size(), 2u);
+    auto named = [&](const std::string &part) {
+        std::vector<int> found;
+        for (size_t i = 0; i < s.program.tasks.size(); ++i)
+            if (s.program.tasks[i].name.find(part) != std::string::npos) found.push_back(int(i));
+        return found;
+    };
+    EXPECT_TRUE(named("c1.broadcast.").empty());
+    const size_t computations = named("c1.dpu.").size();
+    ASSERT_EQ(computations, 4u); // 12 rows in tasks of 4 rows, 2 on one tile
+
+    codegen::run_passes(s, "broadcast_outputs", "broadcast_outputs");
+    const std::vector<int> copies = named("c1.broadcast.");
+    ASSERT_EQ(copies.size(), computations);
+    for (int copy : copies) {
+        const codegen::TaskIR &t = s.program.tasks[size_t(copy)];
+        const codegen::TaskIR &computed = s.program.tasks[size_t(copy - 1)];
+        EXPECT_EQ(t.deps, std::vector<int>{copy - 1});
+        EXPECT_EQ(t.name, "c1.broadcast" + computed.name.substr(std::string("c1.dpu").size()));
+        const auto &dma = std::get<codegen::DmaWork>(t.work);
+        ASSERT_EQ(dma.dsts.size(), 1u);
+        EXPECT_EQ(dma.src.buffer, std::get<codegen::DpuWork>(computed.work).output.buffer);
+        EXPECT_NE(dma.dsts[0].buffer, dma.src.buffer);
+        EXPECT_EQ(dma.dsts[0].offset, dma.src.offset);
+        EXPECT_EQ(dma.dsts[0].dims, dma.src.dims);
+    }
+    const codegen::TaskIR &consumer = s.program.tasks.at(size_t(named("c2.dpu.").at(0)));
+    for (int copy : copies)
+        EXPECT_EQ(std::count(consumer.deps.begin(), consumer.deps.end(), copy), 1);
+
+    auto error = [&] {
+        try {
+            codegen::verify_broadcasts(s);
+        } catch (const codegen::LoweringError &e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    EXPECT_EQ(error(), "");
+    // A consumer that does not wait for a copy into its tile's copy.
+    codegen::TaskIR &reader = s.program.tasks.at(size_t(named("c2.dpu.").at(0)));
+    const int read = std::get<codegen::DpuWork>(reader.work).input.buffer;
+    const int copy_in = *std::find_if(copies.begin(), copies.end(), [&](int copy) {
+        return std::get<codegen::DmaWork>(s.program.tasks[size_t(copy)].work).dsts[0].buffer ==
+               read;
+    });
+    const std::vector<int> kept = reader.deps;
+    reader.deps.erase(std::find(reader.deps.begin(), reader.deps.end(), copy_in));
+    EXPECT_NE(error().find("layer 'c2': task '" + reader.name +
+                           "': reads the copy of 'c1' in "
+                           "'c1.cmx' without waiting for '" +
+                           s.program.tasks[size_t(copy_in)].name + "', which writes it"),
+              std::string::npos)
+        << error();
+    reader.deps = kept;
+    // A copy that lands one row off.
+    auto &dst = std::get<codegen::DmaWork>(s.program.tasks[size_t(copies[1])].work).dsts[0];
+    dst.offset += uint64_t(dst.dims[2].stride());
+    EXPECT_NE(error().find("layer 'c1': task '" + s.program.tasks[size_t(copies[1] - 1)].name +
+                           "': what it computes into its copy of the output on tile "),
+              std::string::npos)
+        << error();
+}
+
 // The passes from allocate_cmx to assemble.
 void run_after_task_program(codegen::LoweringState &s) {
-    codegen::allocate_cmx(s);
-    codegen::allocate_ddr(s);
-    codegen::reduce_dependencies(s);
-    codegen::assign_barriers(s);
-    codegen::map_physical_barriers(s);
-    codegen::assemble(s);
+    codegen::run_passes(s, "allocate_cmx", "assemble");
 }
 
 // The task program prints as text that reads back as the same program, and the passes after

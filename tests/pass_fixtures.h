@@ -5,25 +5,15 @@
 
 namespace vpuc::test {
 
-// The passes of lower() from default_schedules through split_weight_copies: the task program
-// before allocation.
+// The passes of lower() through split_weight_copies, each verified: the task program before
+// allocation.
 inline void run_through_task_program(codegen::LoweringState &s) {
-    codegen::default_schedules(s);
-    codegen::resolve_schedules(s);
-    codegen::select_engines(s);
-    codegen::compile_shave_kernels(s);
-    codegen::declare_tensors(s);
-    codegen::build_tasks(s);
-    codegen::order_prefetch(s);
-    codegen::pack_weights(s);
-    codegen::choose_workloads(s);
-    codegen::split_weight_copies(s);
+    codegen::run_passes(s, "check_element_types", "split_weight_copies");
 }
 
-// The passes of lower() from default_schedules through allocate_cmx.
+// The passes of lower() through allocate_cmx, each verified.
 inline void run_through_allocate_cmx(codegen::LoweringState &s) {
-    run_through_task_program(s);
-    codegen::allocate_cmx(s);
+    codegen::run_passes(s, "check_element_types", "allocate_cmx");
 }
 
 } // namespace vpuc::test

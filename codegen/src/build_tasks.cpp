@@ -1,7 +1,8 @@
 // Pass build_tasks: every task of every layer's loop nest becomes DMA-in, DPU or SHAVE and
 // DMA-out tasks over CMX buffers, in program order: per tile, the loads of `prefetch` tasks
 // ahead (order_prefetch.cpp makes them wait); channels padded to whole groups in CMX for the DPU;
-// layers computed at a consumer's loop built inside it; layers kept in CMX broadcast between tiles.
+// layers computed at a consumer's loop built inside it; layers kept in CMX computed into a copy
+// of the whole output on each tile (broadcast_outputs copies each task's result between them).
 // Weights are one copy per range of output channels into a constant that pack_weights fills; DPU
 // tasks get their variants from choose_workloads.
 #include <algorithm>
@@ -195,12 +196,10 @@ class LayerBuilder {
         return computes;
     }
 
-    std::vector<int> writers; // who wrote this layer's output (to DDR, or broadcast in CMX)
+    std::vector<int> writers; // who wrote this layer's output (to DDR, or into its CMX copies)
 
     // A layer whose output stays in CMX (LoopNest::broadcast) holds all of it in one buffer on
-    // each of these tiles.
-    // A replicated layer (Clustering) computes all of its output on each tile it runs on, so
-    // only the other tiles receive copies.
+    // each of these tiles, recorded in LoweringState::resident_copies.
     // The copies hold whole channel groups when the DPU computes the layer or reads it.
     void keep_in_cmx(const std::set<int> &tiles, bool read_in_groups) {
         const dsl::TensorDesc &out = plan_.layer.output();
@@ -215,11 +214,13 @@ class LayerBuilder {
                 if (zero >= 0) writers.push_back(zero);
             }
         }
+        ResidentCopies copies{name(), resident_, {}};
         const bool replicated =
             std::any_of(plan_.nest.relations.begin(), plan_.nest.relations.end(),
                         [](const LoopRelation &r) { return r.replicate; });
         if (replicated)
-            for (const Task &t : nest_tasks_) computes_all_.insert(t.tile);
+            for (const Task &t : nest_tasks_) copies.computing_all.insert(t.tile);
+        s_.resident_copies.push_back(std::move(copies));
     }
 
     // Whether this layer's tasks read their inputs, and write their output, in whole channel
@@ -619,7 +620,7 @@ class LayerBuilder {
     // Returns the compute task. A layer of several outputs (a SHAVE kernel) computes each into
     // a CMX buffer of its own and stores each.
     int compute_and_store(const Pending &p) {
-        if (plan_.nest.broadcast) return compute_and_broadcast(p);
+        if (plan_.nest.broadcast) return compute_into_copy(p);
         const Region &region = p.task.region;
         const int64_t lanes =
             writes_groups() ? ceil_group(region.dims[0].extent()) : region.dims[0].extent();
@@ -660,22 +661,13 @@ class LayerBuilder {
         return share;
     }
 
-    // Computes into the tile's copy of the output, then copies the result into the copies of
-    // the other tiles that do not compute it themselves, with one broadcast DMA.
-    int compute_and_broadcast(const Pending &p) {
-        const int tile = p.task.tile;
+    // Computes into the tile's copy of the output (broadcast_outputs copies the result into
+    // the other tiles' copies).
+    int compute_into_copy(const Pending &p) {
         // The copies take the pad lanes the DPU computes too.
-        const View local = output_window(resident_view(tile), whole_region(), p.task.region);
+        const View local = output_window(resident_view(p.task.tile), whole_region(), p.task.region);
         const int compute = plan_.on_shave ? shave_task(p, {local}) : dpu_task(p, local);
         writers.push_back(compute);
-        std::vector<View> others;
-        for (const auto &[other, buffer] : resident_)
-            if (other != tile && !computes_all_.count(other))
-                others.push_back(
-                    output_window(resident_view(other), whole_region(), p.task.region));
-        if (!others.empty())
-            writers.push_back(add_dma(task_name(p.task, "broadcast"), dma_engine_out(tile),
-                                      DmaWork{local, others}, {compute}));
         return compute;
     }
 
@@ -764,7 +756,6 @@ class LayerBuilder {
     std::map<int, int> resident_;        // broadcast layers: tile -> CMX buffer of the output
     int64_t resident_lanes_ = 0;         // and its elements per pixel
     View zeros_;                         // a constant of zeros, for pad lanes
-    std::set<int> computes_all_;         // replicated broadcast layers: the tiles they run on
     // Root layers: the tiles computing each task region (several when replicated).
     std::map<std::string, std::vector<int>> tiles_computing_;
     std::vector<int> next_dpu_; // per tile: the DPU the next task goes to

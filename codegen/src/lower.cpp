@@ -39,6 +39,11 @@ const std::vector<Pass> &passes() {
              verify_tasks(s);
              verify_channel_padding(s);
          }},
+        {"broadcast_outputs", broadcast_outputs,
+         [](const LoweringState &s) {
+             verify_tasks(s);
+             verify_broadcasts(s);
+         }},
         {"order_prefetch", order_prefetch,
          [](const LoweringState &s) {
              verify_tasks(s);
@@ -125,6 +130,20 @@ const std::vector<std::string> &pass_names() {
         return n;
     }();
     return names;
+}
+
+void run_passes(LoweringState &s, const std::string &first, const std::string &last) {
+    const auto &list = passes();
+    auto find = [&](const std::string &name) {
+        const auto it = std::find_if(list.begin(), list.end(),
+                                     [&](const Pass &pass) { return pass.name == name; });
+        if (it == list.end()) throw LoweringError("no lowering pass '" + name + "'");
+        return it;
+    };
+    for (auto pass = find(first), end = find(last) + 1; pass < end; ++pass) {
+        pass->run(s);
+        if (pass->verify) pass->verify(s);
+    }
 }
 
 std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,15 @@ struct PrefetchChain {
     std::vector<std::vector<Step>> tiles;
 };
 
+// A layer kept in CMX (LoopNest::broadcast): a copy of its whole output in the CMX of each
+// tile that computes it or reads it (build_tasks), which broadcast_outputs keeps equal.
+struct ResidentCopies {
+    std::string layer;
+    std::map<int, int> buffers; // tile -> CMX buffer
+    // A replicated layer (Clustering) computes all of its output on each of these tiles.
+    std::set<int> computing_all;
+};
+
 // A constant build_tasks reserved for the weights and weight table of output channels
 // `channels` (unpadded) of `layer`, which pack_weights fills.
 struct WeightPack {
@@ -71,6 +81,7 @@ struct LoweringState {
     std::map<std::string, std::vector<int>> layer_writers; // layer -> tasks writing its output
     std::vector<WeightPack> weight_packs;                  // in the order of their constants
     std::vector<PrefetchChain> prefetch_chains;            // layers computed at root
+    std::vector<ResidentCopies> resident_copies;           // layers kept in CMX
     std::vector<uint8_t> blob;
     // What a user should know about the lowering, such as a layer engine Auto put on the
     // SHAVEs and why; lower() logs each after its pass as "note: ...".
@@ -155,6 +166,7 @@ void compile_shave_kernels(LoweringState &s);
 void plan_views(LoweringState &s);
 void declare_tensors(LoweringState &s);
 void build_tasks(LoweringState &s);
+void broadcast_outputs(LoweringState &s);
 void order_prefetch(LoweringState &s);
 void pack_weights(LoweringState &s);
 void choose_workloads(LoweringState &s);
@@ -166,6 +178,9 @@ void assign_barriers(LoweringState &s);
 void map_physical_barriers(LoweringState &s);
 void assemble(LoweringState &s);
 
+// Runs the passes of lower() from `first` through `last`, each followed by its verifier.
+void run_passes(LoweringState &s, const std::string &first, const std::string &last);
+
 // Notes each NCHW graph input with what its layout costs the DMAs (input_layout.cpp).
 void note_input_layouts(LoweringState &s);
 
@@ -173,6 +188,7 @@ void verify_views(const LoweringState &s);
 void verify_tensors(const LoweringState &s);
 void verify_tasks(const LoweringState &s);
 void verify_channel_padding(const LoweringState &s);
+void verify_broadcasts(const LoweringState &s);
 void verify_prefetch(const LoweringState &s);
 void verify_weights(const LoweringState &s);
 void verify_workloads(const LoweringState &s);

@@ -1,0 +1,152 @@
+// Pass broadcast_outputs: a layer kept in CMX has a copy of its whole output on every tile that
+// computes it or reads it, and each of its tasks computes into its own tile's copy. After each
+// such task, one DMA with several destinations copies what it wrote into the copies of the
+// other tiles (but those of a replicated layer's tiles, which compute everything themselves),
+// and every task that waited for the computation waits for the copy too.
+#include <algorithm>
+#include <map>
+
+#include "passes.h"
+
+namespace vpuc::codegen {
+
+namespace {
+
+// The CMX copy that a DPU or SHAVE task computes into: its layer's copy on its tile, or none.
+struct ComputedCopy {
+    const ResidentCopies *copies = nullptr;
+    View written; // the part of it the task writes, as a DMA reads it
+};
+
+ComputedCopy computed_copy(const LoweringState &s, const TaskIR &t) {
+    if (t.engine == blob::EngineKind::Dma) return {};
+    const auto copies = std::find_if(s.resident_copies.begin(), s.resident_copies.end(),
+                                     [&](const ResidentCopies &c) { return c.layer == t.layer; });
+    if (copies == s.resident_copies.end()) return {};
+    const auto buffer = copies->buffers.find(int(t.tile));
+    ComputedCopy found;
+    for_each_view(t, [&](const View &v, bool writes) {
+        if (writes && buffer != copies->buffers.end() && v.buffer == buffer->second) {
+            found.copies = &*copies;
+            found.written = v;
+        }
+    });
+    if (!found.copies) return {};
+    // A SHAVE kernel's argument has no batch dimension; a DMA view has all four. The copy
+    // holds one image, so the batch dimension's stride is the copy's elements.
+    if (found.written.dims.size() == 3) {
+        const uint64_t bytes = s.program.buffers[size_t(found.written.buffer)].bytes;
+        found.written.dims.push_back(
+            blob::Dim(1, int64_t(bytes) / blob::dtype_bytes(found.written.dtype)));
+    }
+    return found;
+}
+
+// `v` moved into `buffer`, at the same offset: the copies have one layout.
+View in_buffer(View v, int buffer) {
+    v.buffer = buffer;
+    return v;
+}
+
+// The name of the copy after computing task `t`, named `<layer>.<what>.<tile>.<region>`:
+// `<layer>.broadcast.<tile>.<region>`.
+std::string broadcast_name(const TaskIR &t) {
+    const size_t what = t.layer.size() + 1;
+    const size_t after = t.name.find('.', what);
+    if (t.name.compare(0, what, t.layer + ".") != 0 || after == std::string::npos)
+        return t.name + ".broadcast";
+    return t.layer + ".broadcast" + t.name.substr(after);
+}
+
+} // namespace
+
+void broadcast_outputs(LoweringState &s) {
+    std::vector<TaskIR> tasks;
+    std::vector<int> new_index(s.program.tasks.size());
+    std::map<int, int> copy_after; // computing task -> the DMA copying its result (new indices)
+    // Every task waiting for a computation waits for its copy too, listed right after it.
+    auto with_copies = [&](const std::vector<int> &computations) {
+        std::vector<int> out;
+        for (int w : computations) {
+            out.push_back(w);
+            if (auto copy = copy_after.find(w); copy != copy_after.end())
+                out.push_back(copy->second);
+        }
+        return out;
+    };
+    for (size_t i = 0; i < s.program.tasks.size(); ++i) {
+        TaskIR &t = s.program.tasks[i];
+        for (int &dep : t.deps) dep = new_index[size_t(dep)];
+        t.deps = with_copies(t.deps);
+        const ComputedCopy computed = computed_copy(s, t);
+        new_index[i] = int(tasks.size());
+        tasks.push_back(std::move(t));
+        if (!computed.copies) continue;
+        const TaskIR &compute = tasks.back();
+        std::vector<View> others;
+        for (const auto &[tile, buffer] : computed.copies->buffers)
+            if (tile != int(compute.tile) && !computed.copies->computing_all.count(tile))
+                others.push_back(in_buffer(computed.written, buffer));
+        if (others.empty()) continue;
+        copy_after[new_index[i]] = int(tasks.size());
+        tasks.push_back(dma_task(broadcast_name(compute), compute.layer,
+                                 dma_engine_out(s.target, int(compute.tile)),
+                                 DmaWork{computed.written, std::move(others)}, {new_index[i]}));
+    }
+    s.program.tasks = std::move(tasks);
+    s.renumber_tasks([&](int w) { return new_index[size_t(w)]; });
+    for (auto &[layer, writers] : s.layer_writers) writers = with_copies(writers);
+}
+
+// Every part of a copy that a task computes reaches the copies of the other tiles that do not
+// compute it themselves: one DMA after the task reads what it wrote and writes the same bytes
+// of each of them. A task of another layer reading a copy waits for every task writing it.
+void verify_broadcasts(const LoweringState &s) {
+    std::map<int, const ResidentCopies *> copy_in; // CMX buffer -> the copies it is one of
+    for (const ResidentCopies &copies : s.resident_copies)
+        for (const auto &[tile, buffer] : copies.buffers) copy_in[buffer] = &copies;
+    std::map<int, std::vector<int>> writers_of; // copy buffer -> tasks writing it
+    for (size_t i = 0; i < s.program.tasks.size(); ++i)
+        for_each_view(s.program.tasks[i], [&](const View &v, bool writes) {
+            if (writes && copy_in.count(v.buffer)) writers_of[v.buffer].push_back(int(i));
+        });
+    for (size_t i = 0; i < s.program.tasks.size(); ++i) {
+        const TaskIR &t = s.program.tasks[i];
+        auto fail = [&](const std::string &what) {
+            throw LoweringError("layer '" + t.layer + "': task '" + t.name + "': " + what);
+        };
+        const ComputedCopy computed = computed_copy(s, t);
+        if (computed.copies)
+            for (const auto &[tile, buffer] : computed.copies->buffers) {
+                if (tile == int(t.tile) || computed.copies->computing_all.count(tile)) continue;
+                const View expected = in_buffer(computed.written, buffer);
+                const bool copied =
+                    std::any_of(writers_of[buffer].begin(), writers_of[buffer].end(), [&](int w) {
+                        const TaskIR &copy = s.program.tasks[size_t(w)];
+                        const auto *dma = std::get_if<DmaWork>(&copy.work);
+                        const auto same = [](const View &a, const View &b) {
+                            return a.buffer == b.buffer && a.offset == b.offset &&
+                                   a.dtype == b.dtype && a.dims == b.dims;
+                        };
+                        return dma && same(dma->src, computed.written) &&
+                               std::any_of(dma->dsts.begin(), dma->dsts.end(),
+                                           [&](const View &d) { return same(d, expected); }) &&
+                               std::count(copy.deps.begin(), copy.deps.end(), int(i));
+                    });
+                if (!copied)
+                    fail("what it computes into its copy of the output on tile " +
+                         std::to_string(t.tile) + " is not copied to tile " + std::to_string(tile));
+            }
+        for_each_view(t, [&](const View &v, bool writes) {
+            const auto copies = copy_in.find(v.buffer);
+            if (writes || copies == copy_in.end() || copies->second->layer == t.layer) return;
+            for (int w : writers_of[v.buffer])
+                if (!std::count(t.deps.begin(), t.deps.end(), w))
+                    fail("reads the copy of '" + copies->second->layer + "' in '" +
+                         s.program.buffers[size_t(v.buffer)].name + "' without waiting for '" +
+                         s.program.tasks[size_t(w)].name + "', which writes it");
+        });
+    }
+}
+
+} // namespace vpuc::codegen
