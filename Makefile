@@ -8,7 +8,9 @@ JOBS ?= $(shell nproc)
 DEB_PACKAGES := cmake ninja-build g++ clang-format \
 	libhalide14-0-dev llvm-14-dev \
 	flatbuffers-compiler libflatbuffers-dev nlohmann-json3-dev \
-	libgtest-dev libgmock-dev libbenchmark-dev libseccomp-dev
+	libgtest-dev libgmock-dev libbenchmark-dev libseccomp-dev \
+	libonnx-dev libprotobuf-dev libonnx-testdata libzip-dev pkg-config \
+	libopencv-dnn-dev libopencv-imgcodecs-dev libopencv-imgproc-dev
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 

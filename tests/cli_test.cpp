@@ -139,6 +139,39 @@ TEST_F(Cli, UnknownPassFailsListingThePasses) {
     EXPECT_EQ(run.output.find("IR after"), std::string::npos) << run.output;
 }
 
+// An ONNX model compiles to a blob that runs; what cannot be imported is a one-line error
+// naming the file, the node and the op.
+TEST_F(Cli, CompileAnOnnxModel) {
+    const std::string data = "/usr/share/libonnx-testdata/data/";
+    const fs::path blob = scratch() / "conv.vpub";
+    const Outcome compiled = vpuc_run("compile " + data +
+                                      "pytorch-converted/test_Conv2d/model.onnx"
+                                      " -o " +
+                                      blob.string() + " --target vpu20");
+    EXPECT_EQ(compiled.status, 0) << compiled.output;
+    EXPECT_NE(compiled.output.find("note: upgraded from opset 6 to 13"), std::string::npos)
+        << compiled.output;
+    EXPECT_NE(compiled.output.find(blob.string() + ": 1 layers"), std::string::npos)
+        << compiled.output;
+    const Outcome run = vpuc_run("run " + blob.string());
+    EXPECT_EQ(run.status, 0) << run.output;
+
+    const Outcome unsupported =
+        vpuc_run("compile " + data + "simple/test_sign_model/model.onnx -o " + blob.string());
+    EXPECT_EQ(unsupported.status, 1);
+    EXPECT_EQ(unsupported.output, "vpuc compile: error: " + data +
+                                      "simple/test_sign_model/model.onnx: node 'test' (Sign): op "
+                                      "Sign is not supported (docs/onnx.md lists the supported "
+                                      "ops)\n");
+    const Outcome no_output = vpuc_run("compile " + data + "simple/test_sign_model/model.onnx");
+    EXPECT_EQ(no_output.status, 1);
+    EXPECT_NE(no_output.output.find("compile needs -o BLOB"), std::string::npos);
+    const Outcome bad_shape = vpuc_run("compile x.onnx -o y --input-shape data=1x0");
+    EXPECT_EQ(bad_shape.status, 1);
+    EXPECT_NE(bad_shape.output.find("--input-shape needs an integer in 1.."), std::string::npos)
+        << bad_shape.output;
+}
+
 TEST_F(Cli, ListPasses) {
     const Outcome run = vpuc_run("demo --list-passes");
     EXPECT_EQ(run.status, 0) << run.output;

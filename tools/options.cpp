@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <stdexcept>
 
@@ -14,8 +15,10 @@ bool contains(const std::vector<std::string> &list, const std::string &item) {
     return std::find(list.begin(), list.end(), item) != list.end();
 }
 
+// "--name", or a short "-o" (a dash and a letter: "-1" is a value).
 bool is_option(const std::string &arg) {
-    return arg.rfind("--", 0) == 0;
+    return arg.rfind("--", 0) == 0 ||
+           (arg.size() == 2 && arg[0] == '-' && std::isalpha(static_cast<unsigned char>(arg[1])));
 }
 
 } // namespace

@@ -156,7 +156,7 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
         throw LoweringError("--dump-after " + options.dump_after +
                             ": no such pass (passes: " + known + ")");
     }
-    const bool print_times = std::getenv("VPUC_PASS_TIMES") != nullptr;
+    const bool print_times = options.time_passes || std::getenv("VPUC_PASS_TIMES") != nullptr;
     // The lowering compiles 4-D tensors: every tensor as its device view, on a copy that leaves
     // the caller's schedules alone.
     const dsl::Graph own = graph.device_clone();

@@ -22,6 +22,7 @@ struct LowerOptions {
     // When set, receives the schedule each layer was compiled with, by layer name: its own,
     // or the default schedule lower() gave it.
     std::map<std::string, dsl::Schedule> *schedules = nullptr;
+    bool time_passes = false; // print each pass's time to stderr (as VPUC_PASS_TIMES=1 does)
 };
 
 // An error of the lowering that names the layer (and the task or buffer) concerned.

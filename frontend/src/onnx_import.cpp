@@ -1,0 +1,265 @@
+// The ONNX importer: the graph's initializers become constants, its inputs graph inputs, and
+// each node, in the model's (topological) order, the layers its op maps onto.
+#include "frontend/onnx_import.h"
+
+#include <filesystem>
+
+#include "algorithms/registry.h"
+#include "dsl/constant_values.h"
+#include "onnx_internal.h"
+#include "vpu_target/input_file.h"
+
+namespace vpuc::frontend {
+
+namespace detail {
+
+NodeImport::NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
+                       std::vector<std::optional<dsl::Layer>> inputs, const ImportOptions &options,
+                       int64_t opset, UniqueNames &names)
+    : node_(node), name_(std::move(layer_name)), file_(std::move(file)), inputs_(std::move(inputs)),
+      options_(options), opset_(opset), names_(names) {}
+
+std::string UniqueNames::take(const std::string &wanted) {
+    const std::string base = wanted.empty() ? "node" : wanted;
+    std::string name = base;
+    for (int k = 1; !used_.insert(name).second; ++k) name = base + "_" + std::to_string(k);
+    return name;
+}
+
+void NodeImport::fail(const std::string &what) const {
+    throw ModelError(file_ + ": node '" + name_ + "' (" + node_.op_type() + "): " + what);
+}
+
+const dsl::Layer &NodeImport::input(size_t i) const {
+    if (!has_input(i)) fail("input " + std::to_string(i) + " is missing");
+    return *inputs_[i];
+}
+
+const dsl::Layer &NodeImport::constant_layer(size_t i, const std::string &role) {
+    if (!has_input(i)) fail("input " + std::to_string(i) + " (" + role + ") is missing");
+    dsl::Layer &in = *inputs_[i];
+    if (in.is_input())
+        if (const auto known = options_.known_inputs.find(in.name());
+            known != options_.known_inputs.end())
+            in = dsl::LayerRegistry::constant(unique_name(in.name()), known->second);
+    if (!dsl::is_constant(in))
+        fail("input " + std::to_string(i) + " (" + role + ", '" + node_.input(int(i)) +
+             "') must be a constant (an initializer, or computed from constants)");
+    return in;
+}
+
+std::vector<int64_t> NodeImport::constant_ints(size_t i, const std::string &role) {
+    const Halide::Buffer<> &value = constant_input(i, role);
+    const dsl::ConstValues v = dsl::const_values(value, node_.input(int(i)));
+    if (v.is_float()) fail("input " + std::to_string(i) + " (" + role + ") must be integers");
+    return v.ints;
+}
+
+bool NodeImport::has_attr(const std::string &name) const {
+    for (const onnx::AttributeProto &a : node_.attribute())
+        if (a.name() == name) return true;
+    return false;
+}
+
+const onnx::AttributeProto *NodeImport::attr(const std::string &name, int32_t type) {
+    for (const onnx::AttributeProto &a : node_.attribute()) {
+        if (a.name() != name) continue;
+        read_.insert(name);
+        if (a.type() != type)
+            fail("attribute '" + name + "' is " +
+                 onnx::AttributeProto::AttributeType_Name(a.type()) + ", not " +
+                 onnx::AttributeProto::AttributeType_Name(
+                     onnx::AttributeProto::AttributeType(type)));
+        return &a;
+    }
+    return nullptr;
+}
+
+int64_t NodeImport::attr_int(const std::string &name, int64_t default_value) {
+    const auto *a = attr(name, onnx::AttributeProto::INT);
+    return a ? a->i() : default_value;
+}
+
+float NodeImport::attr_float(const std::string &name, float default_value) {
+    const auto *a = attr(name, onnx::AttributeProto::FLOAT);
+    return a ? a->f() : default_value;
+}
+
+std::vector<int64_t> NodeImport::attr_ints(const std::string &name,
+                                           std::vector<int64_t> default_value) {
+    const auto *a = attr(name, onnx::AttributeProto::INTS);
+    return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : default_value;
+}
+
+std::string NodeImport::attr_string(const std::string &name, const std::string &default_value) {
+    const auto *a = attr(name, onnx::AttributeProto::STRING);
+    return a ? a->s() : default_value;
+}
+
+Halide::Buffer<> NodeImport::attr_tensor(const std::string &name) {
+    const auto *a = attr(name, onnx::AttributeProto::TENSOR);
+    if (!a) fail("attribute '" + name + "' is missing");
+    return tensor_value(a->t(), file_ + ": node '" + name_ + "': attribute '" + name + "'");
+}
+
+void NodeImport::expect_int(const std::string &name, int64_t expected, const std::string &why) {
+    const int64_t value = attr_int(name, expected);
+    if (value != expected)
+        fail("attribute " + name + " = " + std::to_string(value) + " is not supported: " + why);
+}
+
+void NodeImport::check_all_attributes_read() const {
+    for (const onnx::AttributeProto &a : node_.attribute())
+        if (!read_.count(a.name())) fail("attribute '" + a.name() + "' is not supported");
+}
+
+dsl::Layer NodeImport::build(const std::string &op, const std::string &layer_name,
+                             const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) const {
+    try {
+        return algorithms::layer_registry().build(op, layer_name, inputs, attrs);
+    } catch (const ModelError &) {
+        throw;
+    } catch (const Error &e) {
+        fail(e.what());
+    }
+}
+
+} // namespace detail
+
+namespace {
+
+// A graph input: its declared type (float ones in the precision's type) and static shape.
+dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
+                       std::vector<std::string> &notes) {
+    const std::string what = path + ": graph input '" + in.name() + "'";
+    if (!in.type().has_tensor_type()) throw ModelError(what + ": not a tensor");
+    const onnx::TypeProto_Tensor &type = in.type().tensor_type();
+    dsl::TensorDesc t;
+    t.name = in.name();
+    t.type = detail::elem_type(type.elem_type(), what);
+    if (t.type == dsl::ElemType::F32 || t.type == dsl::ElemType::F64) {
+        notes.push_back("graph input '" + in.name() + "' is " + dsl::to_string(t.type) +
+                        " in the model and f16 on the device (precision fp16)");
+        t.type = dsl::ElemType::F16;
+    }
+    if (!type.has_shape()) throw ModelError(what + ": no shape; give one with --input-shape");
+    std::vector<int64_t> shape;
+    for (int i = 0; i < type.shape().dim_size(); ++i) {
+        const onnx::TensorShapeProto_Dimension &d = type.shape().dim(i);
+        if (!d.has_dim_value() || d.dim_value() < 1)
+            throw ModelError(what + ": dimension " + std::to_string(i) + " is " +
+                             (d.has_dim_param() ? "'" + d.dim_param() + "'" : "unknown") +
+                             ", not a fixed extent; give the shape with --input-shape " +
+                             in.name() + "=...");
+        shape.push_back(d.dim_value());
+    }
+    if (shape.empty() || shape.size() > 5)
+        throw ModelError(what + ": rank " + std::to_string(shape.size()) +
+                         " (graph inputs have ranks 1 to 5)");
+    t.order =
+        shape.size() == 4 ? dsl::DimsOrder::NCHW() : dsl::DimsOrder::identity(int(shape.size()));
+    t.shape = dsl::Shape(shape);
+    return dsl::Layer::input(t);
+}
+
+} // namespace
+
+std::vector<std::string> supported_onnx_ops() {
+    std::vector<std::string> ops;
+    for (const auto &[op, importer] : detail::op_importers()) ops.push_back(op);
+    return ops;
+}
+
+ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::string &path,
+                                const ImportOptions &options) {
+    detail::LoadedModel loaded = detail::load_model(bytes, path, options);
+    const onnx::GraphProto &g = loaded.proto.graph();
+    std::vector<std::string> notes = loaded.notes, output_names;
+    detail::UniqueNames names;
+    std::map<std::string, dsl::Layer> values; // ONNX value name -> the layer computing it
+    for (const onnx::TensorProto &t : g.initializer())
+        values[t.name()] = dsl::LayerRegistry::constant(
+            names.take(t.name()),
+            detail::tensor_value(t, path + ": initializer '" + t.name() + "'"));
+    for (const onnx::ValueInfoProto &in : g.input()) {
+        if (values.count(in.name())) continue; // an initializer (IR < 4 lists them as inputs)
+        if (names.take(in.name()) != in.name())
+            throw ModelError(path + ": graph input '" + in.name() + "' is named twice");
+        try {
+            values[in.name()] = graph_input(in, path, notes);
+        } catch (const ModelError &) {
+            // A known input no graph input can hold (a scalar Clip bound) is a constant.
+            const auto known = options.known_inputs.find(in.name());
+            if (known == options.known_inputs.end()) throw;
+            values[in.name()] = dsl::LayerRegistry::constant(in.name(), known->second);
+        }
+    }
+    const auto &importers = detail::op_importers();
+    for (const onnx::NodeProto &node : g.node()) {
+        // Unnamed, a node takes the name of its output, or, with several, of its op.
+        const std::string name = names.take(!node.name().empty()      ? node.name()
+                                            : node.output_size() == 1 ? node.output(0)
+                                                                      : node.op_type());
+        const std::string what = path + ": node '" + name + "' (" + node.op_type() + ")";
+        if (!node.domain().empty() && node.domain() != "ai.onnx")
+            throw ModelError(what + ": domain '" + node.domain() + "' is not supported");
+        const auto importer = importers.find(node.op_type());
+        if (importer == importers.end())
+            throw ModelError(what + ": op " + node.op_type() +
+                             " is not supported (docs/onnx.md lists the supported ops)");
+        std::vector<std::optional<dsl::Layer>> inputs;
+        for (const std::string &in : node.input()) {
+            if (in.empty()) {
+                inputs.push_back(std::nullopt);
+                continue;
+            }
+            const auto value = values.find(in);
+            if (value == values.end())
+                throw ModelError(what + ": input '" + in + "' is computed by no earlier node");
+            inputs.push_back(value->second);
+        }
+        detail::NodeImport import(node, name, path, std::move(inputs), options, loaded.opset,
+                                  names);
+        const std::vector<dsl::Layer> outputs = importer->second(import);
+        import.check_all_attributes_read();
+        for (int i = 0; i < node.output_size(); ++i) {
+            if (node.output(i).empty()) continue;
+            if (size_t(i) >= outputs.size() || !outputs[size_t(i)].defined())
+                import.fail("output " + std::to_string(i) + " ('" + node.output(i) +
+                            "') is not supported");
+            values[node.output(i)] = outputs[size_t(i)];
+        }
+    }
+    std::vector<dsl::Layer> outputs;
+    for (const onnx::ValueInfoProto &out : g.output()) {
+        const std::string what = path + ": graph output '" + out.name() + "'";
+        const auto value = values.find(out.name());
+        if (value == values.end()) throw ModelError(what + ": computed by no node");
+        if (dsl::is_constant(value->second))
+            throw ModelError(what + ": a constant, which needs no device to compute");
+        if (value->second.is_input())
+            throw ModelError(what + ": a graph input, computed by nothing");
+        outputs.push_back(value->second);
+        output_names.push_back(out.name());
+    }
+    if (outputs.empty()) throw ModelError(path + ": the graph has no outputs");
+    const std::string graph_name =
+        !g.name().empty() ? g.name() : std::filesystem::path(path).stem().string();
+    try {
+        dsl::Graph graph(graph_name.empty() ? "model" : graph_name, outputs);
+        graph.verify(&algorithms::layer_registry());
+        return {std::move(graph), loaded.opset, loaded.original_opset, std::move(output_names),
+                std::move(notes)};
+    } catch (const ModelError &) {
+        throw;
+    } catch (const Error &e) {
+        throw ModelError(path + ": " + e.what());
+    }
+}
+
+ImportedModel import_onnx(const std::string &path, const ImportOptions &options) {
+    const std::vector<uint8_t> bytes = files::read_input_file(path, files::FileKind::Model);
+    return import_onnx_bytes(bytes, path, options);
+}
+
+} // namespace vpuc::frontend

@@ -1,0 +1,117 @@
+// The ONNX importer's parts: reading a model (onnx_model.cpp), its tensors as Halide buffers
+// (onnx_tensor.cpp), and the ONNX ops as registry layers (onnx_ops.cpp).
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "dsl/registry.h"
+#include "frontend/onnx_import.h"
+
+namespace vpuc::frontend::detail {
+
+// The newest opset libonnx 1.12 knows, and the one older models are upgraded to.
+constexpr int64_t kNewestOpset = 17;
+constexpr int64_t kUpgradedOpset = 13;
+
+struct LoadedModel {
+    onnx::ModelProto proto;
+    int64_t original_opset = 0, opset = 0;
+    std::vector<std::string> notes;
+};
+
+// Parses `bytes`, loads external data from inside the directory of `path` (no other file),
+// applies the input shapes of `options`, checks the model with ONNX's checker, upgrades an
+// opset older than kUpgradedOpset and infers shapes. Throws ModelError naming `path`.
+LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
+                       const ImportOptions &options);
+
+// The graph element type of an ONNX tensor type; throws ModelError with `what` for a type
+// graph tensors do not have (strings, complex, bfloat16, 16- and unsigned 32/64-bit ints).
+dsl::ElemType elem_type(int32_t onnx_type, const std::string &what);
+// The value of an initializer or Constant (external data already loaded), the ONNX shape
+// reversed into Halide's dims (dim 0 innermost). Throws ModelError with `what`.
+Halide::Buffer<> tensor_value(const onnx::TensorProto &t, const std::string &what);
+// The bytes of `count` elements of ONNX type `onnx_type`, or nullopt when unknown or
+// overflowing.
+std::optional<uint64_t> tensor_bytes(int32_t onnx_type, uint64_t count);
+
+// Layer names unique in the graph: ONNX node names may be empty or repeat.
+class UniqueNames {
+  public:
+    std::string take(const std::string &wanted);
+
+  private:
+    std::set<std::string> used_;
+};
+
+// One node being imported: its inputs as layers, its attributes, and the registry.
+class NodeImport {
+  public:
+    NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
+               std::vector<std::optional<dsl::Layer>> inputs, const ImportOptions &options,
+               int64_t opset, UniqueNames &names);
+
+    const onnx::NodeProto &node() const { return node_; }
+    const std::string &name() const { return name_; } // the layer name for its first output
+    const ImportOptions &options() const { return options_; }
+    int64_t opset() const { return opset_; }
+
+    [[noreturn]] void fail(const std::string &what) const;
+    // A name for another layer of this node (one per output of a node of several).
+    std::string unique_name(const std::string &wanted) { return names_.take(wanted); }
+
+    size_t input_count() const { return inputs_.size(); }
+    bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].has_value(); }
+    const dsl::Layer &input(size_t i) const; // fails when absent
+    // Input i, which must be a constant (a weight, an axis list): a constant layer, or a graph
+    // input of a known value (ImportOptions::known_inputs) as one.
+    const dsl::Layer &constant_layer(size_t i, const std::string &role);
+    const Halide::Buffer<> &constant_input(size_t i, const std::string &role) {
+        return dsl::constant_value(constant_layer(i, role));
+    }
+    std::vector<int64_t> constant_ints(size_t i, const std::string &role);
+
+    // Attributes; each read marks it handled: an attribute no handler reads is an error.
+    bool has_attr(const std::string &name) const;
+    int64_t attr_int(const std::string &name, int64_t default_value);
+    float attr_float(const std::string &name, float default_value);
+    std::vector<int64_t> attr_ints(const std::string &name, std::vector<int64_t> default_value);
+    std::string attr_string(const std::string &name, const std::string &default_value);
+    Halide::Buffer<> attr_tensor(const std::string &name);
+    // Requires that the attribute is absent or has `expected` ("ceil_mode must be 0").
+    void expect_int(const std::string &name, int64_t expected, const std::string &why);
+    // Throws for an attribute no handler read.
+    void check_all_attributes_read() const;
+
+    // A registry layer named `layer_name`, errors rethrown as ModelError naming the node.
+    dsl::Layer build(const std::string &op, const std::string &layer_name,
+                     const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) const;
+    dsl::Layer build(const std::string &op, const std::vector<dsl::Layer> &inputs,
+                     const dsl::Attrs &attrs) const {
+        return build(op, name_, inputs, attrs);
+    }
+
+  private:
+    const onnx::AttributeProto *attr(const std::string &name, int32_t type);
+
+    const onnx::NodeProto &node_;
+    std::string name_, file_;
+    std::vector<std::optional<dsl::Layer>> inputs_;
+    const ImportOptions &options_;
+    int64_t opset_;
+    UniqueNames &names_;
+    std::set<std::string> read_;
+};
+
+// What a node becomes: a layer per ONNX output (undefined for an output nobody may read).
+using OpImporter = std::function<std::vector<dsl::Layer>(NodeImport &node)>;
+const std::map<std::string, OpImporter> &op_importers();
+
+} // namespace vpuc::frontend::detail

@@ -1,0 +1,212 @@
+// Reading an ONNX model: the protobuf, its external data (from inside the model's directory
+// only), the input shapes the user gives, ONNX's checker, the version converter and shape
+// inference.
+#include <onnx/checker.h>
+#include <onnx/defs/schema.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include "onnx_internal.h"
+#include "vpu_target/input_file.h"
+
+namespace vpuc::frontend::detail {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// An unsigned decimal number, as external data's offset and length are written.
+std::optional<uint64_t> parse_count(const std::string &text) {
+    if (text.empty() || text.size() > 19) return std::nullopt;
+    uint64_t value = 0;
+    for (char ch : text) {
+        if (ch < '0' || ch > '9') return std::nullopt;
+        value = value * 10 + uint64_t(ch - '0');
+    }
+    return value;
+}
+
+// Loads every tensor of the model stored in external files, each from a file inside the model's
+// directory: a location that is absolute, climbs out with "..", or resolves outside through a
+// symbolic link is refused (CVE-2022-25882), as is a file other than a regular one, or a range
+// past its end. Files are read once each, under the model file's size limit.
+class ExternalData {
+  public:
+    explicit ExternalData(const std::string &model_path) : model_path_(model_path) {}
+
+    void load(onnx::GraphProto &graph) {
+        for (onnx::TensorProto &t : *graph.mutable_initializer()) load(t, "initializer");
+        for (onnx::SparseTensorProto &s : *graph.mutable_sparse_initializer()) {
+            load(*s.mutable_values(), "sparse initializer");
+            load(*s.mutable_indices(), "sparse initializer");
+        }
+        for (onnx::NodeProto &node : *graph.mutable_node())
+            for (onnx::AttributeProto &a : *node.mutable_attribute()) {
+                const std::string what =
+                    "attribute '" + a.name() + "' of node '" + node.name() + "'";
+                if (a.has_t()) load(*a.mutable_t(), what);
+                for (onnx::TensorProto &t : *a.mutable_tensors()) load(t, what);
+                if (a.has_g()) load(*a.mutable_g());
+                for (onnx::GraphProto &g : *a.mutable_graphs()) load(g);
+            }
+    }
+
+  private:
+    [[noreturn]] void fail(const std::string &tensor, const std::string &what) const {
+        throw ModelError(model_path_ + ": tensor '" + tensor + "': external data: " + what);
+    }
+
+    void load(onnx::TensorProto &t, const std::string &role) {
+        if (t.data_location() != onnx::TensorProto::EXTERNAL) return;
+        std::string location;
+        std::optional<uint64_t> offset = 0, length;
+        for (const auto &entry : t.external_data()) {
+            if (entry.key() == "location") {
+                location = entry.value();
+            } else if (entry.key() == "offset") {
+                offset = parse_count(entry.value());
+                if (!offset) fail(t.name(), "offset '" + entry.value() + "' is not a number");
+            } else if (entry.key() == "length") {
+                length = parse_count(entry.value());
+                if (!length) fail(t.name(), "length '" + entry.value() + "' is not a number");
+            }
+        }
+        uint64_t count = 1;
+        for (int64_t d : t.dims()) {
+            if (d < 0 || (d > 0 && count > std::numeric_limits<uint64_t>::max() / uint64_t(d)))
+                fail(t.name(), "the " + role + "'s dims are negative or overflow");
+            count *= uint64_t(d);
+        }
+        const std::optional<uint64_t> bytes = tensor_bytes(t.data_type(), count);
+        if (!bytes) fail(t.name(), "the " + role + " has no fixed-size element type");
+        if (length && *length != *bytes)
+            fail(t.name(), "length " + std::to_string(*length) + " is not the " +
+                               std::to_string(*bytes) + " bytes its dims and type take");
+        const std::vector<uint8_t> &file = file_at(t.name(), location);
+        if (*offset > file.size() || *bytes > file.size() - *offset)
+            fail(t.name(), "bytes [" + std::to_string(*offset) + ", " +
+                               std::to_string(*offset + *bytes) + ") run past the end of '" +
+                               location + "' (" + std::to_string(file.size()) + " bytes)");
+        t.set_raw_data(file.data() + *offset, size_t(*bytes));
+        t.clear_external_data();
+        t.set_data_location(onnx::TensorProto::DEFAULT);
+    }
+
+    const std::vector<uint8_t> &file_at(const std::string &tensor, const std::string &location) {
+        if (auto it = files_.find(location); it != files_.end()) return it->second;
+        if (model_path_.empty()) fail(tensor, "a model read from memory has no directory");
+        if (location.empty()) fail(tensor, "no location");
+        const fs::path relative(location);
+        if (relative.is_absolute() || relative.has_root_name() || relative.has_root_directory())
+            fail(tensor, "location '" + location +
+                             "' is absolute; it must lie inside the "
+                             "model's directory");
+        for (const fs::path &part : relative)
+            if (part == "..")
+                fail(tensor, "location '" + location + "' leaves the model's directory");
+        std::error_code error;
+        const fs::path dir =
+            fs::canonical(fs::absolute(fs::path(model_path_)).parent_path(), error);
+        if (error) fail(tensor, "cannot resolve the model's directory: " + error.message());
+        const fs::path resolved = fs::weakly_canonical(dir / relative, error);
+        if (error) fail(tensor, "cannot resolve '" + location + "': " + error.message());
+        const auto [dir_end, unused] =
+            std::mismatch(dir.begin(), dir.end(), resolved.begin(), resolved.end());
+        if (dir_end != dir.end())
+            fail(tensor, "location '" + location + "' resolves to '" + resolved.string() +
+                             "', outside the model's directory");
+        try {
+            return files_[location] =
+                       files::read_input_file(resolved.string(), files::FileKind::Model);
+        } catch (const files::InputFileError &e) {
+            fail(tensor, e.what());
+        }
+    }
+
+    std::string model_path_;
+    std::map<std::string, std::vector<uint8_t>> files_;
+};
+
+// Replaces the declared shapes of the graph inputs named in `shapes`.
+void apply_input_shapes(onnx::GraphProto &graph, const std::string &path,
+                        const std::map<std::string, std::vector<int64_t>> &shapes) {
+    std::set<std::string> initializers;
+    for (const onnx::TensorProto &t : graph.initializer()) initializers.insert(t.name());
+    for (const auto &[name, shape] : shapes) {
+        onnx::ValueInfoProto *input = nullptr;
+        std::string known;
+        for (onnx::ValueInfoProto &in : *graph.mutable_input()) {
+            if (initializers.count(in.name())) continue;
+            known += (known.empty() ? "'" : ", '") + in.name() + "'";
+            if (in.name() == name) input = &in;
+        }
+        const std::string what = path + ": input shape for '" + name + "': ";
+        if (!input) throw ModelError(what + "the model has no such input (inputs: " + known + ")");
+        if (!input->type().has_tensor_type()) throw ModelError(what + "the input is not a tensor");
+        onnx::TypeProto_Tensor &type = *input->mutable_type()->mutable_tensor_type();
+        if (type.has_shape() && type.shape().dim_size() != int(shape.size()))
+            throw ModelError(what + "the model declares rank " +
+                             std::to_string(type.shape().dim_size()) + ", not " +
+                             std::to_string(shape.size()));
+        type.mutable_shape()->clear_dim();
+        for (int64_t extent : shape) {
+            if (extent < 1) throw ModelError(what + "extents must be at least 1");
+            type.mutable_shape()->add_dim()->set_dim_value(extent);
+        }
+    }
+}
+
+} // namespace
+
+LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
+                       const ImportOptions &options) {
+    auto fail = [&](const std::string &what) { throw ModelError(path + ": " + what); };
+    LoadedModel m;
+    if (bytes.size() > size_t(std::numeric_limits<int>::max()))
+        fail("larger than the 2 GiB a protobuf can hold");
+    if (!m.proto.ParseFromArray(bytes.data(), int(bytes.size())))
+        fail("not an ONNX model: the protobuf does not parse (truncated, or another format)");
+    if (!m.proto.has_graph()) fail("not an ONNX model: it has no graph");
+    bool declared = false;
+    for (const onnx::OperatorSetIdProto &set : m.proto.opset_import())
+        if (set.domain().empty() || set.domain() == "ai.onnx") {
+            m.original_opset = set.version();
+            declared = true;
+        }
+    if (!declared) fail("it imports no opset of the default ONNX domain (opset_import)");
+    if (m.original_opset < 1 || m.original_opset > kNewestOpset)
+        fail("opset " + std::to_string(m.original_opset) + " is not one of 1.." +
+             std::to_string(kNewestOpset) + ", the opsets ONNX 1.12 knows");
+    ExternalData(path).load(*m.proto.mutable_graph());
+    apply_input_shapes(*m.proto.mutable_graph(), path, options.input_shapes);
+    try {
+        onnx::checker::check_model(m.proto);
+    } catch (const std::exception &e) {
+        fail(std::string("ONNX's checker rejects the model: ") + e.what());
+    }
+    m.opset = m.original_opset;
+    if (m.opset < kUpgradedOpset) {
+        try {
+            m.proto = onnx::version_conversion::ConvertVersion(m.proto, int(kUpgradedOpset));
+        } catch (const std::exception &e) {
+            fail("ONNX's version converter cannot upgrade opset " + std::to_string(m.opset) +
+                 " to " + std::to_string(kUpgradedOpset) + ": " + e.what());
+        }
+        m.notes.push_back("upgraded from opset " + std::to_string(m.opset) + " to " +
+                          std::to_string(kUpgradedOpset) + " by ONNX's version converter");
+        m.opset = kUpgradedOpset;
+    }
+    try {
+        onnx::shape_inference::InferShapes(m.proto, onnx::OpSchemaRegistry::Instance(),
+                                           onnx::ShapeInferenceOptions(true, 1, true));
+    } catch (const std::exception &e) {
+        fail(std::string("ONNX's shape inference fails: ") + e.what());
+    }
+    return m;
+}
+
+} // namespace vpuc::frontend::detail

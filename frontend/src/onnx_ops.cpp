@@ -1,0 +1,514 @@
+// Each ONNX op the importer knows, as the layer-registry layers it becomes (opset 13 to 17
+// semantics: older models are upgraded first). Float weights take the precision's type (fp16)
+// here; shape arithmetic on constants folds as the registry builds it.
+#include <cmath>
+#include <limits>
+
+#include "algorithms/registry.h"
+#include "dsl/constant_values.h"
+#include "onnx_internal.h"
+
+namespace vpuc::frontend::detail {
+
+namespace {
+
+using Layers = std::vector<dsl::Layer>;
+
+// The values of `value` in type `type` (floats rounded to nearest even).
+Halide::Buffer<> converted(const Halide::Buffer<> &value, dsl::ElemType type,
+                           const std::string &what) {
+    dsl::ConstValues v = dsl::const_values(value, what);
+    if (v.is_float() &&
+        !(type == dsl::ElemType::F16 || type == dsl::ElemType::F32 || type == dsl::ElemType::F64))
+        throw ModelError(what + ": float values where integers are needed");
+    if (!v.is_float() &&
+        (type == dsl::ElemType::F16 || type == dsl::ElemType::F32 || type == dsl::ElemType::F64))
+        v.reals.assign(v.ints.begin(), v.ints.end());
+    v.type = type;
+    return dsl::const_buffer(v);
+}
+
+dsl::ElemType float_type(const NodeImport &node) {
+    switch (node.options().precision) {
+    case Precision::FP16:
+        return dsl::ElemType::F16;
+    }
+    return dsl::ElemType::F16;
+}
+
+const dsl::Shape &shape_of(const dsl::Layer &layer) {
+    return layer.output().shape;
+}
+
+// ONNX pads [begin_0, begin_1, end_0, end_1] over (H, W) as the registry's [top, left, bottom,
+// right], from `pads` or the node's auto_pad.
+std::vector<int64_t> window_pads(NodeImport &node, const dsl::Shape &input,
+                                 const std::vector<int64_t> &kernel,
+                                 const std::vector<int64_t> &strides,
+                                 const std::vector<int64_t> &dilations) {
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    std::vector<int64_t> pads = node.attr_ints("pads", {0, 0, 0, 0});
+    if (pads.size() != 4) node.fail("pads must have 4 entries (a 2-D window)");
+    if (auto_pad == "NOTSET") return pads;
+    if (node.has_attr("pads")) node.fail("auto_pad " + auto_pad + " together with pads");
+    if (auto_pad == "VALID") return {0, 0, 0, 0};
+    if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+        node.fail("auto_pad '" + auto_pad +
+                  "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    for (int d = 0; d < 2; ++d) {
+        const int64_t in = input[dsl::Dim(2 + d)];
+        const int64_t out = (in + strides[size_t(d)] - 1) / strides[size_t(d)];
+        const int64_t span = (kernel[size_t(d)] - 1) * dilations[size_t(d)] + 1;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * strides[size_t(d)] + span - in);
+        const int64_t small = total / 2, large = total - small;
+        pads[size_t(d)] = auto_pad == "SAME_UPPER" ? small : large;
+        pads[size_t(d) + 2] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+    return pads;
+}
+
+// An attribute of 2 entries, one per spatial dimension (H, W).
+std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name,
+                               std::vector<int64_t> default_value) {
+    const std::vector<int64_t> v = node.attr_ints(name, std::move(default_value));
+    if (v.size() != 2) node.fail(name + " must have 2 entries (a 2-D window)");
+    return v;
+}
+
+void require_rank(const NodeImport &node, const dsl::Layer &in, int rank, const char *what) {
+    if (shape_of(in).rank() != rank)
+        node.fail(std::string(what) + " must have rank " + std::to_string(rank) + ", not " +
+                  std::to_string(shape_of(in).rank()));
+}
+
+// The weights and bias of a convolution as the registry takes them: weights of dims
+// (ic / groups, kw, kh, oc) in the float type, bias f32.
+Layers conv(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    require_rank(node, x, 4, "the input (only 2-D convolutions are supported)");
+    const std::string what = node.node().input(1);
+    const dsl::ConstValues w = dsl::const_values(node.constant_input(1, "weights"), what);
+    if (w.shape.size() != 4) node.fail("the weights must have rank 4");
+    const int64_t oc = w.shape[0], icg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+    const int64_t groups = node.attr_int("group", 1);
+    const int64_t channels = shape_of(x)[dsl::dims::C];
+    if (groups < 1 || channels != icg * groups || oc % groups != 0)
+        node.fail("weights of " + std::to_string(icg) + " input channels per group x " +
+                  std::to_string(groups) + " groups do not fit an input of " +
+                  std::to_string(channels) + " channels and " + std::to_string(oc) + " outputs");
+    const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", {kh, kw});
+    if (kernel != std::vector<int64_t>{kh, kw}) node.fail("kernel_shape differs from the weights");
+    const std::vector<int64_t> strides = pair_attr(node, "strides", {1, 1});
+    const std::vector<int64_t> dilations = pair_attr(node, "dilations", {1, 1});
+    const bool depthwise = groups > 1 && groups == channels && oc == channels;
+    // Logical (oc, kh, kw, icg): Halide dims (icg, kw, kh, oc), from ONNX's (oc, icg, kh, kw).
+    dsl::ConstValues weights = dsl::pick_elements(w, {oc, kh, kw, icg}, [&](const auto &i) {
+        return ((i[0] * icg + i[3]) * kh + i[1]) * kw + i[2];
+    });
+    dsl::Attrs attrs;
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", window_pads(node, shape_of(x), kernel, strides, dilations));
+    if (!depthwise) attrs.set("groups", groups);
+    attrs.set("weights", converted(dsl::const_buffer(weights), float_type(node), what));
+    if (node.has_input(2)) {
+        const Halide::Buffer<> &bias = node.constant_input(2, "bias");
+        if (bias.dimensions() != 1 || bias.dim(0).extent() != oc)
+            node.fail("the bias must have " + std::to_string(oc) + " values");
+        attrs.set("bias", converted(bias, dsl::ElemType::F32, node.node().input(2)));
+    }
+    return {node.build(depthwise ? "depthwise_conv2d" : "conv2d", {x}, attrs)};
+}
+
+// Gemm and MatMul of an activation [M, K] by constant weights [K, N] (or [N, K] transposed),
+// plus a bias of N values: the registry's matmul, weights of dims (k, n).
+Layers fully_connected(NodeImport &node, bool trans_b, float alpha, float beta) {
+    const dsl::Layer &a = node.input(0);
+    if (dsl::is_constant(a)) node.fail("input 0 must not be a constant");
+    require_rank(node, a, 2, "input 0 (rows of features)");
+    const std::string what = node.node().input(1);
+    const dsl::ConstValues b = dsl::const_values(node.constant_input(1, "weights"), what);
+    if (b.shape.size() != 2) node.fail("the weights must have rank 2");
+    const int64_t k = trans_b ? b.shape[1] : b.shape[0], n = trans_b ? b.shape[0] : b.shape[1];
+    if (shape_of(a)[dsl::Dim(1)] != k)
+        node.fail("rows of " + std::to_string(shape_of(a)[dsl::Dim(1)]) +
+                  " features times weights of " + std::to_string(k));
+    // Logical (n, k): Halide dims (k, n).
+    dsl::ConstValues weights = dsl::pick_elements(
+        b, {n, k}, [&](const auto &i) { return trans_b ? i[0] * k + i[1] : i[1] * n + i[0]; });
+    for (double &v : weights.reals) v *= alpha;
+    dsl::Attrs attrs;
+    attrs.set("weights", converted(dsl::const_buffer(weights), float_type(node), what));
+    if (node.has_input(2)) {
+        dsl::ConstValues c =
+            dsl::const_values(node.constant_input(2, "bias"), node.node().input(2));
+        if (c.elements() != 1 && c.elements() != n)
+            node.fail("the bias must be one value or " + std::to_string(n) + " (one per column)");
+        dsl::ConstValues bias =
+            dsl::pick_elements(c, {n}, [&](const auto &i) { return c.elements() == 1 ? 0 : i[0]; });
+        if (!bias.is_float()) bias.reals.assign(bias.ints.begin(), bias.ints.end());
+        for (double &v : bias.reals) v *= beta;
+        bias.type = dsl::ElemType::F32;
+        attrs.set("bias", dsl::const_buffer(bias));
+    } else if (beta != 1.0f) {
+        node.fail("beta without a bias");
+    }
+    return {node.build("matmul", {a}, attrs)};
+}
+
+Layers gemm(NodeImport &node) {
+    node.expect_int("transA", 0, "A must be rows of features");
+    const bool trans_b = node.attr_int("transB", 0) != 0;
+    const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
+    return fully_connected(node, trans_b, alpha, beta);
+}
+
+Layers matmul(NodeImport &node) {
+    if (!dsl::is_constant(node.input(1)))
+        node.fail("input 1 must be constant weights (a product of two activations is not "
+                  "supported)");
+    return fully_connected(node, false, 1.0f, 1.0f);
+}
+
+Layers pool(NodeImport &node, const std::string &op, bool global) {
+    const dsl::Layer &x = node.input(0);
+    require_rank(node, x, 4, "the input (only 2-D pooling is supported)");
+    dsl::Attrs attrs;
+    if (global) {
+        attrs.set("kernel_shape",
+                  std::vector<int64_t>{shape_of(x)[dsl::dims::H], shape_of(x)[dsl::dims::W]});
+        return {node.build(op, {x}, attrs)};
+    }
+    if (node.node().output_size() > 1 && !node.node().output(1).empty())
+        node.fail("the Indices output is not supported");
+    const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", {});
+    const std::vector<int64_t> strides = pair_attr(node, "strides", {1, 1});
+    node.expect_int("ceil_mode", 0, "output sizes round down");
+    node.expect_int("storage_order", 0, "row-major only");
+    if (pair_attr(node, "dilations", {1, 1}) != std::vector<int64_t>{1, 1})
+        node.fail("dilated pooling is not supported");
+    const std::vector<int64_t> pads = window_pads(node, shape_of(x), kernel, strides, {1, 1});
+    if (op == "avg_pool" && node.attr_int("count_include_pad", 0) == 0 &&
+        pads != std::vector<int64_t>{0, 0, 0, 0})
+        node.fail("count_include_pad = 0 with padding is not supported: the average counts "
+                  "the padding in its area");
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("pads", pads);
+    return {node.build(op, {x}, attrs)};
+}
+
+// Numpy broadcasting across ranks: the input of lower rank gets leading unit dimensions.
+dsl::Layer with_rank(NodeImport &node, const dsl::Layer &in, int rank, const std::string &which) {
+    const int missing = rank - shape_of(in).rank();
+    if (missing <= 0) return in;
+    std::vector<int64_t> axes;
+    for (int i = 0; i < missing; ++i) axes.push_back(i);
+    dsl::Attrs attrs;
+    attrs.set("axes", axes);
+    return node.build("unsqueeze", node.unique_name(node.name() + "." + which + "_rank"), {in},
+                      attrs);
+}
+
+Layers eltwise(NodeImport &node, const std::string &op) {
+    if (node.input_count() != 2) node.fail("takes exactly 2 inputs here");
+    const int rank = std::max(shape_of(node.input(0)).rank(), shape_of(node.input(1)).rank());
+    return {node.build(
+        op, {with_rank(node, node.input(0), rank, "a"), with_rank(node, node.input(1), rank, "b")},
+        {})};
+}
+
+Layers unary(NodeImport &node, const std::string &op, dsl::Attrs attrs = {}) {
+    return {node.build(op, {node.input(0)}, attrs)};
+}
+
+double scalar_input(NodeImport &node, size_t i, const std::string &role, double default_value) {
+    if (!node.has_input(i)) return default_value;
+    const dsl::ConstValues v =
+        dsl::const_values(node.constant_input(i, role), node.node().input(int(i)));
+    if (v.elements() != 1) node.fail(role + " must be one value");
+    return v.is_float() ? v.reals[0] : double(v.ints[0]);
+}
+
+Layers clip(NodeImport &node) {
+    const double inf = std::numeric_limits<double>::infinity();
+    dsl::Attrs attrs;
+    attrs.set("low", scalar_input(node, 1, "min", -inf));
+    attrs.set("high", scalar_input(node, 2, "max", inf));
+    return unary(node, "clamp", attrs);
+}
+
+// The box [starts, ends) along `axes` of `in`, ONNX's negative and out-of-range indices
+// clamped to the tensor as ONNX does.
+Layers slice(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const dsl::Shape &shape = shape_of(x);
+    std::vector<int64_t> starts = node.constant_ints(1, "starts"),
+                         ends = node.constant_ints(2, "ends");
+    std::vector<int64_t> axes;
+    if (node.has_input(3)) {
+        axes = node.constant_ints(3, "axes");
+    } else {
+        for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+    }
+    if (node.has_input(4))
+        for (int64_t step : node.constant_ints(4, "steps"))
+            if (step != 1) node.fail("steps other than 1 are not supported");
+    if (starts.size() != ends.size() || starts.size() != axes.size())
+        node.fail("starts, ends and axes differ in length");
+    for (size_t i = 0; i < axes.size(); ++i) {
+        const int64_t rank = shape.rank();
+        if (axes[i] < -rank || axes[i] >= rank) node.fail("axis out of range");
+        if (axes[i] < 0) axes[i] += rank;
+        const int64_t extent = shape[dsl::Dim(axes[i])];
+        auto clamped = [&](int64_t v) {
+            if (v < 0) v += extent;
+            return std::clamp<int64_t>(v, 0, extent);
+        };
+        starts[i] = clamped(starts[i]);
+        ends[i] = std::max(starts[i], clamped(ends[i]));
+    }
+    dsl::Attrs attrs;
+    attrs.set("starts", starts);
+    attrs.set("ends", ends);
+    attrs.set("axes", axes);
+    return {node.build("slice", {x}, attrs)};
+}
+
+Layers split(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const int64_t rank = shape_of(x).rank();
+    int64_t axis = node.attr_int("axis", 0);
+    if (axis < -rank || axis >= rank) node.fail("axis out of range");
+    if (axis < 0) axis += rank;
+    const int64_t extent = shape_of(x)[dsl::Dim(axis)];
+    const int64_t parts = node.node().output_size();
+    std::vector<int64_t> sizes;
+    if (node.has_input(1)) {
+        sizes = node.constant_ints(1, "split");
+    } else {
+        if (extent % parts != 0)
+            node.fail("an extent of " + std::to_string(extent) + " does not split evenly into " +
+                      std::to_string(parts));
+        sizes.assign(size_t(parts), extent / parts);
+    }
+    if (int64_t(sizes.size()) != parts) node.fail("split sizes differ from the outputs in number");
+    Layers outs;
+    int64_t start = 0;
+    for (int64_t i = 0; i < parts; ++i) {
+        dsl::Attrs attrs;
+        attrs.set("starts", std::vector<int64_t>{start});
+        attrs.set("ends", std::vector<int64_t>{start + sizes[size_t(i)]});
+        attrs.set("axes", std::vector<int64_t>{axis});
+        const std::string &out = node.node().output(int(i));
+        outs.push_back(node.build(
+            "slice", node.unique_name(out.empty() ? node.name() + "." + std::to_string(i) : out),
+            {x}, attrs));
+        start += sizes[size_t(i)];
+    }
+    if (start != extent) node.fail("split sizes do not add up to the extent");
+    return outs;
+}
+
+Layers constant(NodeImport &node) {
+    Halide::Buffer<> value;
+    if (node.has_attr("value")) {
+        value = node.attr_tensor("value");
+    } else if (node.has_attr("value_float")) {
+        dsl::ConstValues v{dsl::ElemType::F32, {}, {}, {node.attr_float("value_float", 0)}};
+        value = dsl::const_buffer(v);
+    } else if (node.has_attr("value_int")) {
+        value = dsl::const_buffer({dsl::ElemType::I64, {}, {node.attr_int("value_int", 0)}, {}});
+    } else if (node.has_attr("value_ints")) {
+        const std::vector<int64_t> ints = node.attr_ints("value_ints", {});
+        value = dsl::const_buffer({dsl::ElemType::I64, {int64_t(ints.size())}, ints, {}});
+    } else {
+        node.fail("only value, value_float, value_int and value_ints are supported");
+    }
+    return {dsl::LayerRegistry::constant(node.name(), value)};
+}
+
+// A constant `shape` filled with `value` (a one-element tensor, default f32 0).
+Layers constant_of_shape(NodeImport &node) {
+    const std::vector<int64_t> shape = node.constant_ints(0, "shape");
+    dsl::ConstValues fill{dsl::ElemType::F32, {1}, {}, {0.0}};
+    if (node.has_attr("value")) fill = dsl::const_values(node.attr_tensor("value"), "value");
+    if (fill.elements() != 1) node.fail("value must hold one element");
+    int64_t count = 1;
+    for (int64_t d : shape) {
+        if (d < 0 || (d > 0 && count > (int64_t(1) << 28) / d))
+            node.fail("shape is negative or too large for a constant");
+        count *= d;
+    }
+    const dsl::ConstValues filled = dsl::pick_elements(fill, shape, [](const auto &) { return 0; });
+    return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(filled))};
+}
+
+// Cast of constants folds; of an activation, only between float types, which the precision
+// already fixed.
+Layers cast(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const dsl::ElemType to = elem_type(int32_t(node.attr_int("to", 0)), "Cast's 'to'");
+    if (dsl::is_constant(x))
+        return {dsl::LayerRegistry::constant(
+            node.name(), converted(dsl::constant_value(x), to, node.node().input(0)))};
+    const bool float_to_float =
+        (to == dsl::ElemType::F32 || to == dsl::ElemType::F16 || to == dsl::ElemType::F64) &&
+        x.output().type == float_type(node);
+    if (!float_to_float)
+        node.fail("a cast of a computed tensor to " + std::string(dsl::to_string(to)));
+    return {x};
+}
+
+// Identity and inference-time Dropout pass their input on.
+Layers pass_through(NodeImport &node) {
+    if (node.node().op_type() == "Dropout") {
+        if (node.has_input(2) && node.constant_ints(2, "training_mode") != std::vector<int64_t>{0})
+            node.fail("training mode is not supported");
+        node.attr_int("seed", 0);
+        if (node.node().output_size() > 1 && !node.node().output(1).empty())
+            node.fail("the mask output is not supported");
+    }
+    return {node.input(0)};
+}
+
+Layers topk(NodeImport &node) {
+    const std::vector<int64_t> k = node.constant_ints(1, "K");
+    if (k.size() != 1) node.fail("K must be one value");
+    dsl::Attrs attrs;
+    attrs.set("k", k[0]);
+    attrs.set("axis", node.attr_int("axis", -1));
+    attrs.set("largest", node.attr_int("largest", 1));
+    attrs.set("sorted", node.attr_int("sorted", 1));
+    const dsl::Layer both = node.build("topk", {node.input(0)}, attrs);
+    Layers outs;
+    for (int i = 0; i < 2; ++i)
+        outs.push_back(dsl::LayerRegistry::output_of(
+            node.unique_name(node.node().output(i).empty() ? node.name() + "." + std::to_string(i)
+                                                           : node.node().output(i)),
+            both, i));
+    return outs;
+}
+
+Layers shape(NodeImport &node) {
+    const dsl::Layer whole = node.build("shape", {node.input(0)}, {});
+    const int64_t rank = shape_of(node.input(0)).rank();
+    int64_t start = node.attr_int("start", 0), end = node.attr_int("end", rank);
+    auto clamped = [&](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+    start = clamped(start);
+    end = std::max(start, clamped(end));
+    if (start == 0 && end == rank) return {whole};
+    dsl::ConstValues v = dsl::const_values(whole);
+    v.ints = std::vector<int64_t>(v.ints.begin() + start, v.ints.begin() + end);
+    v.shape = {end - start};
+    return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(v))};
+}
+
+// Range(start, limit, delta) of constants.
+Layers range(NodeImport &node) {
+    const double start = scalar_input(node, 0, "start", 0),
+                 limit = scalar_input(node, 1, "limit", 0),
+                 delta = scalar_input(node, 2, "delta", 1);
+    if (delta == 0) node.fail("delta is 0");
+    const double count = std::max(0.0, std::ceil((limit - start) / delta));
+    if (count > double(1 << 24)) node.fail("too many elements for a constant");
+    dsl::ConstValues v = dsl::const_values(node.constant_input(0, "start"), "start");
+    v.shape = {int64_t(count)};
+    v.ints.clear();
+    v.reals.clear();
+    for (int64_t i = 0; i < int64_t(count); ++i) {
+        if (v.is_float())
+            v.reals.push_back(start + double(i) * delta);
+        else
+            v.ints.push_back(int64_t(start) + i * int64_t(delta));
+    }
+    return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(v))};
+}
+
+// An op whose inputs map one to one onto a registry op's (and its attr_inputs), with the
+// attributes named as the registry names them.
+OpImporter direct(const std::string &op, std::vector<std::string> int_attrs,
+                  std::vector<std::string> ints_attrs = {}) {
+    return [op, int_attrs, ints_attrs](NodeImport &node) -> Layers {
+        const dsl::LayerDef &def = algorithms::layer_registry().at(op);
+        std::vector<dsl::Layer> inputs;
+        for (size_t i = 0; i < node.input_count(); ++i) {
+            if (!node.has_input(i)) continue;
+            if (def.variadic || i < def.inputs.size()) {
+                inputs.push_back(node.input(i));
+                continue;
+            }
+            if (i >= def.inputs.size() + def.attr_inputs.size())
+                node.fail("takes at most " +
+                          std::to_string(def.inputs.size() + def.attr_inputs.size()) + " inputs");
+            inputs.push_back(node.constant_layer(i, def.attr_inputs[i - def.inputs.size()]));
+        }
+        dsl::Attrs attrs;
+        for (const std::string &name : int_attrs)
+            if (node.has_attr(name)) attrs.set(name, node.attr_int(name, 0));
+        for (const std::string &name : ints_attrs)
+            if (node.has_attr(name)) attrs.set(name, node.attr_ints(name, {}));
+        return {node.build(op, inputs, attrs)};
+    };
+}
+
+} // namespace
+
+const std::map<std::string, OpImporter> &op_importers() {
+    static const std::map<std::string, OpImporter> importers = {
+        {"Add", [](NodeImport &n) { return eltwise(n, "add"); }},
+        {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool", false); }},
+        {"Cast", cast},
+        {"Clip", clip},
+        {"Concat", direct("concat", {"axis"})},
+        {"Constant", constant},
+        {"ConstantOfShape", constant_of_shape},
+        {"Conv", conv},
+        {"Dropout", pass_through},
+        {"Flatten", direct("flatten", {"axis"})},
+        {"Gather", direct("gather", {"axis"})},
+        {"Gemm", gemm},
+        {"GlobalAveragePool", [](NodeImport &n) { return pool(n, "avg_pool", true); }},
+        {"GlobalMaxPool", [](NodeImport &n) { return pool(n, "max_pool", true); }},
+        {"HardSigmoid",
+         [](NodeImport &n) {
+             dsl::Attrs a;
+             a.set("alpha", double(n.attr_float("alpha", 0.2f)));
+             a.set("beta", double(n.attr_float("beta", 0.5f)));
+             return unary(n, "hard_sigmoid", a);
+         }},
+        {"Identity", pass_through},
+        {"LeakyRelu",
+         [](NodeImport &n) {
+             dsl::Attrs a;
+             a.set("alpha", double(n.attr_float("alpha", 0.01f)));
+             return unary(n, "leaky_relu", a);
+         }},
+        {"MatMul", matmul},
+        {"Max", [](NodeImport &n) { return eltwise(n, "max"); }},
+        {"MaxPool", [](NodeImport &n) { return pool(n, "max_pool", false); }},
+        {"Min", [](NodeImport &n) { return eltwise(n, "min"); }},
+        {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
+        {"Range", range},
+        {"Relu", [](NodeImport &n) { return unary(n, "relu"); }},
+        {"Reshape", direct("reshape", {"allowzero"})},
+        {"Shape", shape},
+        {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
+        {"Slice", slice},
+        {"Softmax",
+         [](NodeImport &n) {
+             dsl::Attrs a;
+             a.set("axis", n.attr_int("axis", -1));
+             return unary(n, "softmax", a);
+         }},
+        {"Split", split},
+        {"Squeeze", direct("squeeze", {})},
+        {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
+        {"TopK", topk},
+        {"Transpose", direct("transpose", {}, {"perm"})},
+        {"Unsqueeze", direct("unsqueeze", {})},
+    };
+    return importers;
+}
+
+} // namespace vpuc::frontend::detail

@@ -1,0 +1,388 @@
+// The ONNX importer: models of the ONNX backend test data (Debian's libonnx-testdata) compile,
+// run on the simulator and match their expected outputs; bad and hostile models are errors
+// naming the file and what is wrong.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "../frontend/src/onnx_internal.h"
+#include "algorithms/reference.h"
+#include "codegen/check.h"
+#include "codegen/lower.h"
+#include "dsl/constant_values.h"
+#include "frontend/onnx_import.h"
+#include "vpu_target/simulator.h"
+
+using namespace vpuc;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kNodeTests = "/usr/share/libonnx-testdata/data/node/";
+
+onnx::TensorProto read_tensor(const fs::path &file) {
+    std::ifstream in(file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    onnx::TensorProto t;
+    EXPECT_TRUE(t.ParseFromString(bytes)) << file;
+    return t;
+}
+
+// Row-major values of a buffer laid out as algorithms::make_buffer lays `t` out: its device
+// view (N, C, H, W) keeps the row-major order of the logical tensor.
+std::vector<double> row_major(const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
+    const dsl::TensorDesc device = dsl::device_view(t);
+    const dsl::ConstValues v = dsl::const_values(b, t.name); // logical (n, y, x, c)
+    std::vector<double> out;
+    const int64_t n = device.shape[dsl::dims::N], c = device.shape[dsl::dims::C],
+                  h = device.shape[dsl::dims::H], w = device.shape[dsl::dims::W];
+    for (int64_t in = 0; in < n; ++in)
+        for (int64_t ic = 0; ic < c; ++ic)
+            for (int64_t y = 0; y < h; ++y)
+                for (int64_t x = 0; x < w; ++x) {
+                    const size_t at = size_t(((in * h + y) * w + x) * c + ic);
+                    out.push_back(v.is_float() ? v.reals.at(at) : double(v.ints.at(at)));
+                }
+    return out;
+}
+
+struct OutputError {
+    std::string name;
+    double max_abs = 0;
+    int64_t failures = 0; // elements outside atol + rtol * |expected|
+};
+
+// Compiles the test's model for vpu27 with its inputs (known values for weights), runs it on
+// the simulator and compares every output with the expected one: |got - want| <= 1e-2 +
+// 1e-2 * |want|.
+std::vector<OutputError> run_node_test(const std::string &test) {
+    const fs::path dir = kNodeTests + test;
+    const fs::path data = dir / "test_data_set_0";
+    frontend::ImportOptions options;
+    std::map<std::string, onnx::TensorProto> inputs;
+    {
+        onnx::ModelProto model;
+        std::ifstream in(dir / "model.onnx", std::ios::binary);
+        EXPECT_TRUE(model.ParseFromIstream(&in)) << test;
+        int i = 0;
+        for (const onnx::ValueInfoProto &v : model.graph().input()) {
+            const fs::path file = data / ("input_" + std::to_string(i++) + ".pb");
+            if (!fs::exists(file)) continue;
+            inputs[v.name()] = read_tensor(file);
+            options.known_inputs[v.name()] =
+                frontend::detail::tensor_value(inputs[v.name()], v.name());
+        }
+    }
+    const frontend::ImportedModel model =
+        frontend::import_onnx((dir / "model.onnx").string(), options);
+    const target::Target target = target::load_target("vpu27");
+    const std::vector<uint8_t> blob = codegen::lower(model.graph, target);
+    std::vector<std::vector<uint8_t>> input_bytes;
+    for (const dsl::Layer &in : model.graph.inputs()) {
+        // The input's values in its memory order: row-major (NCHW, or the identity order).
+        const dsl::ConstValues given = dsl::const_values(
+            frontend::detail::tensor_value(inputs.at(in.name()), in.name()), in.name());
+        dsl::ConstValues device = given;
+        device.type = in.output().type;
+        if (!given.is_float() && dsl::halide_type(device.type).is_float())
+            device.reals.assign(given.ints.begin(), given.ints.end());
+        const Halide::Buffer<> b = dsl::const_buffer(device);
+        const auto *bytes = static_cast<const uint8_t *>(b.data());
+        input_bytes.emplace_back(bytes, bytes + b.size_in_bytes());
+    }
+    const sim::RunResult run = sim::Simulator(target, blob).run(input_bytes);
+    std::vector<OutputError> errors;
+    for (size_t i = 0; i < model.graph.outputs().size(); ++i) {
+        const dsl::TensorDesc &t = model.graph.outputs()[i].output();
+        const std::vector<double> got =
+            row_major(t, algorithms::from_memory_order(t, run.outputs.at(i)));
+        const dsl::ConstValues want = dsl::const_values(
+            frontend::detail::tensor_value(
+                read_tensor(data / ("output_" + std::to_string(i) + ".pb")), "expected"),
+            "expected");
+        OutputError e{model.output_names[i]};
+        EXPECT_EQ(int64_t(got.size()), want.elements()) << test << " " << e.name;
+        for (size_t k = 0; k < got.size() && int64_t(k) < want.elements(); ++k) {
+            const double w = want.is_float() ? want.reals[k] : double(want.ints[k]);
+            const double diff = std::abs(got[k] - w);
+            e.max_abs = std::max(e.max_abs, diff);
+            if (!(diff <= 1e-2 + 1e-2 * std::abs(w))) ++e.failures;
+        }
+        errors.push_back(e);
+    }
+    return errors;
+}
+
+class NodeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NodeTest, MatchesTheExpectedOutputs) {
+    for (const OutputError &e : run_node_test(GetParam()))
+        EXPECT_EQ(e.failures, 0) << e.name << ": max abs error " << e.max_abs;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Onnx, NodeTest,
+    ::testing::Values("test_relu", "test_leakyrelu", "test_sigmoid", "test_hardsigmoid",
+                      "test_clip", "test_add", "test_mul", "test_sub", "test_softmax_axis_1",
+                      "test_conv_with_strides_padding", "test_conv_with_strides_no_padding",
+                      "test_conv_with_autopad_same", "test_maxpool_2d_default",
+                      "test_maxpool_2d_same_upper", "test_averagepool_2d_default",
+                      "test_globalaveragepool", "test_globalmaxpool", "test_gemm_transposeB",
+                      "test_gemm_alpha", "test_gemm_beta", "test_reshape_reduced_dims",
+                      "test_flatten_axis1", "test_transpose_all_permutations_1",
+                      "test_concat_3d_axis_1", "test_slice_negative_axes", "test_top_k",
+                      "test_split_equal_parts_2d", "test_split_variable_parts_2d",
+                      "test_unsqueeze_axis_1"),
+    [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
+
+} // namespace
+
+namespace {
+
+// A conv of 16 channels over a 1x16x6x6 input, its weights an initializer, then a relu.
+onnx::ModelProto conv_model() {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("conv");
+    onnx::ValueInfoProto &x = *g.add_input();
+    x.set_name("x");
+    x.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 16, 6, 6})
+        x.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    onnx::TensorProto &w = *g.add_initializer();
+    w.set_name("w");
+    w.set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {16, 16, 3, 3}) w.add_dims(d);
+    for (int i = 0; i < 16 * 16 * 9; ++i) w.add_float_data(float((i * 7) % 11 - 5) / 16);
+    onnx::NodeProto &conv = *g.add_node();
+    conv.set_name("conv1");
+    conv.set_op_type("Conv");
+    conv.add_input("x");
+    conv.add_input("w");
+    conv.add_output("c");
+    onnx::NodeProto &relu = *g.add_node();
+    relu.set_name("relu1");
+    relu.set_op_type("Relu");
+    relu.add_input("c");
+    relu.add_output("y");
+    onnx::ValueInfoProto &y = *g.add_output();
+    y.set_name("y");
+    y.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 16, 4, 4})
+        y.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    return m;
+}
+
+std::vector<uint8_t> bytes_of(const onnx::ModelProto &m) {
+    const std::string s = m.SerializeAsString();
+    return {s.begin(), s.end()};
+}
+
+// The message of the ModelError importing `m` throws, or "" when it imports.
+std::string import_error(const onnx::ModelProto &m, const frontend::ImportOptions &options = {},
+                         const std::string &path = "model.onnx") {
+    try {
+        frontend::import_onnx_bytes(bytes_of(m), path, options);
+    } catch (const frontend::ModelError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(OnnxImport, AModelImportsWithNodeNamesAsLayerNames) {
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes(bytes_of(conv_model()), "conv.onnx");
+    EXPECT_EQ(model.opset, 13);
+    ASSERT_EQ(model.graph.outputs().size(), 1u);
+    EXPECT_EQ(model.graph.outputs()[0].name(), "relu1");
+    EXPECT_EQ(model.output_names, std::vector<std::string>{"y"});
+    EXPECT_EQ(model.graph.find("conv1").op(), "conv2d");
+    EXPECT_EQ(model.graph.inputs().at(0).output().type, dsl::ElemType::F16);
+}
+
+TEST(OnnxImport, MalformedModelsAreErrorsNamingTheFile) {
+    EXPECT_EQ(import_error(conv_model()), "");
+    try {
+        frontend::import_onnx_bytes({'n', 'o', 't', 0xff, 0x01}, "junk.onnx");
+        FAIL() << "imported";
+    } catch (const frontend::ModelError &e) {
+        EXPECT_EQ(std::string(e.what()), "junk.onnx: not an ONNX model: the protobuf does not "
+                                         "parse (truncated, or another format)");
+    }
+    // Every truncation and every single-byte change of a model is an error or a model, never
+    // a crash.
+    const std::vector<uint8_t> good = bytes_of(conv_model());
+    for (size_t cut = 0; cut < good.size(); cut += 7) {
+        try {
+            frontend::import_onnx_bytes({good.begin(), good.begin() + long(cut)}, "cut.onnx");
+        } catch (const frontend::ModelError &e) {
+            EXPECT_EQ(std::string(e.what()).rfind("cut.onnx: ", 0), 0u) << e.what();
+        }
+    }
+    for (size_t at = 0; at < std::min<size_t>(good.size(), 400); ++at) {
+        std::vector<uint8_t> bad = good;
+        bad[at] ^= uint8_t(0x5a + at);
+        try {
+            frontend::import_onnx_bytes(bad, "flipped.onnx");
+        } catch (const frontend::ModelError &e) {
+            EXPECT_EQ(std::string(e.what()).rfind("flipped.onnx: ", 0), 0u) << e.what();
+        }
+    }
+}
+
+TEST(OnnxImport, WhatCannotBeImportedIsNamed) {
+    onnx::ModelProto op = conv_model();
+    op.mutable_graph()->mutable_node(1)->set_op_type("LpNormalization");
+    EXPECT_EQ(import_error(op), "model.onnx: node 'relu1' (LpNormalization): op LpNormalization "
+                                "is not supported (docs/onnx.md lists the supported ops)");
+
+    onnx::ModelProto attr = conv_model();
+    onnx::AttributeProto &a = *attr.mutable_graph()->mutable_node(0)->add_attribute();
+    a.set_name("group");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(3);
+    EXPECT_NE(import_error(attr).find("model.onnx: node 'conv1' (Conv): weights of 16 input "
+                                      "channels per group x 3 groups"),
+              std::string::npos)
+        << import_error(attr);
+
+    onnx::ModelProto dynamic = conv_model();
+    dynamic.mutable_graph()
+        ->mutable_input(0)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->mutable_shape()
+        ->mutable_dim(0)
+        ->set_dim_param("batch");
+    EXPECT_EQ(import_error(dynamic),
+              "model.onnx: graph input 'x': dimension 0 is 'batch', not a fixed extent; give the "
+              "shape with --input-shape x=...");
+    frontend::ImportOptions fixed;
+    fixed.input_shapes["x"] = {1, 16, 6, 6};
+    EXPECT_EQ(import_error(dynamic, fixed), "");
+    fixed.input_shapes = {{"y", {1}}};
+    EXPECT_EQ(import_error(dynamic, fixed),
+              "model.onnx: input shape for 'y': the model has no such input (inputs: 'x')");
+
+    onnx::ModelProto newer = conv_model();
+    newer.mutable_opset_import(0)->set_version(18);
+    EXPECT_EQ(import_error(newer),
+              "model.onnx: opset 18 is not one of 1..17, the opsets ONNX 1.12 knows");
+
+    onnx::ModelProto older = conv_model();
+    older.mutable_opset_import(0)->set_version(9);
+    frontend::ImportedModel upgraded = frontend::import_onnx_bytes(bytes_of(older), "old.onnx");
+    EXPECT_EQ(upgraded.original_opset, 9);
+    EXPECT_EQ(upgraded.opset, 13);
+}
+
+// External data is read only from files inside the model's directory.
+TEST(OnnxImport, ExternalDataStaysInsideTheModelsDirectory) {
+    const fs::path root = fs::temp_directory_path() / ("vpuc_onnx_" + std::to_string(::getpid()));
+    fs::remove_all(root);
+    fs::create_directories(root / "model");
+    onnx::ModelProto m = conv_model();
+    onnx::TensorProto &w = *m.mutable_graph()->mutable_initializer(0);
+    std::string raw;
+    for (float v : w.float_data()) raw.append(reinterpret_cast<const char *>(&v), sizeof v);
+    w.clear_float_data();
+    w.set_data_location(onnx::TensorProto::EXTERNAL);
+    auto place = [&](const std::string &location, uint64_t offset) {
+        w.clear_external_data();
+        auto *entry = w.add_external_data();
+        entry->set_key("location");
+        entry->set_value(location);
+        entry = w.add_external_data();
+        entry->set_key("offset");
+        entry->set_value(std::to_string(offset));
+        const std::string bytes = m.SerializeAsString();
+        std::ofstream(root / "model" / "m.onnx", std::ios::binary) << bytes;
+        try {
+            frontend::import_onnx((root / "model" / "m.onnx").string());
+        } catch (const frontend::ModelError &e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    std::ofstream(root / "model" / "w.bin", std::ios::binary) << "pad!" << raw;
+    std::ofstream(root / "secret.bin", std::ios::binary) << raw;
+    fs::create_symlink(root / "secret.bin", root / "model" / "link.bin");
+    EXPECT_EQ(place("w.bin", 4), "");
+    const std::string prefix =
+        (root / "model" / "m.onnx").string() + ": tensor 'w': external data: ";
+    EXPECT_EQ(place("../secret.bin", 0),
+              prefix + "location '../secret.bin' leaves the model's directory");
+    EXPECT_EQ(place((root / "secret.bin").string(), 0),
+              prefix + "location '" + (root / "secret.bin").string() +
+                  "' is absolute; it must lie inside the model's directory");
+    EXPECT_NE(place("link.bin", 0).find("', outside the model's directory"), std::string::npos);
+    EXPECT_NE(place("w.bin", 8).find("run past the end of 'w.bin'"), std::string::npos);
+    EXPECT_NE(place("missing.bin", 0).find("missing.bin"), std::string::npos);
+    fs::remove_all(root);
+}
+
+} // namespace
+
+namespace {
+
+onnx::NodeProto &add_node(onnx::GraphProto &g, const std::string &op,
+                          std::vector<std::string> inputs, const std::string &output) {
+    onnx::NodeProto &n = *g.add_node();
+    n.set_name(output);
+    n.set_op_type(op);
+    for (const std::string &in : inputs) n.add_input(in);
+    n.add_output(output);
+    return n;
+}
+
+// A flatten written as ONNX exporters write it: Reshape(x, Concat(Unsqueeze(Gather(Shape(x),
+// 0)), [-1])). The shape arithmetic folds at compile time; only the conv and the reshape
+// reach the device, and the result matches the reference.
+TEST(OnnxImport, ShapeArithmeticFoldsAtCompileTime) {
+    onnx::ModelProto m = conv_model();
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.mutable_output(0)->set_name("flat");
+    g.mutable_output(0)->mutable_type()->mutable_tensor_type()->clear_shape();
+    for (int64_t d : {1, 256})
+        g.mutable_output(0)
+            ->mutable_type()
+            ->mutable_tensor_type()
+            ->mutable_shape()
+            ->add_dim()
+            ->set_dim_value(d);
+    auto ints = [&](const std::string &name, std::vector<int64_t> values, bool scalar) {
+        onnx::TensorProto &t = *g.add_initializer();
+        t.set_name(name);
+        t.set_data_type(onnx::TensorProto::INT64);
+        if (!scalar) t.add_dims(int64_t(values.size()));
+        for (int64_t v : values) t.add_int64_data(v);
+    };
+    ints("zero", {0}, true);
+    ints("axes0", {0}, false);
+    ints("minus_one", {-1}, false);
+    add_node(g, "Shape", {"y"}, "shape");
+    add_node(g, "Gather", {"shape", "zero"}, "batch");
+    add_node(g, "Unsqueeze", {"batch", "axes0"}, "batch1");
+    onnx::AttributeProto &axis =
+        *add_node(g, "Concat", {"batch1", "minus_one"}, "target").add_attribute();
+    axis.set_name("axis");
+    axis.set_type(onnx::AttributeProto::INT);
+    axis.set_i(0);
+    add_node(g, "Reshape", {"y", "target"}, "flat");
+    const frontend::ImportedModel model = frontend::import_onnx_bytes(bytes_of(m), "flat.onnx");
+    std::vector<std::string> ops;
+    for (const dsl::Layer &layer : model.graph.layers()) ops.push_back(layer.op());
+    EXPECT_EQ(ops, (std::vector<std::string>{"conv2d", "relu", "reshape"}));
+    EXPECT_EQ(model.graph.outputs().at(0).output().shape, dsl::Shape({1, 256}));
+    codegen::CheckOptions check;
+    check.tolerance.f16_ulp = 0;
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), check);
+    EXPECT_TRUE(r.ok()) << r.report();
+}
+
+} // namespace
