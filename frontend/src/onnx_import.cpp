@@ -15,9 +15,9 @@ namespace detail {
 
 NodeImport::NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
                        std::vector<std::optional<dsl::Layer>> inputs, const ImportOptions &options,
-                       int64_t opset, UniqueNames &names)
+                       UniqueNames &names)
     : node_(node), name_(std::move(layer_name)), file_(std::move(file)), inputs_(std::move(inputs)),
-      options_(options), opset_(opset), names_(names) {}
+      options_(options), names_(names) {}
 
 std::string UniqueNames::take(const std::string &wanted) {
     const std::string base = wanted.empty() ? "node" : wanted;
@@ -218,8 +218,7 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
                 throw ModelError(what + ": input '" + in + "' is computed by no earlier node");
             inputs.push_back(value->second);
         }
-        detail::NodeImport import(node, name, path, std::move(inputs), options, loaded.opset,
-                                  names);
+        detail::NodeImport import(node, name, path, std::move(inputs), options, names);
         const std::vector<dsl::Layer> outputs = importer->second(import);
         import.check_all_attributes_read();
         for (int i = 0; i < node.output_size(); ++i) {

@@ -56,12 +56,11 @@ class NodeImport {
   public:
     NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
                std::vector<std::optional<dsl::Layer>> inputs, const ImportOptions &options,
-               int64_t opset, UniqueNames &names);
+               UniqueNames &names);
 
     const onnx::NodeProto &node() const { return node_; }
     const std::string &name() const { return name_; } // the layer name for its first output
     const ImportOptions &options() const { return options_; }
-    int64_t opset() const { return opset_; }
 
     [[noreturn]] void fail(const std::string &what) const;
     // A name for another layer of this node (one per output of a node of several).
@@ -105,7 +104,6 @@ class NodeImport {
     std::string name_, file_;
     std::vector<std::optional<dsl::Layer>> inputs_;
     const ImportOptions &options_;
-    int64_t opset_;
     UniqueNames &names_;
     std::set<std::string> read_;
 };

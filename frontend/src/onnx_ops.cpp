@@ -412,10 +412,10 @@ Layers range(NodeImport &node) {
     if (delta == 0) node.fail("delta is 0");
     const double count = std::max(0.0, std::ceil((limit - start) / delta));
     if (count > double(1 << 24)) node.fail("too many elements for a constant");
-    dsl::ConstValues v = dsl::const_values(node.constant_input(0, "start"), "start");
+    // The values take the type of `start` (checked to match limit and delta by ONNX).
+    dsl::ConstValues v;
+    v.type = dsl::const_values(node.constant_input(0, "start"), "start").type;
     v.shape = {int64_t(count)};
-    v.ints.clear();
-    v.reals.clear();
     for (int64_t i = 0; i < int64_t(count); ++i) {
         if (v.is_float())
             v.reals.push_back(start + double(i) * delta);
