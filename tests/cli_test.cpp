@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <random>
 #include <sstream>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "codegen/lower.h"
 #include "dsl/graph_text.h"
 #include "examples/small_net.h"
+#include "frontend/tensor_file.h"
 #include "vpu_target/blob_printer.h"
 #include "vpu_target/blob_writer.h"
 
@@ -550,4 +552,185 @@ TEST_F(Cli, InspectPrintsWhatTheBlobPrinterPrints) {
     ASSERT_TRUE(blob::print_blob_json(json, path.string(), bytes));
     EXPECT_EQ(vpuc_run("inspect " + path.string()).output, text.str());
     EXPECT_EQ(vpuc_run("inspect --json " + path.string()).output, json.str());
+}
+
+// ---- vpuc compare: 0 when every tensor passes, 1 when one fails or is missing, 2 on an error --
+
+namespace {
+
+Halide::Buffer<> f32_values(const std::vector<float> &values) {
+    Halide::Buffer<float> b(int(values.size()));
+    std::copy(values.begin(), values.end(), b.data());
+    return b;
+}
+
+std::string npz_with(const std::string &file,
+                     const std::vector<vpuc::frontend::NamedTensor> &tensors) {
+    const fs::path path = scratch() / file;
+    vpuc::frontend::write_npz(path.string(), tensors);
+    return path.string();
+}
+
+// The tensor files of the compare tests: A, and references that agree with it or not.
+struct CompareFiles {
+    std::string a, same, off, partial;
+};
+
+const CompareFiles &compare_files() {
+    static const CompareFiles files = [] {
+        Halide::Buffer<int32_t> n(2);
+        n(0) = 7;
+        n(1) = -7;
+        const Halide::Buffer<> x = f32_values({1, 2, 3});
+        CompareFiles f;
+        f.a = npz_with("a.npz", {{"x", x}, {"n", n}});
+        f.same = npz_with("same.npz", {{"extra", x}, {"n", n}, {"x", x}});
+        f.off = npz_with("off.npz", {{"x", f32_values({1, 2, 3.5f})}, {"n", n}});
+        f.partial = npz_with("partial.npz", {{"x", x}});
+        return f;
+    }();
+    return files;
+}
+
+// An error: exit status 2 and one line on stderr.
+void expect_compare_error(const Outcome &run, const std::string &message) {
+    EXPECT_EQ(run.status, 2) << run.output;
+    EXPECT_EQ(run.output, "vpuc compare: error: " + message + "\n");
+}
+
+} // namespace
+
+TEST_F(Cli, ComparePassesWhenEveryTensorDoes) {
+    const CompareFiles &f = compare_files();
+    const Outcome run = vpuc_run("compare " + f.a + " " + f.same);
+    EXPECT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("x       3                f32       1.000000  0          0          "
+                              "pass\n"),
+              std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("n       2                i32 "), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("total: 2 compared, 2 pass, 0 fail; 1 of " + f.same + " not in " +
+                              f.a + "\n"),
+              std::string::npos)
+        << run.output;
+}
+
+TEST_F(Cli, CompareFailsOnATensorOutOfTolerance) {
+    const CompareFiles &f = compare_files();
+    const Outcome run = vpuc_run("compare " + f.a + " " + f.off);
+    EXPECT_EQ(run.status, 1) << run.output;
+    EXPECT_NE(run.output.find("FAIL: 1 of 3 elements not within 0.01 + 0.01 * |reference|, the "
+                              "first at [2]: 3 vs 3.5"),
+              std::string::npos)
+        << run.output;
+    EXPECT_NE(run.output.find("total: 2 compared, 1 pass, 1 fails\n"), std::string::npos)
+        << run.output;
+    // Looser tolerances, or only the tensor that agrees, pass.
+    EXPECT_EQ(vpuc_run("compare " + f.a + " " + f.off + " --atol 0.5 --cosine 0.9").status, 0);
+    EXPECT_EQ(vpuc_run("compare " + f.a + " " + f.off + " --tensor n").status, 0);
+    // --quiet prints the failures and the total only.
+    const Outcome quiet = vpuc_run("compare --quiet " + f.a + " " + f.off);
+    EXPECT_EQ(quiet.status, 1);
+    EXPECT_EQ(quiet.output.find("pass\n"), std::string::npos) << quiet.output;
+    EXPECT_NE(quiet.output.find("x       3 "), std::string::npos) << quiet.output;
+}
+
+TEST_F(Cli, CompareFailsOnATensorMissingInTheReference) {
+    const CompareFiles &f = compare_files();
+    const Outcome run = vpuc_run("compare " + f.a + " " + f.partial);
+    EXPECT_EQ(run.status, 1) << run.output;
+    EXPECT_NE(run.output.find("FAIL: not in " + f.partial), std::string::npos) << run.output;
+    EXPECT_NE(run.output.find("total: 1 compared, 1 pass, 0 fail; 1 missing in " + f.partial),
+              std::string::npos)
+        << run.output;
+}
+
+// A .npy file holds one tensor named after the file; two .npy files compare whatever their
+// names.
+TEST_F(Cli, CompareReadsNpyFiles) {
+    const CompareFiles &f = compare_files();
+    const fs::path x = scratch() / "x.npy", other = scratch() / "other.npy";
+    vpuc::frontend::write_npy(x.string(), f32_values({1, 2, 3}));
+    vpuc::frontend::write_npy(other.string(), f32_values({1, 2, 3.001f}));
+    EXPECT_EQ(vpuc_run("compare " + x.string() + " " + f.a).status, 0);
+    EXPECT_EQ(vpuc_run("compare " + x.string() + " " + other.string()).status, 0);
+    EXPECT_EQ(vpuc_run("compare " + other.string() + " " + f.a).status, 1); // 'other' not in A
+}
+
+TEST_F(Cli, CompareErrorsExitWithTwo) {
+    const CompareFiles &f = compare_files();
+    expect_compare_error(vpuc_run("compare " + f.a),
+                         "compare takes two tensor files, A and B (see --help)");
+    expect_compare_error(vpuc_run("compare " + f.a + " " + f.a + " --rtol -1"),
+                         "--rtol needs a number in 0..1e+09 (got '-1')");
+    expect_compare_error(vpuc_run("compare " + f.a + " " + f.a + " --tensor y"),
+                         "--tensor y: " + f.a + " holds no such tensor");
+    const std::string missing = (scratch() / "missing.npz").string();
+    expect_compare_error(vpuc_run("compare " + f.a + " " + missing),
+                         "cannot open .npy file '" + missing + "': No such file or directory");
+    const std::string garbage = file_with("garbage.npz", "not a zip").string();
+    expect_compare_error(vpuc_run("compare " + garbage + " " + f.a),
+                         garbage + ": not a zip archive: Not a zip archive");
+    const std::string text = file_with("values.txt", "1 2 3").string();
+    expect_compare_error(vpuc_run("compare " + f.a + " " + text),
+                         "'" + text +
+                             "': not a tensor file: its name ends in neither .npy nor "
+                             ".npz");
+    expect_compare_error(vpuc_run("compare " + f.a + " " + f.a + " --max-npy-size 100"),
+                         ".npy file '" + f.a + "' is " + std::to_string(fs::file_size(f.a)) +
+                             " bytes, over the limit of 100 bytes for .npy files (raise it with "
+                             "--max-npy-size)");
+}
+
+TEST_F(Cli, CompareHelpListsTheExitStatus) {
+    const Outcome run = vpuc_run("compare --help");
+    EXPECT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("exit status: 0 when every tensor compared passes; 1 when one fails "
+                              "or a tensor of A\nis missing in B; 2 on a usage error"),
+              std::string::npos)
+        << run.output;
+}
+
+// ---- An ONNX model from compile to compare: run and reference on the same tensors agree ----
+
+TEST_F(Cli, RunAndReferenceOfAnOnnxModelAgree) {
+    const std::string model =
+        "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx";
+    const std::string blob = (scratch() / "conv2d.vpub").string();
+    ASSERT_EQ(vpuc_run("compile " + model + " -o " + blob + " --quiet").status, 0);
+    // Input '0' is 2x3x7x5 (numpy order): random real values.
+    Halide::Buffer<float> x(5, 7, 3, 2);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> real(-2, 2);
+    x.for_each_value([&](float &v) { v = real(rng); });
+    const std::string inputs = npz_with("conv2d_in.npz", {{"0", x}});
+    const std::string ran = (scratch() / "conv2d_run.npz").string();
+    const std::string expected = (scratch() / "conv2d_ref.npz").string();
+    const Outcome run = vpuc_run("run " + blob + " --input " + inputs + " -o " + ran);
+    ASSERT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("latency"), std::string::npos) << run.output;
+    const Outcome reference =
+        vpuc_run("reference " + model + " --input " + inputs + " -o " + expected);
+    ASSERT_EQ(reference.status, 0) << reference.output;
+    // The fp16 convolution is bit-exact against its reference on the device's arithmetic.
+    const Outcome same = vpuc_run("compare " + ran + " " + expected + " --atol 0 --rtol 0");
+    EXPECT_EQ(same.status, 0) << same.output;
+    EXPECT_NE(same.output.find("3 "), std::string::npos) << same.output; // the output '3'
+    EXPECT_NE(same.output.find("total: 1 compared, 1 pass, 0 fail"), std::string::npos)
+        << same.output;
+
+    // Every layer's result in a directory, compared in order.
+    const std::string dump = (scratch() / "conv2d_dump").string();
+    const Outcome dumped =
+        vpuc_run("reference " + model + " --input 0=" + inputs + " --dump-all " + dump);
+    ASSERT_EQ(dumped.status, 0) << dumped.output;
+    EXPECT_TRUE(fs::exists(dump + "/index.txt"));
+    EXPECT_EQ(vpuc_run("compare " + dump + " " + dump).status, 0);
+
+    // Wrong tensors are errors that name the input.
+    const std::string wrong = npz_with("conv2d_wrong.npz", {{"0", f32_values({1, 2})}});
+    expect_failure(vpuc_run("run " + blob + " --input " + wrong),
+                   "input '0': the tensor is 2, the input is 2x3x7x5");
+    expect_failure(vpuc_run("run " + blob + " --input " + npz_with("conv2d_other.npz", {{"y", x}})),
+                   "entry 'y' names no input");
 }

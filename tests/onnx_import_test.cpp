@@ -193,12 +193,15 @@ std::string import_error(const onnx::ModelProto &m, const frontend::ImportOption
     return "";
 }
 
+// Layers take their node's name; a graph output's layer takes the output's, so that results
+// are named as the model names them.
 TEST(OnnxImport, AModelImportsWithNodeNamesAsLayerNames) {
     const frontend::ImportedModel model =
         frontend::import_onnx_bytes(bytes_of(conv_model()), "conv.onnx");
     EXPECT_EQ(model.opset, 13);
     ASSERT_EQ(model.graph.outputs().size(), 1u);
-    EXPECT_EQ(model.graph.outputs()[0].name(), "relu1");
+    EXPECT_EQ(model.graph.outputs()[0].name(), "y"); // node 'relu1' computes output 'y'
+    EXPECT_THROW(model.graph.find("relu1"), Error);
     EXPECT_EQ(model.output_names, std::vector<std::string>{"y"});
     EXPECT_EQ(model.graph.find("conv1").op(), "conv2d");
     EXPECT_EQ(model.graph.inputs().at(0).output().type, dsl::ElemType::F16);

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "command.h"
+
 namespace vpuc::tools {
 
 namespace {
@@ -108,6 +110,20 @@ uint64_t size_option(const std::string &option, const std::string &text) {
                                  "(KiB, MiB, GiB), e.g. 4G, at most 1024G (got '" +
                                  text + "')");
     return number * scale;
+}
+
+std::pair<std::string, std::vector<int64_t>> input_shape_option(const std::string &text) {
+    const size_t eq = text.rfind('=');
+    const std::string bad = "--input-shape '" + text + "': expected NAME=1x3x224x224";
+    if (eq == std::string::npos || eq == 0 || eq + 1 == text.size()) throw std::runtime_error(bad);
+    std::vector<int64_t> extents;
+    size_t at = eq + 1;
+    while (at <= text.size()) {
+        const size_t x = std::min(text.find('x', at), text.size());
+        extents.push_back(integer_option("--input-shape", text.substr(at, x - at), 1, 1 << 30));
+        at = x + 1;
+    }
+    return {text.substr(0, eq), extents};
 }
 
 } // namespace vpuc::tools

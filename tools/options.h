@@ -42,4 +42,8 @@ std::string size_options_help(const std::vector<files::FileKind> &read_kinds);
 // (KiB, MiB, GiB), at most 1024G; throws std::runtime_error naming the option otherwise.
 uint64_t size_option(const std::string &option, const std::string &text);
 
+// The value of --input-shape, "data=1x3x224x224", as the input's name and its extents; throws
+// std::runtime_error quoting the value otherwise.
+std::pair<std::string, std::vector<int64_t>> input_shape_option(const std::string &text);
+
 } // namespace vpuc::tools

@@ -21,6 +21,7 @@
 #include "examples/small_net.h"
 #include "options.h"
 #include "run_report.h"
+#include "tensor_inputs.h"
 #include "vpu_target/printable.h"
 #include "vpu_target/verifier.h"
 
@@ -29,14 +30,21 @@ namespace vpuc::tools {
 namespace {
 
 // Files `vpuc run` reads besides its raw inputs, whose size the blob fixes.
-const std::vector<files::FileKind> kRunReads = {files::FileKind::Blob, files::FileKind::Target};
+const std::vector<files::FileKind> kRunReads = {files::FileKind::Blob, files::FileKind::Target,
+                                                files::FileKind::Npy, files::FileKind::Image};
 // Longer output names are cut in file names (NAME_MAX is 255).
 constexpr size_t kMaxOutputNameChars = 200;
 
-// The blob's inputs: the --input files, each exactly the size of its input, or random bytes.
+// The blob's inputs: tensors (.npy, .npz, images), or raw files each exactly the size of its
+// input, or random bytes.
 std::vector<std::vector<uint8_t>> make_inputs(const blob::Blob &b, const Options &o) {
     std::vector<std::vector<uint8_t>> inputs;
     const auto *ios = b.header()->inputs();
+    std::vector<frontend::IoLayout> layouts;
+    for (uint32_t i = 0; ios && i < ios->size(); ++i)
+        layouts.push_back(frontend::io_layout(*ios->Get(i)));
+    if (tensor_inputs_given(o, layouts))
+        return frontend::blob_inputs(b, read_tensor_inputs(o, layouts));
     auto files = o.all("--input");
     size_t count = ios ? ios->size() : 0;
     if (!files.empty() && files.size() != count)
@@ -112,12 +120,14 @@ void write_outputs(const blob::Blob &b, const sim::RunResult &result, const std:
 }
 
 int run_command(const std::vector<std::string> &args) {
-    Options o = parse_options(
-        args, {"--target", "--input", "--seed", "--trace", "--output-dir", "--kernel-time-limit"},
-        {"--timing-only"}, kRunReads);
+    std::vector<std::string> with_value = {
+        "--target",  "--input", "--seed", "--trace", "--output-dir", "-o", "--kernel-time-limit",
+        "--dump-all"};
+    with_value.insert(with_value.end(), kImageOptions.begin(), kImageOptions.end());
+    Options o = parse_options(args, with_value, {"--timing-only", kImageFlags[0]}, kRunReads);
     if (o.positional.size() != 1) throw std::runtime_error("expected one BLOB argument");
     const bool timing_only = o.has("--timing-only");
-    for (const char *option : {"--input", "--output-dir"})
+    for (const char *option : {"--input", "--output-dir", "-o", "--dump-all"})
         if (timing_only && !o.all(option).empty())
             throw std::runtime_error(std::string(option) +
                                      " has no use with --timing-only, which computes nothing");
@@ -136,6 +146,15 @@ int run_command(const std::vector<std::string> &args) {
         simulator.run(inputs, timing_only ? sim::Mode::TimingOnly : sim::Mode::Functional);
     print_run_report(simulator, result);
     if (!dir.empty()) write_outputs(simulator.blob(), result, dir);
+    if (!o.get("-o").empty()) {
+        frontend::write_npz(o.get("-o"), frontend::blob_outputs(simulator.blob(), result.outputs));
+        std::printf("outputs: %s\n", o.get("-o").c_str());
+    }
+    if (!o.get("--dump-all").empty()) {
+        frontend::write_tensor_dir(o.get("--dump-all"),
+                                   frontend::blob_outputs(simulator.blob(), result.outputs));
+        std::printf("outputs: %s/\n", o.get("--dump-all").c_str());
+    }
     if (!o.get("--trace").empty()) write_trace(result, o.positional[0], o.get("--trace"));
     return 0;
 }
@@ -238,19 +257,25 @@ const bool registered_run = register_command(
      "                     name or a target file); by default it runs on the target\n"
      "                     description it carries\n"
      "  --input FILE       raw bytes of an input, once per blob input, in order, each file\n"
-     "                     exactly the input's size (default: random bytes from --seed)\n"
-     "  --seed N           seed for random inputs (default 1)\n"
-     "  --timing-only      skip functional execution (fast; no outputs; not with --input\n"
-     "                     or --output-dir)\n"
-     "  --output-dir DIR   write each output's raw bytes to DIR/NAME.bin; DIR must exist,\n"
-     "                     and characters of NAME other than letters, digits, '.', '_'\n"
-     "                     and '-' become '_'\n"
-     "  --trace FILE       write a Chrome trace-event JSON (Perfetto) to FILE\n"
-     "  --kernel-time-limit S\n"
-     "                     stop a SHAVE kernel that runs longer than S seconds of wall\n"
-     "                     clock (default 10); kernels run in a sandboxed worker process\n"
-     "                     (docs/RELIABILITY.md), and one that crashes, hangs or makes a\n"
-     "                     forbidden system call is reported with its task and signal\n" +
+     "                     exactly the input's size (default: random bytes from --seed)\n" +
+         std::string(kTensorInputHelp) +
+         "  --seed N           seed for random inputs (default 1)\n"
+         "  -o FILE.npz        write the outputs, named as the blob names them, to an .npz\n"
+         "  --dump-all DIR     write every output as DIR/NAME.npy, with DIR/index.txt listing\n"
+         "                     them in order; a blob compiled with --keep-all-layers has every\n"
+         "                     layer's result among its outputs (compare it with the\n"
+         "                     directory `vpuc reference --dump-all` writes)\n"
+         "  --timing-only      skip functional execution (fast; no outputs; not with --input,\n"
+         "                     -o, --dump-all or --output-dir)\n"
+         "  --output-dir DIR   write each output's raw bytes to DIR/NAME.bin; DIR must exist,\n"
+         "                     and characters of NAME other than letters, digits, '.', '_'\n"
+         "                     and '-' become '_'\n"
+         "  --trace FILE       write a Chrome trace-event JSON (Perfetto) to FILE\n"
+         "  --kernel-time-limit S\n"
+         "                     stop a SHAVE kernel that runs longer than S seconds of wall\n"
+         "                     clock (default 10); kernels run in a sandboxed worker process\n"
+         "                     (docs/RELIABILITY.md), and one that crashes, hangs or makes a\n"
+         "                     forbidden system call is reported with its task and signal\n" +
          size_options_help(kRunReads) +
          "\n\nexit status: 0 when the run completes; 1 on an error (an invalid blob, a wrong "
          "input);\n3 when a SHAVE kernel fails in its sandbox (the blob's native code, which no\n"

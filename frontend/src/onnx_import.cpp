@@ -246,6 +246,12 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
         !g.name().empty() ? g.name() : std::filesystem::path(path).stem().string();
     try {
         dsl::Graph graph(graph_name.empty() ? "model" : graph_name, outputs);
+        // A graph output's layer takes the output's name, so that results are named as the
+        // model names them (in the blob, in .npz files and in comparisons with ONNX's).
+        for (size_t i = 0; i < outputs.size(); ++i)
+            if (outputs[i].name() != output_names[i] &&
+                names.take(output_names[i]) == output_names[i])
+                graph.rename(outputs[i].name(), output_names[i]);
         graph.verify(&algorithms::layer_registry());
         return {std::move(graph), loaded.opset, loaded.original_opset, std::move(output_names),
                 std::move(notes)};

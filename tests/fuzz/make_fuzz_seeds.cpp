@@ -7,6 +7,8 @@
 //   DIR/schedule_chain/, DIR/schedule_json/   the schedules the lowering gave each layer,
 //                   random legal ones (codegen/random_schedule.h), and one chain using every
 //                   directive, as chains and as JSON
+//   DIR/tensor_file/ .npy files of every dtype, of ranks 0, 1, 4 and 8 and of rank 2 with a
+//                   zero extent, and .npz archives of them, stored and deflated
 //
 // usage: make_fuzz_seeds DIR
 #include <cstdio>
@@ -19,6 +21,7 @@
 
 #include "codegen/lower.h"
 #include "codegen/random_schedule.h"
+#include "frontend/tensor_file.h"
 #include "seed_blobs.h"
 #include "vpu_target/blob.h"
 
@@ -83,6 +86,33 @@ class ScheduleSeeds {
     int count_ = 0;
 };
 
+void write_tensor_file_seeds(const fs::path &dir) {
+    fs::create_directories(dir);
+    const std::vector<Halide::Type> types = {
+        Halide::Float(16), Halide::Float(32), Halide::Float(64), Halide::Int(8),
+        Halide::UInt(8),   Halide::Int(16),   Halide::UInt(16),  Halide::Int(32),
+        Halide::UInt(32),  Halide::Int(64),   Halide::UInt(64),  Halide::Bool()};
+    const std::vector<std::vector<int>> shapes = {
+        {}, {5}, {7, 5, 3, 1}, {2, 1, 1, 1, 1, 1, 1, 2}, {3, 0}};
+    std::vector<frontend::NamedTensor> tensors;
+    for (const Halide::Type &type : types)
+        for (const std::vector<int> &extents : shapes) {
+            Halide::Buffer<> value(type, extents);
+            auto *p = static_cast<uint8_t *>(value.raw_buffer()->host);
+            for (size_t i = 0; i < value.size_in_bytes(); ++i)
+                p[i] = type == Halide::Bool() ? uint8_t(i % 2) : uint8_t(i * 37 + 11);
+            const std::string name = frontend::dtype_name(type) + "-rank" +
+                                     std::to_string(extents.size()) +
+                                     (value.number_of_elements() ? "" : "-empty");
+            frontend::write_npy((dir / (name + ".npy")).string(), value);
+            tensors.push_back({name, value});
+        }
+    const std::vector<frontend::NamedTensor> few(tensors.begin(), tensors.begin() + 3);
+    frontend::write_npz((dir / "stored.npz").string(), few, frontend::NpzCompression::Stored);
+    frontend::write_npz((dir / "deflated.npz").string(), few, frontend::NpzCompression::Deflated);
+    frontend::write_npz((dir / "every.npz").string(), tensors, frontend::NpzCompression::Deflated);
+}
+
 void write_seeds(const fs::path &dir) {
     const std::vector<std::string> targets = {"vpu27", "vpu20"};
     fs::create_directories(dir / "blob");
@@ -111,6 +141,7 @@ void write_seeds(const fs::path &dir) {
             }
         }
     }
+    write_tensor_file_seeds(dir / "tensor_file");
     for (const auto &file :
          fs::directory_iterator(fs::path(VPUC_SOURCE_DIR) / "vpu_target" / "targets"))
         fs::copy_file(file.path(), dir / "target" / file.path().filename(),

@@ -136,6 +136,7 @@ const std::vector<FileKindInfo> &file_kinds() {
         {FileKind::ReferenceCsv, "reference CSV", "--max-reference-size", 64 * MiB},
         {FileKind::Schedule, "schedule", "--max-schedule-size", 16 * MiB},
         {FileKind::Npy, ".npy", "--max-npy-size", 1 * GiB},
+        {FileKind::Image, "image", "--max-image-size", 256 * MiB},
         {FileKind::RawInput, "input", "", 0},
     };
     return kinds;

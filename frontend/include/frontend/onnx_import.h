@@ -44,8 +44,8 @@ struct ImportedModel {
     dsl::Graph graph;
     int64_t opset = 0;          // of the model as imported (after any upgrade)
     int64_t original_opset = 0; // as the file declares it
-    // Per graph output, in order: its ONNX name (the graph's output layers are named after the
-    // nodes computing them).
+    // Per graph output, in order: its ONNX name. The output's layer has that name too, unless
+    // another layer or input has it already.
     std::vector<std::string> output_names;
     // What a user should know: an upgrade of the opset, an input's type changed for the
     // device.

@@ -1,5 +1,5 @@
 // Reading the files vpuc is given: blobs, ONNX models, target descriptions, VPUNN reference
-// CSVs, schedules, .npy arrays and raw input tensors. Every reader goes through
+// CSVs, schedules, .npy arrays, images and raw input tensors. Every reader goes through
 // read_input_file, which takes regular files only (a device, FIFO or socket can block, never
 // end, or act on being opened) and stops at the kind's size limit, so that a wrong or hostile
 // path can neither hang vpuc nor exhaust its memory.
@@ -15,7 +15,7 @@
 
 namespace vpuc::files {
 
-enum class FileKind { Blob, Model, Target, ReferenceCsv, Schedule, Npy, RawInput };
+enum class FileKind { Blob, Model, Target, ReferenceCsv, Schedule, Npy, Image, RawInput };
 
 struct FileKindInfo {
     FileKind kind;
@@ -26,7 +26,7 @@ struct FileKindInfo {
 
 // Every kind, in FileKind order. The limits (docs/ARCHITECTURE.md, "Files vpuc reads"):
 // blob 1 GiB, ONNX model 2 GiB (protobuf's own limit), target 1 MiB, reference CSV 64 MiB,
-// schedule 16 MiB, .npy 1 GiB.
+// schedule 16 MiB, .npy 1 GiB, image 256 MiB.
 const std::vector<FileKindInfo> &file_kinds();
 const FileKindInfo &file_kind_info(FileKind kind);
 

@@ -1,0 +1,109 @@
+// `vpuc reference`: an ONNX model run on the CPU through the layers' own algorithms (the Halide
+// JIT), the expectation a compiled model's results are compared with.
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+
+#include "algorithms/reference.h"
+#include "command.h"
+#include "dsl/registry.h"
+#include "frontend/blob_io.h"
+#include "frontend/onnx_import.h"
+#include "options.h"
+#include "tensor_inputs.h"
+#include "vpu_target/printable.h"
+
+namespace vpuc::tools {
+
+namespace {
+
+const std::vector<files::FileKind> kReferenceReads = {files::FileKind::Model, files::FileKind::Npy,
+                                                      files::FileKind::Image};
+
+// The result of `layer` in the numpy convention, from the reference's buffer.
+Halide::Buffer<> as_tensor(const dsl::Layer &layer, const Halide::Buffer<> &buffer) {
+    const dsl::TensorDesc &t = layer.output();
+    return frontend::output_tensor(frontend::io_layout(t), algorithms::to_memory_order(t, buffer));
+}
+
+// Every layer's result, computed whole, as a tensor directory (frontend::write_tensor_dir) in
+// the order computed.
+void dump_all(const dsl::Graph &graph, const std::vector<Halide::Buffer<>> &inputs,
+              const std::string &dir) {
+    std::vector<dsl::Layer> layers;
+    for (const dsl::Layer &layer : graph.layers())
+        if (!dsl::is_constant(layer) && layer.outputs().size() == 1) layers.push_back(layer);
+    const dsl::Graph all(graph.name(), layers);
+    const std::vector<Halide::Buffer<>> results = algorithms::run_reference(all, inputs);
+    std::vector<frontend::NamedTensor> tensors;
+    for (size_t i = 0; i < layers.size(); ++i)
+        tensors.push_back({layers[i].name(), as_tensor(layers[i], results[i])});
+    frontend::write_tensor_dir(dir, tensors);
+    std::printf("%zu tensors: %s/\n", tensors.size(), dir.c_str());
+}
+
+int reference_command(const std::vector<std::string> &args) {
+    std::vector<std::string> with_value = {"--input", "-o", "--dump-all", "--input-shape"};
+    with_value.insert(with_value.end(), kImageOptions.begin(), kImageOptions.end());
+    const Options o = parse_options(args, with_value, {kImageFlags[0]}, kReferenceReads);
+    if (o.positional.size() != 1)
+        throw std::runtime_error("reference takes one model file (see vpuc reference --help)");
+    if (o.get("-o").empty() && o.get("--dump-all").empty())
+        throw std::runtime_error("reference needs -o FILE.npz or --dump-all DIR");
+    frontend::ImportOptions import;
+    for (const std::string &shape : o.all("--input-shape")) {
+        const auto [name, extents] = input_shape_option(shape);
+        if (!import.input_shapes.emplace(name, extents).second)
+            throw std::runtime_error("--input-shape: '" + name + "' given twice");
+    }
+    const frontend::ImportedModel model = frontend::import_onnx(o.positional[0], import);
+    std::vector<frontend::IoLayout> layouts;
+    for (const dsl::Layer &in : model.graph.inputs())
+        layouts.push_back(frontend::io_layout(in.output()));
+    const std::vector<frontend::NamedTensor> given = read_tensor_inputs(o, layouts);
+    std::vector<Halide::Buffer<>> inputs;
+    for (size_t i = 0; i < layouts.size(); ++i)
+        for (const frontend::NamedTensor &t : given)
+            if (t.name == layouts[i].name)
+                inputs.push_back(algorithms::from_memory_order(
+                    model.graph.inputs()[i].output(), frontend::input_bytes(layouts[i], t.value)));
+    const auto start = std::chrono::steady_clock::now();
+    if (!o.get("-o").empty()) {
+        const std::vector<Halide::Buffer<>> results =
+            algorithms::run_reference(model.graph, inputs);
+        std::vector<frontend::NamedTensor> outputs;
+        for (size_t i = 0; i < results.size(); ++i)
+            outputs.push_back(
+                {model.graph.outputs()[i].name(), as_tensor(model.graph.outputs()[i], results[i])});
+        frontend::write_npz(o.get("-o"), outputs);
+        std::printf("outputs: %s\n", o.get("-o").c_str());
+    }
+    if (!o.get("--dump-all").empty()) dump_all(model.graph, inputs, o.get("--dump-all"));
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    std::printf("reference computed in %.0f ms\n", ms);
+    return 0;
+}
+
+const bool registered = register_command(
+    {"reference", "run an ONNX model on the CPU reference (Halide JIT) and write its results",
+     "usage: vpuc reference MODEL --input ... (-o FILE.npz | --dump-all DIR) [options]\n\n"
+     "Imports MODEL as vpuc compile does and runs it on the CPU with the layers' own\n"
+     "algorithms, in the device's element types (float inputs become fp16), every layer\n"
+     "computed whole. Its results are what the compiled blob's should be: compare them with\n"
+     "`vpuc compare`.\n\n"
+     "options:\n" +
+         std::string(kTensorInputHelp) +
+         "  -o FILE.npz        write the outputs, named as the blob names them\n"
+         "  --dump-all DIR     write every layer's result as DIR/NAME.npy, NAME the layer's (the\n"
+         "                     ONNX node's) name, and DIR/index.txt listing them in order\n"
+         "  --input-shape NAME=DIMS\n"
+         "                     the shape of graph input NAME, as for vpuc compile\n" +
+         size_options_help(kReferenceReads) +
+         "\n\nexit status: 0 when the results are written; 1 on an error, with a one-line "
+         "reason",
+     reference_command});
+
+} // namespace
+
+} // namespace vpuc::tools
