@@ -10,7 +10,8 @@ DEB_PACKAGES := cmake ninja-build g++ clang-format \
 	flatbuffers-compiler libflatbuffers-dev nlohmann-json3-dev \
 	libgtest-dev libgmock-dev libbenchmark-dev libseccomp-dev \
 	libonnx-dev libprotobuf-dev libonnx-testdata libzip-dev pkg-config \
-	libopencv-dnn-dev libopencv-imgcodecs-dev libopencv-imgproc-dev
+	libopencv-dnn-dev libopencv-imgcodecs-dev libopencv-imgproc-dev \
+	python-matplotlib-data
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -48,8 +49,24 @@ configure: deps $(BUILD_DIR)/build.ninja
 build: configure generators
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# The main job: a network of the model zoo written as ONNX, compiled, run on the simulator with
+# a photo from a Debian package (matplotlib's sample data: Grace Hopper) as its input, and its
+# logits compared with OpenCV DNN's for the same image. The image options are torchvision's
+# normalisation of RGB pixels.
+VPUC := $(BUILD_DIR)/tools/vpuc
+DEMO_MODEL ?= mobilenet_v2
+DEMO_IMAGE ?= /usr/share/matplotlib/mpl-data/sample_data/grace_hopper.jpg
+DEMO_DIR := $(BUILD_DIR)/demo
+DEMO_INPUT = --input input=$(DEMO_IMAGE) --mean 123.675,116.28,103.53 \
+	--scale 0.017125,0.017507,0.017429
+
 demo: build
-	$(BUILD_DIR)/tools/vpuc demo --blob $(BUILD_DIR)/demo.vpub --trace $(BUILD_DIR)/demo.trace.json
+	$(VPUC) zoo --out $(DEMO_DIR) --model $(DEMO_MODEL)
+	$(VPUC) compile $(DEMO_DIR)/$(DEMO_MODEL).onnx -o $(DEMO_DIR)/$(DEMO_MODEL).vpub --quiet
+	$(VPUC) run $(DEMO_DIR)/$(DEMO_MODEL).vpub $(DEMO_INPUT) -o $(DEMO_DIR)/vpuc.npz \
+		--trace $(DEMO_DIR)/trace.json
+	$(VPUC) reference $(DEMO_DIR)/$(DEMO_MODEL).onnx --opencv $(DEMO_INPUT) -o $(DEMO_DIR)/opencv.npz
+	$(VPUC) compare $(DEMO_DIR)/vpuc.npz $(DEMO_DIR)/opencv.npz --cosine 0.999
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -719,13 +719,25 @@ TEST_F(Cli, RunAndReferenceOfAnOnnxModelAgree) {
     EXPECT_NE(same.output.find("total: 1 compared, 1 pass, 0 fail"), std::string::npos)
         << same.output;
 
-    // Every layer's result in a directory, compared in order.
-    const std::string dump = (scratch() / "conv2d_dump").string();
+    // Every layer's result in a directory, from the blob and from the reference, compared in
+    // order.
+    const std::string all = (scratch() / "conv2d_all.vpub").string();
+    ASSERT_EQ(vpuc_run("compile " + model + " -o " + all + " --keep-all-layers --quiet").status, 0);
+    const std::string run_dump = (scratch() / "conv2d_run").string();
+    const std::string ref_dump = (scratch() / "conv2d_ref").string();
+    ASSERT_EQ(vpuc_run("run " + all + " --input 0=" + inputs + " --dump-all " + run_dump).status,
+              0);
     const Outcome dumped =
-        vpuc_run("reference " + model + " --input 0=" + inputs + " --dump-all " + dump);
+        vpuc_run("reference " + model + " --input 0=" + inputs + " --dump-all " + ref_dump);
     ASSERT_EQ(dumped.status, 0) << dumped.output;
-    EXPECT_TRUE(fs::exists(dump + "/index.txt"));
-    EXPECT_EQ(vpuc_run("compare " + dump + " " + dump).status, 0);
+    EXPECT_TRUE(fs::exists(ref_dump + "/index.txt"));
+    const Outcome layers = vpuc_run("compare " + run_dump + " " + ref_dump + " --atol 0 --rtol 0");
+    EXPECT_EQ(layers.status, 0) << layers.output;
+    EXPECT_NE(layers.output.find("total: 1 compared, 1 pass"), std::string::npos) << layers.output;
+    const Outcome parted =
+        vpuc_run("compare " + ran + " " + npz_with("conv2d_off.npz", {{"3", x}}));
+    EXPECT_EQ(parted.status, 1);
+    EXPECT_NE(parted.output.find("first to fail, in "), std::string::npos) << parted.output;
 
     // Wrong tensors are errors that name the input.
     const std::string wrong = npz_with("conv2d_wrong.npz", {{"0", f32_values({1, 2})}});

@@ -13,6 +13,7 @@
 #include "codegen/lower.h"
 #include "dsl/constant_values.h"
 #include "frontend/onnx_import.h"
+#include "onnx_node_test.h"
 #include "vpu_target/simulator.h"
 
 using namespace vpuc;
@@ -20,106 +21,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kNodeTests = "/usr/share/libonnx-testdata/data/node/";
-
-onnx::TensorProto read_tensor(const fs::path &file) {
-    std::ifstream in(file, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    onnx::TensorProto t;
-    EXPECT_TRUE(t.ParseFromString(bytes)) << file;
-    return t;
-}
-
-// Row-major values of a buffer laid out as algorithms::make_buffer lays `t` out: its device
-// view (N, C, H, W) keeps the row-major order of the logical tensor.
-std::vector<double> row_major(const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
-    const dsl::TensorDesc device = dsl::device_view(t);
-    const dsl::ConstValues v = dsl::const_values(b, t.name); // logical (n, y, x, c)
-    std::vector<double> out;
-    const int64_t n = device.shape[dsl::dims::N], c = device.shape[dsl::dims::C],
-                  h = device.shape[dsl::dims::H], w = device.shape[dsl::dims::W];
-    for (int64_t in = 0; in < n; ++in)
-        for (int64_t ic = 0; ic < c; ++ic)
-            for (int64_t y = 0; y < h; ++y)
-                for (int64_t x = 0; x < w; ++x) {
-                    const size_t at = size_t(((in * h + y) * w + x) * c + ic);
-                    out.push_back(v.is_float() ? v.reals.at(at) : double(v.ints.at(at)));
-                }
-    return out;
-}
-
-struct OutputError {
-    std::string name;
-    double max_abs = 0;
-    int64_t failures = 0; // elements outside atol + rtol * |expected|
-};
-
-// Compiles the test's model for vpu27 with its inputs (known values for weights), runs it on
-// the simulator and compares every output with the expected one: |got - want| <= 1e-2 +
-// 1e-2 * |want|.
-std::vector<OutputError> run_node_test(const std::string &test) {
-    const fs::path dir = kNodeTests + test;
-    const fs::path data = dir / "test_data_set_0";
-    frontend::ImportOptions options;
-    std::map<std::string, onnx::TensorProto> inputs;
-    {
-        onnx::ModelProto model;
-        std::ifstream in(dir / "model.onnx", std::ios::binary);
-        EXPECT_TRUE(model.ParseFromIstream(&in)) << test;
-        int i = 0;
-        for (const onnx::ValueInfoProto &v : model.graph().input()) {
-            const fs::path file = data / ("input_" + std::to_string(i++) + ".pb");
-            if (!fs::exists(file)) continue;
-            inputs[v.name()] = read_tensor(file);
-            options.known_inputs[v.name()] =
-                frontend::detail::tensor_value(inputs[v.name()], v.name());
-        }
-    }
-    const frontend::ImportedModel model =
-        frontend::import_onnx((dir / "model.onnx").string(), options);
-    const target::Target target = target::load_target("vpu27");
-    const std::vector<uint8_t> blob = codegen::lower(model.graph, target);
-    std::vector<std::vector<uint8_t>> input_bytes;
-    for (const dsl::Layer &in : model.graph.inputs()) {
-        // The input's values in its memory order: row-major (NCHW, or the identity order).
-        const dsl::ConstValues given = dsl::const_values(
-            frontend::detail::tensor_value(inputs.at(in.name()), in.name()), in.name());
-        dsl::ConstValues device = given;
-        device.type = in.output().type;
-        if (!given.is_float() && dsl::halide_type(device.type).is_float())
-            device.reals.assign(given.ints.begin(), given.ints.end());
-        const Halide::Buffer<> b = dsl::const_buffer(device);
-        const auto *bytes = static_cast<const uint8_t *>(b.data());
-        input_bytes.emplace_back(bytes, bytes + b.size_in_bytes());
-    }
-    const sim::RunResult run = sim::Simulator(target, blob).run(input_bytes);
-    std::vector<OutputError> errors;
-    for (size_t i = 0; i < model.graph.outputs().size(); ++i) {
-        const dsl::TensorDesc &t = model.graph.outputs()[i].output();
-        const std::vector<double> got =
-            row_major(t, algorithms::from_memory_order(t, run.outputs.at(i)));
-        const dsl::ConstValues want = dsl::const_values(
-            frontend::detail::tensor_value(
-                read_tensor(data / ("output_" + std::to_string(i) + ".pb")), "expected"),
-            "expected");
-        OutputError e{model.output_names[i]};
-        EXPECT_EQ(int64_t(got.size()), want.elements()) << test << " " << e.name;
-        for (size_t k = 0; k < got.size() && int64_t(k) < want.elements(); ++k) {
-            const double w = want.is_float() ? want.reals[k] : double(want.ints[k]);
-            const double diff = std::abs(got[k] - w);
-            e.max_abs = std::max(e.max_abs, diff);
-            if (!(diff <= 1e-2 + 1e-2 * std::abs(w))) ++e.failures;
-        }
-        errors.push_back(e);
-    }
-    return errors;
-}
-
 class NodeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NodeTest, MatchesTheExpectedOutputs) {
-    for (const OutputError &e : run_node_test(GetParam()))
-        EXPECT_EQ(e.failures, 0) << e.name << ": max abs error " << e.max_abs;
+    vpuc::testing::expect_node_test_passes(GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(

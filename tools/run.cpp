@@ -40,11 +40,14 @@ constexpr size_t kMaxOutputNameChars = 200;
 std::vector<std::vector<uint8_t>> make_inputs(const blob::Blob &b, const Options &o) {
     std::vector<std::vector<uint8_t>> inputs;
     const auto *ios = b.header()->inputs();
-    std::vector<frontend::IoLayout> layouts;
-    for (uint32_t i = 0; ios && i < ios->size(); ++i)
-        layouts.push_back(frontend::io_layout(*ios->Get(i)));
-    if (tensor_inputs_given(o, layouts))
+    std::vector<std::string> names;
+    for (uint32_t i = 0; ios && i < ios->size(); ++i) names.push_back(ios->Get(i)->name()->str());
+    if (tensor_inputs_given(o, names)) {
+        std::vector<frontend::IoLayout> layouts;
+        for (uint32_t i = 0; i < ios->size(); ++i)
+            layouts.push_back(frontend::io_layout(*ios->Get(i)));
         return frontend::blob_inputs(b, read_tensor_inputs(o, layouts));
+    }
     auto files = o.all("--input");
     size_t count = ios ? ios->size() : 0;
     if (!files.empty() && files.size() != count)

@@ -108,11 +108,14 @@ Halide::Buffer<> read_named(const frontend::IoLayout &in, const std::string &fil
 
 } // namespace
 
-bool tensor_inputs_given(const Options &o, const std::vector<frontend::IoLayout> &inputs) {
+bool tensor_inputs_given(const Options &o, const std::vector<std::string> &inputs) {
     for (const std::string &value : o.all("--input")) {
-        std::string file;
         const std::string ext = lower_extension(value);
-        if (named_input(value, inputs, file) || ext == ".npy" || ext == ".npz") return true;
+        const size_t eq = value.find('=');
+        const bool named =
+            eq != std::string::npos &&
+            std::find(inputs.begin(), inputs.end(), value.substr(0, eq)) != inputs.end();
+        if (named || ext == ".npy" || ext == ".npz") return true;
     }
     return false;
 }

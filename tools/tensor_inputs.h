@@ -17,9 +17,9 @@ extern const std::vector<std::string> kImageOptions; // with a value
 extern const std::vector<std::string> kImageFlags;   // without
 extern const char *const kTensorInputHelp;           // the --input forms and image options
 
-// Whether some --input value is a tensor (NAME=FILE for an input of `inputs`, or a file named
-// .npy or .npz) rather than a raw file of the input's bytes.
-bool tensor_inputs_given(const Options &options, const std::vector<frontend::IoLayout> &inputs);
+// Whether some --input value is a tensor (NAME=FILE for an input named in `inputs`, or a file
+// named .npy or .npz) rather than a raw file of the input's bytes.
+bool tensor_inputs_given(const Options &options, const std::vector<std::string> &inputs);
 
 // The tensors the --input options give, one per input of `inputs`, named after it. Throws
 // std::runtime_error naming the option's value for a file that gives no tensor for an input,

@@ -50,7 +50,7 @@ InputInfo input_info(const std::string &what, const dsl::Layer &input) {
 }
 
 Halide::Func named_func(const std::string &name) {
-    return Halide::Func(Halide::Internal::unique_name(name));
+    return Halide::Func(Halide::Internal::unique_name(dsl::halide_name(name)));
 }
 
 Expr mac_operand(const Expr &stored, const InputInfo &in) {

@@ -33,7 +33,7 @@ void check_buffer(const std::string &what, const dsl::TensorDesc &t, const Halid
 Func input_func(const dsl::TensorDesc &t, const Halide::Buffer<> &b,
                 const Halide::Param<int> &image) {
     const auto &v = dsl::act_vars();
-    Func f(Halide::Internal::unique_name(t.name));
+    Func f(Halide::Internal::unique_name(dsl::halide_name(t.name)));
     if (b.dimensions() == 4)
         f(v.c, v.x, v.y) = b(v.c, v.x, v.y, image);
     else

@@ -1213,7 +1213,7 @@ Expr Matcher::algorithm_output(bool &is_float) {
     std::vector<Halide::Func> inputs;
     for (size_t i = 0; i < layer_.inputs().size(); ++i) {
         const dsl::Layer &in = layer_.inputs()[i];
-        std::string name = in.name();
+        std::string name = dsl::halide_name(in.name());
         if (std::count(params_.begin(), params_.end(), name)) name += "_" + std::to_string(i);
         params_.push_back(name);
         inputs.push_back(Halide::ImageParam(dsl::halide_type(input_tensor(int(i)).type), 3, name));

@@ -1,5 +1,6 @@
 #include "dsl/layer.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "dsl/registry.h"
@@ -47,6 +48,13 @@ Layer Layer::input(TensorDesc tensor) {
 
 std::string output_name(const std::string &layer, size_t index) {
     return index == 0 ? layer : layer + "#" + std::to_string(index);
+}
+
+std::string halide_name(const std::string &name) {
+    std::string out = name;
+    std::replace_if(
+        out.begin(), out.end(), [](char c) { return c == '.' || c == '$'; }, '_');
+    return out;
 }
 
 Layer Layer::make(std::string op, TensorDesc output, std::vector<Layer> inputs,

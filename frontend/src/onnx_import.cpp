@@ -2,6 +2,7 @@
 // each node, in the model's (topological) order, the layers its op maps onto.
 #include "frontend/onnx_import.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "algorithms/registry.h"
@@ -157,7 +158,7 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
         throw ModelError(what + ": rank " + std::to_string(shape.size()) +
                          " (graph inputs have ranks 1 to 5)");
     t.order =
-        shape.size() == 4 ? dsl::DimsOrder::NCHW() : dsl::DimsOrder::identity(int(shape.size()));
+        shape.size() == 4 ? dsl::DimsOrder::NHWC() : dsl::DimsOrder::identity(int(shape.size()));
     t.shape = dsl::Shape(shape);
     return dsl::Layer::input(t);
 }
@@ -167,6 +168,9 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
 std::vector<std::string> supported_onnx_ops() {
     std::vector<std::string> ops;
     for (const auto &[op, importer] : detail::op_importers()) ops.push_back(op);
+    // Upsample (opset 7 to 9) becomes Resize when the version converter upgrades its model.
+    ops.push_back("Upsample");
+    std::sort(ops.begin(), ops.end());
     return ops;
 }
 

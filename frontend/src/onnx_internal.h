@@ -112,4 +112,14 @@ class NodeImport {
 using OpImporter = std::function<std::vector<dsl::Layer>(NodeImport &node)>;
 const std::map<std::string, OpImporter> &op_importers();
 
+// The handlers of ops in files of their own.
+std::vector<dsl::Layer> batch_normalization(NodeImport &node); // onnx_ops_norm.cpp
+// onnx_ops_nn.cpp: resampling, layer normalization, Erf, products of two computed tensors, and
+// global pools beyond the DPU's window.
+std::vector<dsl::Layer> import_resize(NodeImport &node);
+std::vector<dsl::Layer> import_layer_norm(NodeImport &node);
+std::vector<dsl::Layer> import_erf(NodeImport &node);
+std::vector<dsl::Layer> import_batch_matmul(NodeImport &node);
+std::vector<dsl::Layer> import_global_pool(NodeImport &node, bool is_max);
+
 } // namespace vpuc::frontend::detail

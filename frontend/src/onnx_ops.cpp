@@ -163,22 +163,20 @@ Layers gemm(NodeImport &node) {
     return fully_connected(node, trans_b, alpha, beta);
 }
 
+// Constant (or known) rank-2 weights make a fully connected layer; anything else is a product
+// of two computed tensors.
 Layers matmul(NodeImport &node) {
-    if (!dsl::is_constant(node.input(1)))
-        node.fail("input 1 must be constant weights (a product of two activations is not "
-                  "supported)");
-    return fully_connected(node, false, 1.0f, 1.0f);
+    const dsl::Layer &b = node.input(1);
+    const bool known = b.is_input() && node.options().known_inputs.count(b.name()) > 0;
+    const bool rank2 = shape_of(node.input(0)).rank() == 2 && shape_of(node.input(1)).rank() == 2;
+    if (dsl::is_constant(b) || (known && rank2)) return fully_connected(node, false, 1.0f, 1.0f);
+    return import_batch_matmul(node);
 }
 
-Layers pool(NodeImport &node, const std::string &op, bool global) {
+Layers pool(NodeImport &node, const std::string &op) {
     const dsl::Layer &x = node.input(0);
     require_rank(node, x, 4, "the input (only 2-D pooling is supported)");
     dsl::Attrs attrs;
-    if (global) {
-        attrs.set("kernel_shape",
-                  std::vector<int64_t>{shape_of(x)[dsl::dims::H], shape_of(x)[dsl::dims::W]});
-        return {node.build(op, {x}, attrs)};
-    }
     if (node.node().output_size() > 1 && !node.node().output(1).empty())
         node.fail("the Indices output is not supported");
     const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", {});
@@ -457,7 +455,8 @@ OpImporter direct(const std::string &op, std::vector<std::string> int_attrs,
 const std::map<std::string, OpImporter> &op_importers() {
     static const std::map<std::string, OpImporter> importers = {
         {"Add", [](NodeImport &n) { return eltwise(n, "add"); }},
-        {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool", false); }},
+        {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
+        {"BatchNormalization", batch_normalization},
         {"Cast", cast},
         {"Clip", clip},
         {"Concat", direct("concat", {"axis"})},
@@ -465,11 +464,12 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"ConstantOfShape", constant_of_shape},
         {"Conv", conv},
         {"Dropout", pass_through},
+        {"Erf", import_erf},
         {"Flatten", direct("flatten", {"axis"})},
         {"Gather", direct("gather", {"axis"})},
         {"Gemm", gemm},
-        {"GlobalAveragePool", [](NodeImport &n) { return pool(n, "avg_pool", true); }},
-        {"GlobalMaxPool", [](NodeImport &n) { return pool(n, "max_pool", true); }},
+        {"GlobalAveragePool", [](NodeImport &n) { return import_global_pool(n, false); }},
+        {"GlobalMaxPool", [](NodeImport &n) { return import_global_pool(n, true); }},
         {"HardSigmoid",
          [](NodeImport &n) {
              dsl::Attrs a;
@@ -478,6 +478,7 @@ const std::map<std::string, OpImporter> &op_importers() {
              return unary(n, "hard_sigmoid", a);
          }},
         {"Identity", pass_through},
+        {"LayerNormalization", import_layer_norm},
         {"LeakyRelu",
          [](NodeImport &n) {
              dsl::Attrs a;
@@ -486,12 +487,13 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"MatMul", matmul},
         {"Max", [](NodeImport &n) { return eltwise(n, "max"); }},
-        {"MaxPool", [](NodeImport &n) { return pool(n, "max_pool", false); }},
+        {"MaxPool", [](NodeImport &n) { return pool(n, "max_pool"); }},
         {"Min", [](NodeImport &n) { return eltwise(n, "min"); }},
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
         {"Range", range},
         {"Relu", [](NodeImport &n) { return unary(n, "relu"); }},
         {"Reshape", direct("reshape", {"allowzero"})},
+        {"Resize", import_resize},
         {"Shape", shape},
         {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
         {"Slice", slice},

@@ -83,4 +83,9 @@ class Layer {
 // the others ('#' keeps them apart from ONNX's names, which use '.', ':' and '/').
 std::string output_name(const std::string &layer, size_t index);
 
+// `name` (a layer's or tensor's, "/layer1/layer1.0/conv1/Conv" as PyTorch names ONNX nodes) as
+// the name of a Halide Func or parameter: Halide reserves '.' and, in its unique names, '$', so
+// each becomes '_'.
+std::string halide_name(const std::string &name);
+
 } // namespace vpuc::dsl

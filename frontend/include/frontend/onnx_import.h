@@ -52,7 +52,8 @@ struct ImportedModel {
     std::vector<std::string> notes;
 };
 
-// The ONNX ops the importer maps onto the layer registry, sorted.
+// The ONNX ops the importer maps onto the layer registry, and those the version converter
+// replaces by one of them (Upsample), sorted.
 std::vector<std::string> supported_onnx_ops();
 
 // Reads and imports the model at `path`. Throws ModelError (and files::InputFileError when the

@@ -1,0 +1,166 @@
+// ONNX ops onto the SHAVE layers of algorithms/layers/: Resize, LayerNormalization, Erf, MatMul
+// of two computed tensors, and global pools too large for the DPU's window.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "algorithms/registry.h"
+#include "dsl/constant_values.h"
+#include "onnx_internal.h"
+#include "vpu_target/target.h"
+
+namespace vpuc::frontend::detail {
+
+namespace {
+
+using Layers = std::vector<dsl::Layer>;
+
+// The largest pooling window the DPU of every bundled target takes (dpu.max_kernel): a model
+// compiles for any of them.
+int64_t dpu_window_limit() {
+    static const int64_t limit = [] {
+        int64_t smallest = std::numeric_limits<int64_t>::max();
+        for (const std::string &name : target::bundled_target_names())
+            smallest = std::min<int64_t>(smallest, target::load_target(name).max_kernel);
+        return smallest;
+    }();
+    return limit;
+}
+
+void require_rank4(const NodeImport &node, const dsl::Layer &x) {
+    if (x.output().shape.rank() != 4)
+        node.fail("the input is " + dsl::to_string(x.output().shape) +
+                  "; only 4-D inputs (N, C, H, W) are supported");
+}
+
+// The float values of constant input `i`, or an empty list for an absent or empty input.
+std::vector<double> constant_reals(NodeImport &node, size_t i, const std::string &role) {
+    if (!node.has_input(i)) return {};
+    const dsl::ConstValues v =
+        dsl::const_values(node.constant_input(i, role), node.node().input(int(i)));
+    if (!v.is_float()) return std::vector<double>(v.ints.begin(), v.ints.end());
+    return v.reals;
+}
+
+void refuse_extra_outputs(const NodeImport &node, const std::string &what) {
+    for (int i = 1; i < node.node().output_size(); ++i)
+        if (!node.node().output(i).empty()) node.fail("the " + what + " are not supported");
+}
+
+} // namespace
+
+Layers import_global_pool(NodeImport &node, bool is_max) {
+    const dsl::Layer &x = node.input(0);
+    require_rank4(node, x);
+    const int64_t h = x.output().shape[dsl::dims::H], w = x.output().shape[dsl::dims::W];
+    dsl::Attrs attrs;
+    if (h <= dpu_window_limit() && w <= dpu_window_limit()) {
+        attrs.set("kernel_shape", std::vector<int64_t>{h, w});
+        return {node.build(is_max ? "max_pool" : "avg_pool", {x}, attrs)};
+    }
+    attrs.set("mode", std::string(is_max ? "max" : "average"));
+    return {node.build("global_pool", {x}, attrs)};
+}
+
+// Resize of H and W by scales or sizes (N and C kept); roi only matters to tf_crop_and_resize,
+// which is refused, as is cubic.
+Layers import_resize(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    require_rank4(node, x);
+    const std::string mode = node.attr_string("mode", "nearest");
+    const std::string coordinates =
+        node.attr_string("coordinate_transformation_mode", "half_pixel");
+    const std::string nearest = node.attr_string("nearest_mode", "round_prefer_floor");
+    node.expect_int("exclude_outside", 0, "the edge stands for what is outside");
+    node.attr_float("cubic_coeff_a", -0.75f);     // cubic only, refused below
+    node.attr_float("extrapolation_value", 0.0f); // tf_crop_and_resize only, refused below
+    if (mode != "nearest" && mode != "linear")
+        node.fail("mode '" + mode + "' is not supported (nearest, linear)");
+    const dsl::Shape &shape = x.output().shape;
+    const std::vector<double> scales = constant_reals(node, 2, "scales");
+    const bool by_sizes = node.has_input(3);
+    if (by_sizes == !scales.empty())
+        node.fail("give either scales or sizes (input 2 or 3), not both or neither");
+    dsl::Attrs attrs;
+    std::vector<int64_t> sizes;
+    if (by_sizes) {
+        sizes = node.constant_ints(3, "sizes");
+        if (sizes.size() != 4 || sizes[0] != shape[dsl::dims::N] || sizes[1] != shape[dsl::dims::C])
+            node.fail("sizes must have 4 entries and keep N and C; only H and W resize");
+        sizes.erase(sizes.begin(), sizes.begin() + 2);
+    } else {
+        if (scales.size() != 4 || scales[0] != 1 || scales[1] != 1)
+            node.fail("scales must have 4 entries with 1 for N and C; only H and W resize");
+        for (size_t d = 2; d < 4; ++d) {
+            if (!(scales[d] > 0 && scales[d] < 1e6)) node.fail("scales must be positive, finite");
+            // ONNX's output extent: the input's times the scale, rounded down.
+            sizes.push_back(int64_t(std::floor(double(shape[dsl::Dim(d)]) * scales[d])));
+        }
+        attrs.set("scales", std::vector<double>{scales[2], scales[3]});
+    }
+    attrs.set("sizes", sizes);
+    attrs.set("mode", mode);
+    attrs.set("coordinate_transformation_mode", coordinates);
+    attrs.set("nearest_mode", nearest);
+    return {node.build("resize", {x}, attrs)};
+}
+
+// LayerNormalization over the last axis, scale and bias constant (f32 for the kernel).
+Layers import_layer_norm(NodeImport &node) {
+    refuse_extra_outputs(node, "Mean and InvStdDev outputs");
+    node.expect_int("stash_type", 1, "statistics are computed in float32");
+    const dsl::Layer &x = node.input(0);
+    dsl::Attrs attrs;
+    attrs.set("axis", node.attr_int("axis", -1));
+    attrs.set("epsilon", double(node.attr_float("epsilon", 1e-5f)));
+    const int64_t last = x.output().shape[dsl::Dim(x.output().shape.rank() - 1)];
+    for (size_t i = 1; i <= 2; ++i) {
+        if (!node.has_input(i)) continue;
+        const std::string role = i == 1 ? "scale" : "bias";
+        std::vector<double> values = constant_reals(node, i, role);
+        if (values.size() == 1) values.assign(size_t(last), values[0]);
+        if (int64_t(values.size()) != last)
+            node.fail(role + " holds " + std::to_string(values.size()) +
+                      " values; the normalized axis has " + std::to_string(last));
+        std::vector<float> floats(values.begin(), values.end());
+        Halide::Buffer<float> b(int(floats.size()));
+        std::copy(floats.begin(), floats.end(), b.data());
+        attrs.set(role, Halide::Buffer<>(b));
+    }
+    return {node.build("layer_norm", {x}, attrs)};
+}
+
+Layers import_erf(NodeImport &node) {
+    return {node.build("erf", {node.input(0)}, {})};
+}
+
+// MatMul of two computed tensors: the lower rank gets leading unit dimensions (numpy's
+// broadcasting), then batch_matmul.
+Layers import_batch_matmul(NodeImport &node) {
+    std::vector<dsl::Layer> operands = {node.input(0), node.input(1)};
+    for (size_t i = 0; i < 2; ++i) {
+        if (dsl::is_constant(operands[i]))
+            node.fail("input " + std::to_string(i) +
+                      " is a constant; a product with constant weights takes a rank-2 input 0 "
+                      "and rank-2 weights as input 1");
+        if (operands[i].output().shape.rank() < 2)
+            node.fail("input " + std::to_string(i) +
+                      " has rank 1; 1-D products are not "
+                      "supported");
+    }
+    const int rank = std::max(operands[0].output().shape.rank(), operands[1].output().shape.rank());
+    for (size_t i = 0; i < 2; ++i) {
+        const int missing = rank - operands[i].output().shape.rank();
+        if (missing <= 0) continue;
+        std::vector<int64_t> axes;
+        for (int a = 0; a < missing; ++a) axes.push_back(a);
+        dsl::Attrs attrs;
+        attrs.set("axes", axes);
+        operands[i] = node.build("unsqueeze",
+                                 node.unique_name(node.name() + (i == 0 ? ".a_rank" : ".b_rank")),
+                                 {operands[i]}, attrs);
+    }
+    return {node.build("batch_matmul", operands, {})};
+}
+
+} // namespace vpuc::frontend::detail

@@ -1,0 +1,446 @@
+// The graph passes (frontend/graph_passes.h): each pass changes the graph as it says, keeps the
+// layer names, and the compiled graph it leaves computes what the graph before it computes:
+// the same bits for fusions the PPE computes alike, within fp16 rounding for folded batch
+// norms and leaky ReLUs. Channel counts are odd (13, 21) so that channel padding shows.
+#include <gtest/gtest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "algorithms/layers.h"
+#include "algorithms/reference.h"
+#include "algorithms/registry.h"
+#include "codegen/check.h"
+#include "dsl/registry.h"
+#include "frontend/compare.h"
+#include "frontend/graph_passes.h"
+#include "frontend/onnx_import.h"
+#include "vpu_target/target.h"
+
+using namespace vpuc;
+
+namespace {
+
+const target::Target &vpu27() {
+    static const target::Target t = target::load_target("vpu27");
+    return t;
+}
+
+dsl::Layer f16_input(const std::string &name, int64_t c, int64_t h, int64_t w,
+                     dsl::DimsOrder order = dsl::DimsOrder::NHWC()) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape{1, c, h, w};
+    t.type = dsl::ElemType::F16;
+    t.order = order;
+    return dsl::Layer::input(t);
+}
+
+std::vector<float> uniform(size_t count, float low, float high, uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> dist(low, high);
+    std::vector<float> v(count);
+    for (float &x : v) x = dist(gen);
+    return v;
+}
+
+algorithms::FloatWeights float_weights(const std::vector<int> &dims, uint32_t seed) {
+    algorithms::FloatWeights w;
+    w.weights = Halide::Buffer<Halide::float16_t>(dims);
+    size_t count = 1;
+    for (int d : dims) count *= size_t(d);
+    const std::vector<float> values = uniform(count, -0.5f, 0.5f, seed);
+    for (size_t i = 0; i < count; ++i) w.weights.data()[i] = Halide::float16_t(values[i]);
+    const int channels = dims.back();
+    w.bias = uniform(size_t(channels), -1.0f, 1.0f, seed + 1);
+    return w;
+}
+
+Halide::Buffer<> f32_vector(const std::vector<float> &values) {
+    Halide::Buffer<float> b(int(values.size()));
+    for (size_t i = 0; i < values.size(); ++i) b(int(i)) = values[i];
+    return b;
+}
+
+dsl::Layer batch_norm(const std::string &name, const dsl::Layer &in, uint32_t seed) {
+    const size_t c = size_t(in.output().shape[dsl::dims::C]);
+    dsl::Attrs a;
+    a.set("scale", f32_vector(uniform(c, 0.5f, 2.0f, seed)));
+    a.set("bias", f32_vector(uniform(c, -1.0f, 1.0f, seed + 1)));
+    return algorithms::layer_registry().build("batch_norm", name, {in}, a);
+}
+
+std::vector<std::string> ops_of(const dsl::Graph &g) {
+    std::vector<std::string> ops;
+    for (const dsl::Layer &l : g.layers()) ops.push_back(l.op() + ":" + l.name());
+    return ops;
+}
+
+std::vector<Halide::Buffer<>> random_inputs(const dsl::Graph &g, uint32_t seed) {
+    std::vector<Halide::Buffer<>> inputs;
+    for (const dsl::Layer &in : g.inputs())
+        inputs.push_back(codegen::random_buffer(in.output(), seed++));
+    return inputs;
+}
+
+// Compiles and simulates `passed` (checked against its own reference: the DPU's bits), then
+// holds its outputs to the reference of `before`, the graph the passes started from, within
+// `f16_ulp` ulps.
+void expect_same_results(const dsl::Graph &before, const dsl::Graph &passed, int64_t f16_ulp) {
+    const std::vector<Halide::Buffer<>> inputs = random_inputs(before, 7);
+    codegen::CheckOptions options;
+    options.inputs = inputs;
+    options.tolerance.f16_ulp = 1;
+    const codegen::CheckResult result = codegen::check_against_reference(passed, vpu27(), options);
+    ASSERT_TRUE(result.ok()) << result.report();
+    const std::vector<Halide::Buffer<>> expected = algorithms::run_reference(before, inputs);
+    ASSERT_EQ(expected.size(), result.run.outputs.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+        const dsl::TensorDesc &t = passed.outputs()[i].output();
+        const codegen::OutputCheck check = codegen::compare_output(
+            t, result.run.outputs[i], algorithms::to_memory_order(t, expected[i]), {f16_ulp, 0});
+        EXPECT_EQ(check.mismatches, 0) << t.name << ": " << check.first_mismatch;
+    }
+}
+
+// The same for a fold that rounds differently: every element within 1e-2 + 1e-2 * |expected|.
+void expect_close_results(const dsl::Graph &before, const dsl::Graph &passed) {
+    const std::vector<Halide::Buffer<>> inputs = random_inputs(before, 11);
+    codegen::CheckOptions options;
+    options.inputs = inputs;
+    const codegen::CheckResult result = codegen::check_against_reference(passed, vpu27(), options);
+    ASSERT_TRUE(result.ok()) << result.report();
+    const std::vector<Halide::Buffer<>> expected = algorithms::run_reference(before, inputs);
+    for (size_t i = 0; i < expected.size(); ++i) {
+        const dsl::TensorDesc &t = passed.outputs()[i].output();
+        const Halide::Buffer<> got = algorithms::from_memory_order(t, result.run.outputs[i]);
+        const frontend::TensorComparison c = frontend::compare_tensors(got, expected[i]);
+        EXPECT_TRUE(c.passed) << t.name << ": " << c.reason;
+    }
+}
+
+frontend::GraphPassState run_one(const dsl::Graph &g, const std::string &pass) {
+    frontend::GraphPassState state(g.clone());
+    frontend::run_graph_pass(state, pass);
+    return state;
+}
+
+// --- ONNX: Conv -> BatchNormalization -> Relu --------------------------------------------
+
+void add_initializer(onnx::GraphProto &g, const std::string &name, std::vector<int64_t> dims,
+                     const std::vector<float> &values) {
+    onnx::TensorProto &t = *g.add_initializer();
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t.add_dims(d);
+    for (float v : values) t.add_float_data(v);
+}
+
+void add_value(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> &list,
+               const std::string &name, std::vector<int64_t> dims) {
+    onnx::ValueInfoProto &v = *list.Add();
+    v.set_name(name);
+    v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims)
+        v.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+onnx::NodeProto &add_node(onnx::GraphProto &g, const std::string &name, const std::string &op,
+                          std::vector<std::string> inputs, const std::string &output) {
+    onnx::NodeProto &n = *g.add_node();
+    n.set_name(name);
+    n.set_op_type(op);
+    for (const std::string &in : inputs) n.add_input(in);
+    n.add_output(output);
+    return n;
+}
+
+constexpr int kIn = 13, kOut = 21, kH = 9, kW = 7;
+constexpr float kEpsilon = 1e-3f;
+
+// The BatchNormalization's inputs: scale, B, mean, var.
+struct NormValues {
+    std::vector<float> scale = uniform(kOut, 0.5f, 1.5f, 21), bias = uniform(kOut, -1, 1, 22),
+                       mean = uniform(kOut, -1, 1, 23), var = uniform(kOut, 0.25f, 2, 24);
+};
+
+std::vector<uint8_t> conv_bn_relu_model(const NormValues &n) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(15);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("conv_bn_relu");
+    add_value(*g.mutable_input(), "x", {1, kIn, kH, kW});
+    add_initializer(g, "w", {kOut, kIn, 3, 3}, uniform(kOut * kIn * 9, -0.3f, 0.3f, 20));
+    add_initializer(g, "b", {kOut}, uniform(kOut, -1, 1, 25));
+    add_initializer(g, "bn_scale", {kOut}, n.scale);
+    add_initializer(g, "bn_b", {kOut}, n.bias);
+    add_initializer(g, "bn_mean", {kOut}, n.mean);
+    add_initializer(g, "bn_var", {kOut}, n.var);
+    onnx::NodeProto &conv = add_node(g, "conv1", "Conv", {"x", "w", "b"}, "c");
+    onnx::AttributeProto &pads = *conv.add_attribute();
+    pads.set_name("pads");
+    pads.set_type(onnx::AttributeProto::INTS);
+    for (int i = 0; i < 4; ++i) pads.add_ints(1);
+    onnx::NodeProto &bn = add_node(g, "bn1", "BatchNormalization",
+                                   {"c", "bn_scale", "bn_b", "bn_mean", "bn_var"}, "n");
+    onnx::AttributeProto &eps = *bn.add_attribute();
+    eps.set_name("epsilon");
+    eps.set_type(onnx::AttributeProto::FLOAT);
+    eps.set_f(kEpsilon);
+    add_node(g, "relu1", "Relu", {"n"}, "y");
+    add_value(*g.mutable_output(), "y", {1, kOut, kH, kW});
+    const std::string s = m.SerializeAsString();
+    return {s.begin(), s.end()};
+}
+
+TEST(GraphPasses, OnnxBatchNormImportsAsItsAffineAndFoldsIntoTheConv) {
+    const NormValues n;
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes(conv_bn_relu_model(n), "conv_bn_relu.onnx");
+    const dsl::Graph &imported = model.graph;
+    EXPECT_EQ(ops_of(imported),
+              (std::vector<std::string>{"conv2d:conv1", "batch_norm:bn1", "relu:y"}));
+    // The affine by hand: a = scale / sqrt(var + epsilon), b = B - mean * a.
+    const dsl::Layer bn = imported.find("bn1");
+    const Halide::Buffer<float> a(bn.attrs().get_tensor("scale"));
+    const Halide::Buffer<float> b(bn.attrs().get_tensor("bias"));
+    for (int c = 0; c < kOut; ++c) {
+        const double factor = n.scale[size_t(c)] / std::sqrt(double(n.var[size_t(c)]) + kEpsilon);
+        EXPECT_FLOAT_EQ(a(c), float(factor)) << c;
+        EXPECT_FLOAT_EQ(b(c), float(n.bias[size_t(c)] - n.mean[size_t(c)] * factor)) << c;
+    }
+
+    const frontend::GraphPassState passed = frontend::run_graph_passes(imported);
+    // The conv computes all three, under the name of the graph output 'y' the ReLU had.
+    EXPECT_EQ(ops_of(passed.graph), std::vector<std::string>{"conv2d:y"});
+    EXPECT_EQ(passed.graph.find("y").attrs().get_string("activation"), "relu");
+    EXPECT_EQ(passed.merged_into,
+              (std::map<std::string, std::string>{{"bn1", "y"}, {"conv1", "y"}}));
+    // The caller's graph is left alone.
+    EXPECT_EQ(imported.layers().size(), 3u);
+    expect_close_results(imported, passed.graph);
+}
+
+TEST(GraphPasses, ABatchNormComputesItsAffineByHandAndRunsOnTheShaves) {
+    const dsl::Layer x = f16_input("x", kIn, 5, 3);
+    const dsl::Graph g("bn", {batch_norm("bn", x, 3)});
+    const std::vector<Halide::Buffer<>> inputs = random_inputs(g, 5);
+    const Halide::Buffer<Halide::float16_t> in(inputs[0]);
+    const Halide::Buffer<Halide::float16_t> out(algorithms::run_reference(g, inputs)[0]);
+    const Halide::Buffer<float> a(g.find("bn").attrs().get_tensor("scale"));
+    const Halide::Buffer<float> b(g.find("bn").attrs().get_tensor("bias"));
+    for (int y = 0; y < 5; ++y)
+        for (int xx = 0; xx < 3; ++xx)
+            for (int c = 0; c < kIn; ++c) {
+                const float want = float(in(c, xx, y)) * a(c) + b(c);
+                EXPECT_EQ(out(c, xx, y).to_bits(), Halide::float16_t(want).to_bits())
+                    << c << ", " << xx << ", " << y;
+            }
+    // Nothing to fold into: it stays, with a note saying why.
+    const frontend::GraphPassState passed = run_one(g, "fold_batch_norm");
+    EXPECT_EQ(ops_of(passed.graph), std::vector<std::string>{"batch_norm:bn"});
+    ASSERT_EQ(passed.notes.size(), 1u);
+    EXPECT_NE(passed.notes[0].find("reads no convolution"), std::string::npos) << passed.notes[0];
+    const codegen::CheckResult r = codegen::check_against_reference(g, vpu27());
+    EXPECT_TRUE(r.ok()) << r.report();
+}
+
+TEST(GraphPasses, BatchNormFoldsIntoADepthwiseConvAndAMatmul) {
+    algorithms::Conv2dParams p;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+    const dsl::Layer x = f16_input("x", kOut, 8, 6);
+    const dsl::Layer dw =
+        algorithms::depthwise_conv2d("dw", x, float_weights({1, 3, 3, kOut}, 31), p);
+    const dsl::Graph conv_graph("dw_bn", {batch_norm("dw_bn", dw, 32)});
+    const frontend::GraphPassState conv_passed = run_one(conv_graph, "fold_batch_norm");
+    EXPECT_EQ(ops_of(conv_passed.graph), std::vector<std::string>{"depthwise_conv2d:dw_bn"});
+    expect_close_results(conv_graph, conv_passed.graph);
+
+    dsl::TensorDesc rows;
+    rows.name = "rows";
+    rows.shape = dsl::Shape{5, kIn};
+    rows.type = dsl::ElemType::F16;
+    rows.order = dsl::DimsOrder::identity(2);
+    const dsl::Layer fc =
+        algorithms::matmul("fc", dsl::Layer::input(rows), float_weights({kIn, kOut}, 33));
+    const dsl::Graph fc_graph("fc_bn", {batch_norm("fc_bn", fc, 34)});
+    const frontend::GraphPassState fc_passed = run_one(fc_graph, "fold_batch_norm");
+    EXPECT_EQ(ops_of(fc_passed.graph), std::vector<std::string>{"matmul:fc_bn"});
+    expect_close_results(fc_graph, fc_passed.graph);
+}
+
+TEST(GraphPasses, BatchNormStaysWhenTheConvHasAnotherReaderOrAnActivation) {
+    const dsl::Layer x = f16_input("x", kIn, 6, 5);
+    algorithms::Conv2dParams relu;
+    relu.activation = algorithms::Activation::relu();
+    const dsl::Layer conv = algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 41));
+    const dsl::Layer other = algorithms::relu("other", conv);
+    const dsl::Graph shared("shared", {batch_norm("bn", conv, 42), other});
+    EXPECT_EQ(run_one(shared, "fold_batch_norm").graph.layers().size(), 3u);
+    const dsl::Layer activated =
+        algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 41), relu);
+    const dsl::Graph after_relu("after_relu", {batch_norm("bn", activated, 42)});
+    const frontend::GraphPassState passed = run_one(after_relu, "fold_batch_norm");
+    EXPECT_EQ(passed.graph.layers().size(), 2u);
+    ASSERT_EQ(passed.notes.size(), 1u);
+    EXPECT_NE(passed.notes[0].find("activation"), std::string::npos) << passed.notes[0];
+}
+
+// --- fuse_activations --------------------------------------------------------------------
+
+TEST(GraphPasses, ActivationsFuseIntoTheirProducersWithTheSameResults) {
+    algorithms::Conv2dParams p;
+    p.pad_top = p.pad_left = p.pad_bottom = p.pad_right = 1;
+    const dsl::Layer x = f16_input("x", kIn, 7, 5);
+    const dsl::Layer conv = algorithms::conv2d("conv", x, float_weights({kIn, 3, 3, kOut}, 51), p);
+    const dsl::Layer relu = algorithms::relu("relu", conv);
+    const dsl::Layer dw =
+        algorithms::depthwise_conv2d("dw", relu, float_weights({1, 3, 3, kOut}, 52), p);
+    const dsl::Layer relu6 = algorithms::clamp("relu6", dw, 0.0f, 6.0f);
+    algorithms::PoolParams pool;
+    pool.kernel_w = pool.kernel_h = 2;
+    const dsl::Layer pooled = algorithms::max_pool("pool", relu6, pool);
+    const dsl::Layer clipped = algorithms::clamp("clip", pooled, -0.5f, 0.75f);
+    const dsl::Layer sum = algorithms::eltwise("sum", algorithms::EltwiseOp::Add, clipped, clipped);
+    const dsl::Graph g("acts", {algorithms::relu("sum_relu", sum)});
+
+    const frontend::GraphPassState passed = run_one(g, "fuse_activations");
+    EXPECT_EQ(ops_of(passed.graph), (std::vector<std::string>{"conv2d:conv", "depthwise_conv2d:dw",
+                                                              "max_pool:pool", "add:sum_relu"}));
+    const dsl::Attrs &dw_attrs = passed.graph.find("dw").attrs();
+    EXPECT_EQ(dw_attrs.get_string("activation"), "none");
+    EXPECT_EQ(dw_attrs.get_float("clamp_low"), 0.0);
+    EXPECT_EQ(dw_attrs.get_float("clamp_high"), 6.0);
+    EXPECT_EQ(passed.graph.find("sum_relu").attrs().get_string("activation"), "relu");
+    EXPECT_EQ(passed.merged_into.at("sum"), "sum_relu");
+    EXPECT_EQ(passed.merged_into.at("relu6"), "dw");
+    // ReLU and clamps commute with rounding to fp16: the same bits.
+    expect_same_results(g, passed.graph, 0);
+}
+
+TEST(GraphPasses, ALeakyReluFusesWithinOneUlpAndAReluAfterItStays) {
+    const dsl::Layer x = f16_input("x", kIn, 5, 3);
+    const dsl::Layer conv = algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 61));
+    const dsl::Layer leaky = algorithms::leaky_relu("leaky", conv, 0.1f);
+    const dsl::Graph g("leaky", {algorithms::relu("relu", leaky)});
+    const frontend::GraphPassState passed = run_one(g, "fuse_activations");
+    // The conv takes the leaky ReLU; the ReLU cannot follow it in the same PPE.
+    EXPECT_EQ(ops_of(passed.graph), (std::vector<std::string>{"conv2d:conv", "relu:relu"}));
+    EXPECT_EQ(passed.graph.find("conv").attrs().get_string("activation"), "leaky_relu");
+    ASSERT_EQ(passed.notes.size(), 2u);
+    EXPECT_NE(passed.notes[1].find("has an activation already"), std::string::npos);
+    // The standalone leaky ReLU rounds to fp16 before and after the slope, the PPE once.
+    expect_same_results(g, passed.graph, 1);
+}
+
+TEST(GraphPasses, AnActivationStaysWhenItsProducerHasOtherReaders) {
+    const dsl::Layer x = f16_input("x", kIn, 5, 3);
+    const dsl::Layer conv = algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 71));
+    const dsl::Graph g("shared", {algorithms::relu("relu", conv), conv});
+    EXPECT_EQ(run_one(g, "fuse_activations").graph.layers().size(), 2u);
+}
+
+TEST(GraphPasses, Int8ReluFusesBitExactlyAndInt8LeakyReluStays) {
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape{1, kIn, 5, 3};
+    t.type = dsl::ElemType::U8;
+    t.order = dsl::DimsOrder::NHWC();
+    t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    algorithms::QuantWeights w;
+    w.weights = Halide::Buffer<int8_t>(kIn, 1, 1, kOut);
+    for (int i = 0; i < int(w.weights.number_of_elements()); ++i)
+        w.weights.data()[i] = int8_t((i * 37) % 201 - 100);
+    w.requant = {algorithms::fixed_point(0.002)};
+    w.output_quant = dsl::Quant::per_tensor(0.05f, 100);
+    const dsl::Layer conv = algorithms::conv2d("conv", dsl::Layer::input(t), w);
+    const dsl::Graph relu_graph("int8_relu", {algorithms::relu("relu", conv)});
+    const frontend::GraphPassState passed = run_one(relu_graph, "fuse_activations");
+    EXPECT_EQ(ops_of(passed.graph), std::vector<std::string>{"conv2d:relu"});
+    expect_same_results(relu_graph, passed.graph, 0);
+
+    const dsl::Graph leaky_graph("int8_leaky", {algorithms::leaky_relu("leaky", conv, 0.1f)});
+    EXPECT_EQ(run_one(leaky_graph, "fuse_activations").graph.layers().size(), 2u);
+}
+
+// --- remove_identity_layers --------------------------------------------------------------
+
+TEST(GraphPasses, AReshapeToTheSameShapeIsRemovedAndNoLongerBlocksFusion) {
+    const dsl::Layer x = f16_input("x", kIn, 5, 3);
+    const dsl::Layer conv = algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 81));
+    dsl::Attrs same;
+    same.set("shape", std::vector<int64_t>{1, kOut, 5, 3});
+    const dsl::Layer reshape =
+        algorithms::layer_registry().build("reshape", "reshape", {conv}, same);
+    dsl::Attrs other;
+    other.set("shape", std::vector<int64_t>{1, kOut, 3, 5});
+    const dsl::Layer moved = algorithms::layer_registry().build("reshape", "moved", {conv}, other);
+    const dsl::Graph g("identity", {algorithms::relu("relu", reshape)});
+
+    const frontend::GraphPassState removed = run_one(g, "remove_identity_layers");
+    EXPECT_EQ(ops_of(removed.graph), (std::vector<std::string>{"conv2d:conv", "relu:relu"}));
+    EXPECT_EQ(removed.merged_into.at("reshape"), "conv");
+    // A reshape that changes the shape, and an identity that is a graph output, stay.
+    const dsl::Graph kept("kept", {algorithms::relu("relu", moved), reshape});
+    EXPECT_EQ(run_one(kept, "remove_identity_layers").graph.layers().size(), 4u);
+
+    const frontend::GraphPassState all = frontend::run_graph_passes(g);
+    EXPECT_EQ(ops_of(all.graph), std::vector<std::string>{"conv2d:relu"});
+    expect_same_results(g, all.graph, 0);
+}
+
+// --- fold_constants ----------------------------------------------------------------------
+
+TEST(GraphPasses, LayersOfConstantsFoldToConstantsOfTheirValues) {
+    Halide::Buffer<Halide::float16_t> value(3, 5, kIn, 1); // W, H, C, N: row-major 1xCx5x3
+    const std::vector<float> v = uniform(size_t(value.number_of_elements()), -3, 3, 91);
+    for (size_t i = 0; i < v.size(); ++i) value.data()[i] = Halide::float16_t(v[i]);
+    const dsl::Layer c = dsl::LayerRegistry::constant("c", value);
+    const dsl::Layer sig = algorithms::sigmoid("sig", c);
+    const dsl::Layer relu = algorithms::relu("relu", sig);
+    const dsl::Layer x = f16_input("x", kIn, 5, 3, dsl::DimsOrder::NCHW());
+    const dsl::Layer sum = algorithms::eltwise("sum", algorithms::EltwiseOp::Add, x, relu);
+    const dsl::Graph g("consts", {sum});
+
+    const frontend::GraphPassState passed = run_one(g, "fold_constants");
+    EXPECT_EQ(ops_of(passed.graph), (std::vector<std::string>{"constant:relu", "add:sum"}));
+    const Halide::Buffer<Halide::float16_t> folded(dsl::constant_value(passed.graph.find("relu")));
+    ASSERT_EQ(folded.number_of_elements(), value.number_of_elements());
+    for (size_t i = 0; i < v.size(); ++i) {
+        const float want = 1.0f / (1.0f + std::exp(-float(value.data()[i])));
+        EXPECT_NEAR(float(folded.data()[i]), want, 1e-3f) << i; // fp16 rounding of (0, 1)
+    }
+    // The graph output stays a layer.
+    EXPECT_TRUE(passed.graph.outputs()[0].same_as(passed.graph.find("sum")));
+}
+
+// --- the driver --------------------------------------------------------------------------
+
+TEST(GraphPasses, TheListRunsInOrderAndAnUnknownPassIsAnError) {
+    EXPECT_EQ(frontend::graph_pass_names(),
+              (std::vector<std::string>{"fold_constants", "remove_identity_layers",
+                                        "fold_batch_norm", "fuse_activations"}));
+    const dsl::Layer x = f16_input("x", kIn, 5, 3);
+    const dsl::Graph g("g", {algorithms::relu("relu", x)});
+    frontend::GraphPassState state(g.clone());
+    try {
+        frontend::run_graph_pass(state, "fuse_everything");
+        FAIL() << "no error";
+    } catch (const dsl::GraphError &e) {
+        EXPECT_NE(std::string(e.what()).find("passes: fold_constants, "), std::string::npos)
+            << e.what();
+    }
+    std::ostringstream log;
+    frontend::GraphPassOptions options;
+    options.log = &log;
+    options.dump_after = "fuse_activations";
+    frontend::run_graph_passes(g, options);
+    EXPECT_NE(log.str().find("graph pass fold_batch_norm done"), std::string::npos) << log.str();
+    EXPECT_NE(log.str().find("graph after fuse_activations:"), std::string::npos) << log.str();
+}
+
+} // namespace

@@ -1,0 +1,25 @@
+// ONNX backend node tests (Debian's libonnx-testdata) run as `vpuc conformance` runs them:
+// imported with their inputs as known values, compiled for vpu27, simulated and compared with
+// the expected outputs within 1e-2 + 1e-2 * |expected| (frontend/conformance.h).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "codegen/lower.h"
+#include "frontend/conformance.h"
+
+namespace vpuc::testing {
+
+inline void expect_node_test_passes(const std::string &test) {
+    frontend::ConformanceOptions options;
+    options.compile = [](const dsl::Graph &graph, const target::Target &target) {
+        return codegen::lower(graph, target);
+    };
+    const std::string dir = "/usr/share/libonnx-testdata/data/node/" + test;
+    const frontend::ConformanceResult result =
+        frontend::run_conformance_test({"node/" + test, dir}, options);
+    EXPECT_EQ(result.outcome, frontend::Outcome::Passed)
+        << frontend::to_string(result.stage) << ": " << result.reason;
+}
+
+} // namespace vpuc::testing

@@ -1,0 +1,245 @@
+// The model zoo: its ONNX files are deterministic and valid, OpenCV DNN runs them, and vpuc
+// computes what OpenCV computes on whole networks (import -> graph passes -> lower for vpu27
+// -> simulator, against OpenCV's fp32 on the same input). docs/zoo.md holds the figures.
+#include <gtest/gtest.h>
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "codegen/lower.h"
+#include "examples/zoo/opencv_reference.h"
+#include "examples/zoo/zoo.h"
+#include "frontend/blob_io.h"
+#include "frontend/compare.h"
+#include "frontend/graph_passes.h"
+#include "frontend/onnx_import.h"
+#include "vpu_target/simulator.h"
+#include "vpu_target/target.h"
+
+namespace vpuc {
+namespace {
+
+using frontend::NamedTensor;
+
+// The model's file, written once per run of the test program.
+std::string model_path(const std::string &name) {
+    static const std::string dir = [] {
+        const std::string path = std::string(VPUC_BINARY_DIR) + "/zoo_test_models";
+        std::filesystem::create_directories(path);
+        return path;
+    }();
+    static std::map<std::string, std::string> written;
+    auto it = written.find(name);
+    if (it == written.end()) it = written.emplace(name, zoo::write_model(name, dir)).first;
+    return it->second;
+}
+
+onnx::ModelProto parse(const std::vector<uint8_t> &bytes) {
+    onnx::ModelProto model;
+    EXPECT_TRUE(model.ParseFromArray(bytes.data(), int(bytes.size())));
+    return model;
+}
+
+// Standard normal floats in the model's input shape (numpy order reversed into Halide's).
+NamedTensor random_input(const zoo::ModelInfo &info, uint32_t seed) {
+    std::vector<int> extents(info.input_shape.rbegin(), info.input_shape.rend());
+    Halide::Buffer<float> value(extents);
+    std::mt19937 random(seed);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    value.for_each_value([&](float &v) { v = normal(random); });
+    return {info.input_name, value};
+}
+
+std::vector<float> floats_of(const Halide::Buffer<> &tensor) {
+    const Halide::Buffer<> data = frontend::dense(tensor);
+    std::vector<float> values(size_t(data.number_of_elements()));
+    if (data.type() == Halide::Float(16)) {
+        const auto *halves = static_cast<const Halide::float16_t *>(data.data());
+        for (size_t i = 0; i < values.size(); ++i) values[i] = float(halves[i]);
+    } else if (data.type() == Halide::Float(32)) {
+        std::copy_n(static_cast<const float *>(data.data()), values.size(), values.begin());
+    } else {
+        ADD_FAILURE() << "a result of type " << frontend::dtype_name(data.type());
+    }
+    return values;
+}
+
+// The indices of the k largest values, largest first.
+std::vector<size_t> top_k(const std::vector<float> &values, size_t k) {
+    std::vector<size_t> order(values.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + long(k), order.end(),
+                      [&](size_t a, size_t b) { return values[a] > values[b]; });
+    order.resize(k);
+    return order;
+}
+
+TEST(Zoo, SameBytesEveryTime) {
+    for (const zoo::ModelInfo &info : zoo::models())
+        EXPECT_TRUE(zoo::model_bytes(info.name) == zoo::model_bytes(info.name)) << info.name;
+}
+
+TEST(Zoo, ModelsPassOnnxCheckerAndShapeInference) {
+    for (const zoo::ModelInfo &info : zoo::models()) {
+        SCOPED_TRACE(info.name);
+        onnx::ModelProto model = parse(zoo::model_bytes(info.name));
+        EXPECT_NO_THROW(onnx::checker::check_model(model));
+        EXPECT_NO_THROW(onnx::shape_inference::InferShapes(
+            model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, true)));
+        ASSERT_EQ(model.graph().input_size(), 1);
+        EXPECT_EQ(model.graph().input(0).name(), info.input_name);
+        std::vector<std::string> outputs;
+        for (const onnx::ValueInfoProto &output : model.graph().output())
+            outputs.push_back(output.name());
+        EXPECT_EQ(outputs, info.output_names);
+        // Every node produces a value: shape inference gave each intermediate tensor a shape.
+        EXPECT_EQ(model.graph().value_info_size() + model.graph().output_size(),
+                  model.graph().node_size());
+    }
+}
+
+// Node names as PyTorch's exporter writes them, unique, and never the name of a tensor.
+TEST(Zoo, NamesFollowPyTorchsExport) {
+    for (const zoo::ModelInfo &info : zoo::models()) {
+        SCOPED_TRACE(info.name);
+        const onnx::ModelProto model = parse(zoo::model_bytes(info.name));
+        std::set<std::string> nodes, tensors;
+        for (const onnx::NodeProto &node : model.graph().node()) {
+            EXPECT_TRUE(nodes.insert(node.name()).second) << node.name();
+            EXPECT_EQ(node.name().front(), '/') << node.name();
+            for (const std::string &output : node.output()) tensors.insert(output);
+        }
+        for (const onnx::TensorProto &t : model.graph().initializer()) tensors.insert(t.name());
+        for (const std::string &tensor : tensors) EXPECT_EQ(nodes.count(tensor), 0u) << tensor;
+    }
+    const onnx::ModelProto resnet = parse(zoo::model_bytes("resnet18"));
+    std::map<std::string, int> ops;
+    std::set<std::string> names;
+    for (const onnx::NodeProto &node : resnet.graph().node()) {
+        ++ops[node.op_type()];
+        names.insert(node.name());
+    }
+    EXPECT_EQ(ops["Conv"], 20);
+    EXPECT_EQ(ops["BatchNormalization"], 20);
+    EXPECT_EQ(ops["Add"], 8);
+    EXPECT_EQ(names.count("/layer1/layer1.0/conv1/Conv"), 1u);
+    EXPECT_EQ(names.count("/layer2/layer2.0/downsample/downsample.1/BatchNormalization"), 1u);
+    EXPECT_EQ(names.count("/fc/Gemm"), 1u);
+}
+
+TEST(Zoo, UnknownModelIsAnError) {
+    try {
+        zoo::model_bytes("resnet19");
+        FAIL() << "no error";
+    } catch (const zoo::ZooError &e) {
+        EXPECT_NE(std::string(e.what()).find("resnet18"), std::string::npos) << e.what();
+    }
+}
+
+// OpenCV's logits: finite, and spread (a network whose activations died would give one value).
+void expect_opencv_runs(const std::string &name) {
+    const zoo::ModelInfo &info = zoo::model_info(name);
+    const std::vector<NamedTensor> outputs =
+        zoo::run_opencv(model_path(name), {random_input(info, 1)}, info.output_names);
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_EQ(outputs[0].name, "logits");
+    EXPECT_EQ(frontend::shape_text(outputs[0].value), "1x1000");
+    const std::vector<float> logits = floats_of(outputs[0].value);
+    for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+    const auto [low, high] = std::minmax_element(logits.begin(), logits.end());
+    EXPECT_GT(*high - *low, 1.0f);
+}
+
+TEST(ZooOpenCv, RunsResNet18) {
+    expect_opencv_runs("resnet18");
+}
+TEST(ZooOpenCv, RunsMobileNetV2) {
+    expect_opencv_runs("mobilenet_v2");
+}
+
+TEST(ZooOpenCv, RefusesAnInputOfAnotherType) {
+    const zoo::ModelInfo &info = zoo::model_info("resnet18");
+    NamedTensor input = random_input(info, 1);
+    input.value = Halide::Buffer<double>(224, 224, 3, 1);
+    EXPECT_THROW(zoo::run_opencv(model_path("resnet18"), {input}, info.output_names),
+                 zoo::OpenCvReferenceError);
+}
+
+// Import, graph passes and lowering for vpu27 as `vpuc compile` does them, then the
+// simulator, on the input OpenCV is given; every output compared with OpenCV's, and for
+// logits the top classes too.
+void expect_matches_opencv(const std::string &name) {
+    const zoo::ModelInfo &info = zoo::model_info(name);
+    const std::string path = model_path(name);
+    const NamedTensor input = random_input(info, 7);
+    const std::vector<NamedTensor> reference = zoo::run_opencv(path, {input}, info.output_names);
+
+    using Clock = std::chrono::steady_clock;
+    const auto seconds_since = [](Clock::time_point start) {
+        return std::chrono::duration<double>(Clock::now() - start).count();
+    };
+    const Clock::time_point start = Clock::now();
+    const frontend::ImportedModel model = frontend::import_onnx(path);
+    const frontend::GraphPassState passed = frontend::run_graph_passes(model.graph);
+    const double import_s = seconds_since(start);
+    const target::Target target = target::load_target("vpu27");
+    std::vector<uint8_t> blob = codegen::lower(passed.graph, target);
+    const double lower_s = seconds_since(start) - import_s;
+    sim::Simulator simulator(target, std::move(blob));
+    const sim::RunResult result = simulator.run(frontend::blob_inputs(simulator.blob(), {input}));
+    const std::vector<NamedTensor> outputs =
+        frontend::blob_outputs(simulator.blob(), result.outputs);
+    const double total_s = seconds_since(start);
+
+    std::printf("%s: import + graph passes %.1f s, lower %.1f s, simulate %.1f s; %zu layers, "
+                "simulated latency %.0f us\n",
+                name.c_str(), import_s, lower_s, total_s - import_s - lower_s,
+                passed.graph.layers().size(), result.latency_ns / 1000);
+    ASSERT_EQ(outputs.size(), reference.size());
+    const frontend::Tolerance tolerance{0.05, 0.05, 0.999};
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        SCOPED_TRACE(reference[i].name);
+        const frontend::TensorComparison c =
+            frontend::compare_tensors(outputs[i].value, reference[i].value, tolerance);
+        const std::vector<float> ours = floats_of(outputs[i].value);
+        const std::vector<float> theirs = floats_of(reference[i].value);
+        const auto [low, high] = std::minmax_element(theirs.begin(), theirs.end());
+        std::printf("  %s: cosine %.7f, max abs error %.4g (OpenCV's values span %.3g)\n",
+                    reference[i].name.c_str(), c.cosine, c.max_abs_error, double(*high - *low));
+        EXPECT_GE(c.cosine, 0.999) << c.reason;
+        if (reference[i].name != "logits") continue;
+        const std::vector<size_t> our_top5 = top_k(ours, 5), their_top5 = top_k(theirs, 5);
+        const auto shared = std::count_if(our_top5.begin(), our_top5.end(), [&](size_t k) {
+            return std::find(their_top5.begin(), their_top5.end(), k) != their_top5.end();
+        });
+        std::printf("  top-1 %s, top-5: %ld of 5 shared\n",
+                    our_top5[0] == their_top5[0] ? "the same" : "differs", long(shared));
+        EXPECT_EQ(our_top5[0], their_top5[0]);
+        EXPECT_GE(shared, 4);
+    }
+}
+
+TEST(ZooEndToEnd, ResNet18MatchesOpenCv) {
+    expect_matches_opencv("resnet18");
+}
+TEST(ZooEndToEnd, ResNet50MatchesOpenCv) {
+    expect_matches_opencv("resnet50");
+}
+TEST(ZooEndToEnd, MobileNetV2MatchesOpenCv) {
+    expect_matches_opencv("mobilenet_v2");
+}
+TEST(ZooEndToEnd, YoloMatchesOpenCv) {
+    expect_matches_opencv("yolo_tiny");
+}
+
+} // namespace
+} // namespace vpuc
