@@ -9,6 +9,7 @@
 #include <random>
 
 #include "codegen/lower.h"
+#include "error_text.h"
 #include "frontend/blob_io.h"
 #include "frontend/image_input.h"
 #include "frontend/onnx_import.h"
@@ -19,14 +20,7 @@ using frontend::IoLayout;
 
 namespace {
 
-std::string error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const std::exception &e) {
-        return e.what();
-    }
-    return "";
-}
+using vpuc::testing::error_of;
 
 IoLayout layout(std::vector<int64_t> shape, Halide::Type type, blob::Layout order) {
     return {"x", std::move(shape), type, order};

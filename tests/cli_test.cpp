@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -745,4 +746,66 @@ TEST_F(Cli, RunAndReferenceOfAnOnnxModelAgree) {
                    "input '0': the tensor is 2, the input is 2x3x7x5");
     expect_failure(vpuc_run("run " + blob + " --input " + npz_with("conv2d_other.npz", {{"y", x}})),
                    "entry 'y' names no input");
+}
+
+// ---- vpuc profile and vpuc inspect --memory ----
+
+TEST_F(Cli, ProfileAnOnnxModelAndItsBlob) {
+    const std::string model =
+        "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx";
+    const Outcome profiled = vpuc_run("profile " + model + " --sort time");
+    ASSERT_EQ(profiled.status, 0) << profiled.output;
+    for (const char *expected : {"note: upgraded from opset 6 to 13", "latency: ", "DPU tile 0",
+                                 "\nlayer  tasks", "\n3 "}) // the model's one node, '3'
+        EXPECT_NE(profiled.output.find(expected), std::string::npos) << expected;
+
+    const std::string blob = (scratch() / "profiled.vpub").string();
+    ASSERT_EQ(vpuc_run("compile " + model + " -o " + blob + " --quiet").status, 0);
+    const std::string trace = (scratch() / "profiled.trace.json").string();
+    const Outcome json = vpuc_run("profile " + blob + " --json --trace " + trace);
+    ASSERT_EQ(json.status, 0) << json.output;
+    // The trace's note goes to stderr, in whatever order the pipe gets it.
+    const size_t begin = json.output.find('{'), end = json.output.rfind('}');
+    ASSERT_LT(begin, end) << json.output;
+    const auto doc = nlohmann::json::parse(json.output.substr(begin, end + 1 - begin));
+    EXPECT_GT(doc["latency_us"].get<double>(), 0);
+    ASSERT_EQ(doc["layers"].size(), 1u);
+    EXPECT_EQ(doc["layers"][0]["layer"], "3");
+    EXPECT_TRUE(fs::exists(trace));
+
+    expect_failure(vpuc_run("profile " + blob + " --input-shape 0=1x3x7x5"),
+                   "--input-shape applies to a model (MODEL.onnx)");
+    expect_failure(vpuc_run("profile " + blob + " --sort size"),
+                   "--sort 'size': expected start, time or busy");
+}
+
+TEST_F(Cli, InspectMemoryMapsCmxOverTime) {
+    ASSERT_EQ(demo("").status, 0);
+    const std::string blob = (scratch() / "demo.vpub").string();
+    const Outcome text = vpuc_run("inspect " + blob + " --memory");
+    ASSERT_EQ(text.status, 0) << text.output;
+    for (const char *expected :
+         {"memory over a timing-only run on vpu27", "CMX tile 0", "CMX tile 1", "peak bytes",
+          "occupancy from 0 to", "live from us", "(conv1)"})
+        EXPECT_NE(text.output.find(expected), std::string::npos) << expected << text.output;
+    const Outcome json = vpuc_run("inspect --json --memory " + blob);
+    ASSERT_EQ(json.status, 0) << json.output;
+    const auto doc = nlohmann::json::parse(json.output);
+    for (const auto &memory : doc["memories"]) {
+        EXPECT_LE(memory["peak_bytes"].get<uint64_t>(), memory["capacity"].get<uint64_t>());
+        for (const auto &b : memory["buffers"])
+            EXPECT_LE(b["end"].get<uint64_t>(), memory["capacity"].get<uint64_t>());
+    }
+    expect_failure(vpuc_run("inspect --memory " + copy_blob("bad.vpub", "y", false).string()),
+                   "vpuc inspect: error:");
+}
+
+TEST_F(Cli, Int8NeedsAPreQuantizedModel) {
+    const std::string model =
+        "/usr/share/libonnx-testdata/data/pytorch-converted/test_Conv2d/model.onnx";
+    expect_failure(vpuc_run("compile " + model + " -o " + (scratch() / "q.vpub").string() +
+                            " --precision int8"),
+                   "calibration is not supported yet; give a pre-quantized (QDQ) model");
+    expect_failure(vpuc_run("compile " + model + " -o x --precision int4"),
+                   "--precision 'int4': fp16 or int8");
 }

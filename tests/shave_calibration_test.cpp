@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bench/shave_calibration.h"
+#include "error_text.h"
 #include "vpu_target/timing_calibration.h"
 #include "vpu_target/timing_model.h"
 
@@ -35,14 +36,7 @@ const bench::ShaveKernelResult &kernel(const std::string &name) {
     throw std::runtime_error("no kernel " + name);
 }
 
-std::string error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const std::exception &e) {
-        return e.what();
-    }
-    return "";
-}
+using vpuc::testing::error_of;
 
 const char *kHeader = "kernel_type,kernel_name,slope,intercept,scalar_offset,unroll_offset,"
                       "unroll_size,vector_size,DPU_frequency,SHV_frequency\n";

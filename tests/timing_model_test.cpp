@@ -6,6 +6,7 @@
 #include <functional>
 #include <sstream>
 
+#include "error_text.h"
 #include "vpu_target/timing_calibration.h"
 #include "vpu_target/timing_model.h"
 
@@ -48,14 +49,7 @@ DmaTransfer transfer(DmaDirection direction, uint64_t bytes) {
     return t;
 }
 
-std::string error_of(const std::function<void()> &f) {
-    try {
-        f();
-    } catch (const std::exception &e) {
-        return e.what();
-    }
-    return "";
-}
+using vpuc::testing::error_of;
 
 } // namespace
 

@@ -7,6 +7,7 @@
 #include <queue>
 #include <set>
 
+#include "codegen/ddr_size.h"
 #include "passes.h"
 
 namespace vpuc::codegen {
@@ -329,6 +330,7 @@ void allocate_ddr(LoweringState &s) {
                                         Allocator::Policy::Compact, life, allocation)
                                   .run();
     add_waits(s.program, allocation);
+    check_ddr_size(s.program, s.target);
 }
 
 void verify_allocation(const LoweringState &s) {

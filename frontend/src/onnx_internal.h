@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dsl/constant_values.h"
 #include "dsl/registry.h"
 #include "frontend/onnx_import.h"
 
@@ -120,6 +121,36 @@ std::vector<dsl::Layer> import_resize(NodeImport &node);
 std::vector<dsl::Layer> import_layer_norm(NodeImport &node);
 std::vector<dsl::Layer> import_erf(NodeImport &node);
 std::vector<dsl::Layer> import_batch_matmul(NodeImport &node);
+std::vector<dsl::Layer> import_linear(NodeImport &node);
+std::vector<dsl::Layer> import_constant_eltwise(NodeImport &node, const std::string &op);
 std::vector<dsl::Layer> import_global_pool(NodeImport &node, bool is_max);
+
+// The convolution geometry readers of onnx_ops.cpp: a 2-entry attribute (H, W), and the pads
+// [top, left, bottom, right] from `pads` or auto_pad.
+std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name,
+                               std::vector<int64_t> default_value);
+std::vector<int64_t> window_pads(NodeImport &node, const dsl::Shape &input,
+                                 const std::vector<int64_t> &kernel,
+                                 const std::vector<int64_t> &strides,
+                                 const std::vector<int64_t> &dilations);
+// A convolution's geometry attributes (strides, dilations, pads, groups) for an input `x` and
+// weights `w` in ONNX's (oc, icg, kh, kw), checked against each other; `depthwise` when each
+// channel is its own group.
+dsl::Attrs conv_geometry(NodeImport &node, const dsl::Layer &x, const dsl::ConstValues &w,
+                         bool &depthwise);
+// ONNX's weights (oc, icg, kh, kw) as the registry's logical (oc, kh, kw, icg).
+dsl::ConstValues conv_layout(const dsl::ConstValues &w);
+
+// onnx_ops_quant.cpp: pre-quantized models (QDQ, QLinearConv, QLinearMatMul) as int8 layers.
+bool reads_int8(const NodeImport &node);       // input 0 is a u8/i8 tensor
+bool awaits_quantize(const dsl::Layer &layer); // an int8 result before its QuantizeLinear
+std::vector<dsl::Layer> import_quant_conv(NodeImport &node);
+std::vector<dsl::Layer> import_quant_fully_connected(NodeImport &node); // Gemm, MatMul
+std::vector<dsl::Layer> import_quant_add(NodeImport &node);
+std::vector<dsl::Layer> import_quant_activation(NodeImport &node); // Relu, Clip
+std::vector<dsl::Layer> import_quantize_linear(NodeImport &node);
+std::vector<dsl::Layer> import_dequantize_linear(NodeImport &node);
+std::vector<dsl::Layer> import_qlinear_conv(NodeImport &node);
+std::vector<dsl::Layer> import_qlinear_matmul(NodeImport &node);
 
 } // namespace vpuc::frontend::detail

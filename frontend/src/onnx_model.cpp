@@ -12,6 +12,7 @@
 
 #include "onnx_internal.h"
 #include "vpu_target/input_file.h"
+#include "vpu_target/printable.h"
 
 namespace vpuc::frontend::detail {
 
@@ -160,6 +161,29 @@ void apply_input_shapes(onnx::GraphProto &graph, const std::string &path,
     }
 }
 
+// Every graph output, of the graph and of the sub-graphs in its nodes' attributes, must be a
+// value the graph defines or, for a sub-graph, sees from outside. ONNX 1.12's checker lets an
+// undefined one pass, and its version converter then dereferences a null value.
+void check_outputs_defined(const onnx::GraphProto &graph, std::set<std::string> visible,
+                           const std::string &path) {
+    for (const onnx::ValueInfoProto &in : graph.input()) visible.insert(in.name());
+    for (const onnx::TensorProto &t : graph.initializer()) visible.insert(t.name());
+    for (const onnx::SparseTensorProto &s : graph.sparse_initializer())
+        visible.insert(s.values().name());
+    for (const onnx::NodeProto &node : graph.node())
+        visible.insert(node.output().begin(), node.output().end());
+    for (const onnx::ValueInfoProto &out : graph.output())
+        if (!visible.count(out.name()))
+            throw ModelError(path + ": graph '" + printable(graph.name()) + "': output '" +
+                             printable(out.name()) +
+                             "' is no node's output, graph input or initializer");
+    for (const onnx::NodeProto &node : graph.node())
+        for (const onnx::AttributeProto &a : node.attribute()) {
+            if (a.has_g()) check_outputs_defined(a.g(), visible, path);
+            for (const onnx::GraphProto &g : a.graphs()) check_outputs_defined(g, visible, path);
+        }
+}
+
 } // namespace
 
 LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
@@ -188,6 +212,7 @@ LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &pat
     } catch (const std::exception &e) {
         fail(std::string("ONNX's checker rejects the model: ") + e.what());
     }
+    check_outputs_defined(m.proto.graph(), {}, path);
     m.opset = m.original_opset;
     if (m.opset < kUpgradedOpset) {
         try {

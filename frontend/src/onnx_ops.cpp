@@ -32,6 +32,8 @@ dsl::ElemType float_type(const NodeImport &node) {
     switch (node.options().precision) {
     case Precision::FP16:
         return dsl::ElemType::F16;
+    case Precision::INT8:
+        node.fail("calibration is not supported yet; give a pre-quantized (QDQ) model");
     }
     return dsl::ElemType::F16;
 }
@@ -39,6 +41,8 @@ dsl::ElemType float_type(const NodeImport &node) {
 const dsl::Shape &shape_of(const dsl::Layer &layer) {
     return layer.output().shape;
 }
+
+} // namespace
 
 // ONNX pads [begin_0, begin_1, end_0, end_1] over (H, W) as the registry's [top, left, bottom,
 // right], from `pads` or the node's auto_pad.
@@ -75,6 +79,40 @@ std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name,
     return v;
 }
 
+dsl::Attrs conv_geometry(NodeImport &node, const dsl::Layer &x, const dsl::ConstValues &w,
+                         bool &depthwise) {
+    if (x.output().shape.rank() != 4)
+        node.fail("the input must have rank 4 (only 2-D convolutions are supported)");
+    if (w.shape.size() != 4) node.fail("the weights must have rank 4");
+    const int64_t oc = w.shape[0], icg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+    const int64_t groups = node.attr_int("group", 1);
+    const int64_t channels = x.output().shape[dsl::dims::C];
+    if (groups < 1 || channels != icg * groups || oc % groups != 0)
+        node.fail("weights of " + std::to_string(icg) + " input channels per group x " +
+                  std::to_string(groups) + " groups do not fit an input of " +
+                  std::to_string(channels) + " channels and " + std::to_string(oc) + " outputs");
+    const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", {kh, kw});
+    if (kernel != std::vector<int64_t>{kh, kw}) node.fail("kernel_shape differs from the weights");
+    const std::vector<int64_t> strides = pair_attr(node, "strides", {1, 1});
+    const std::vector<int64_t> dilations = pair_attr(node, "dilations", {1, 1});
+    depthwise = groups > 1 && groups == channels && oc == channels;
+    dsl::Attrs attrs;
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", window_pads(node, x.output().shape, kernel, strides, dilations));
+    if (!depthwise) attrs.set("groups", groups);
+    return attrs;
+}
+
+dsl::ConstValues conv_layout(const dsl::ConstValues &w) {
+    const int64_t oc = w.shape[0], icg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+    return dsl::pick_elements(w, {oc, kh, kw, icg}, [&](const auto &i) {
+        return ((i[0] * icg + i[3]) * kh + i[1]) * kw + i[2];
+    });
+}
+
+namespace {
+
 void require_rank(const NodeImport &node, const dsl::Layer &in, int rank, const char *what) {
     if (shape_of(in).rank() != rank)
         node.fail(std::string(what) + " must have rank " + std::to_string(rank) + ", not " +
@@ -85,33 +123,13 @@ void require_rank(const NodeImport &node, const dsl::Layer &in, int rank, const 
 // (ic / groups, kw, kh, oc) in the float type, bias f32.
 Layers conv(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
-    require_rank(node, x, 4, "the input (only 2-D convolutions are supported)");
     const std::string what = node.node().input(1);
     const dsl::ConstValues w = dsl::const_values(node.constant_input(1, "weights"), what);
-    if (w.shape.size() != 4) node.fail("the weights must have rank 4");
-    const int64_t oc = w.shape[0], icg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
-    const int64_t groups = node.attr_int("group", 1);
-    const int64_t channels = shape_of(x)[dsl::dims::C];
-    if (groups < 1 || channels != icg * groups || oc % groups != 0)
-        node.fail("weights of " + std::to_string(icg) + " input channels per group x " +
-                  std::to_string(groups) + " groups do not fit an input of " +
-                  std::to_string(channels) + " channels and " + std::to_string(oc) + " outputs");
-    const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", {kh, kw});
-    if (kernel != std::vector<int64_t>{kh, kw}) node.fail("kernel_shape differs from the weights");
-    const std::vector<int64_t> strides = pair_attr(node, "strides", {1, 1});
-    const std::vector<int64_t> dilations = pair_attr(node, "dilations", {1, 1});
-    const bool depthwise = groups > 1 && groups == channels && oc == channels;
-    // Logical (oc, kh, kw, icg): Halide dims (icg, kw, kh, oc), from ONNX's (oc, icg, kh, kw).
-    dsl::ConstValues weights = dsl::pick_elements(w, {oc, kh, kw, icg}, [&](const auto &i) {
-        return ((i[0] * icg + i[3]) * kh + i[1]) * kw + i[2];
-    });
-    dsl::Attrs attrs;
-    attrs.set("strides", strides);
-    attrs.set("dilations", dilations);
-    attrs.set("pads", window_pads(node, shape_of(x), kernel, strides, dilations));
-    if (!depthwise) attrs.set("groups", groups);
-    attrs.set("weights", converted(dsl::const_buffer(weights), float_type(node), what));
+    bool depthwise = false;
+    dsl::Attrs attrs = conv_geometry(node, x, w, depthwise);
+    attrs.set("weights", converted(dsl::const_buffer(conv_layout(w)), float_type(node), what));
     if (node.has_input(2)) {
+        const int64_t oc = w.shape[0];
         const Halide::Buffer<> &bias = node.constant_input(2, "bias");
         if (bias.dimensions() != 1 || bias.dim(0).extent() != oc)
             node.fail("the bias must have " + std::to_string(oc) + " values");
@@ -163,13 +181,14 @@ Layers gemm(NodeImport &node) {
     return fully_connected(node, trans_b, alpha, beta);
 }
 
-// Constant (or known) rank-2 weights make a fully connected layer; anything else is a product
-// of two computed tensors.
+// Constant (or known) rank-2 weights make a fully connected layer, or a linear one for an input
+// of higher rank; anything else is a product of two computed tensors.
 Layers matmul(NodeImport &node) {
     const dsl::Layer &b = node.input(1);
     const bool known = b.is_input() && node.options().known_inputs.count(b.name()) > 0;
     const bool rank2 = shape_of(node.input(0)).rank() == 2 && shape_of(node.input(1)).rank() == 2;
-    if (dsl::is_constant(b) || (known && rank2)) return fully_connected(node, false, 1.0f, 1.0f);
+    if ((dsl::is_constant(b) || known) && rank2) return fully_connected(node, false, 1.0f, 1.0f);
+    if (dsl::is_constant(b)) return import_linear(node);
     return import_batch_matmul(node);
 }
 
@@ -210,6 +229,8 @@ dsl::Layer with_rank(NodeImport &node, const dsl::Layer &in, int rank, const std
 
 Layers eltwise(NodeImport &node, const std::string &op) {
     if (node.input_count() != 2) node.fail("takes exactly 2 inputs here");
+    if (dsl::is_constant(node.input(0)) != dsl::is_constant(node.input(1)))
+        return import_constant_eltwise(node, op);
     const int rank = std::max(shape_of(node.input(0)).rank(), shape_of(node.input(1)).rank());
     return {node.build(
         op, {with_rank(node, node.input(0), rank, "a"), with_rank(node, node.input(1), rank, "b")},
@@ -454,20 +475,27 @@ OpImporter direct(const std::string &op, std::vector<std::string> int_attrs,
 
 const std::map<std::string, OpImporter> &op_importers() {
     static const std::map<std::string, OpImporter> importers = {
-        {"Add", [](NodeImport &n) { return eltwise(n, "add"); }},
+        {"Add",
+         [](NodeImport &n) { return reads_int8(n) ? import_quant_add(n) : eltwise(n, "add"); }},
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
         {"Cast", cast},
-        {"Clip", clip},
+        {"Clip",
+         [](NodeImport &n) {
+             return awaits_quantize(n.input(0)) ? import_quant_activation(n) : clip(n);
+         }},
         {"Concat", direct("concat", {"axis"})},
         {"Constant", constant},
         {"ConstantOfShape", constant_of_shape},
-        {"Conv", conv},
+        {"Conv", [](NodeImport &n) { return reads_int8(n) ? import_quant_conv(n) : conv(n); }},
+        {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
         {"Erf", import_erf},
         {"Flatten", direct("flatten", {"axis"})},
         {"Gather", direct("gather", {"axis"})},
-        {"Gemm", gemm},
+        {"DequantizeLinear", import_dequantize_linear},
+        {"Gemm",
+         [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : gemm(n); }},
         {"GlobalAveragePool", [](NodeImport &n) { return import_global_pool(n, false); }},
         {"GlobalMaxPool", [](NodeImport &n) { return import_global_pool(n, true); }},
         {"HardSigmoid",
@@ -485,13 +513,20 @@ const std::map<std::string, OpImporter> &op_importers() {
              a.set("alpha", double(n.attr_float("alpha", 0.01f)));
              return unary(n, "leaky_relu", a);
          }},
-        {"MatMul", matmul},
+        {"MatMul",
+         [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
         {"Max", [](NodeImport &n) { return eltwise(n, "max"); }},
         {"MaxPool", [](NodeImport &n) { return pool(n, "max_pool"); }},
         {"Min", [](NodeImport &n) { return eltwise(n, "min"); }},
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
+        {"QLinearConv", import_qlinear_conv},
+        {"QLinearMatMul", import_qlinear_matmul},
+        {"QuantizeLinear", import_quantize_linear},
         {"Range", range},
-        {"Relu", [](NodeImport &n) { return unary(n, "relu"); }},
+        {"Relu",
+         [](NodeImport &n) {
+             return awaits_quantize(n.input(0)) ? import_quant_activation(n) : unary(n, "relu");
+         }},
         {"Reshape", direct("reshape", {"allowzero"})},
         {"Resize", import_resize},
         {"Shape", shape},

@@ -1,5 +1,6 @@
 // ONNX ops onto the SHAVE layers of algorithms/layers/: Resize, LayerNormalization, Erf, MatMul
-// of two computed tensors, and global pools too large for the DPU's window.
+// of two computed tensors or of a tensor of rank 3 or more by constant weights, eltwise ops with
+// one constant operand, and global pools too large for the DPU's window.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -161,6 +162,51 @@ Layers import_batch_matmul(NodeImport &node) {
                                  {operands[i]}, attrs);
     }
     return {node.build("batch_matmul", operands, {})};
+}
+
+// MatMul of [..., M, K] (rank 3 to 5) by constant weights [K, N]: linear, the weights in the
+// precision's float type (fp16) as the DPU's matmul takes them, of dims (k, n).
+Layers import_linear(NodeImport &node) {
+    const dsl::Layer &a = node.input(0);
+    if (dsl::is_constant(a)) node.fail("input 0 must not be a constant");
+    const std::string what = node.node().input(1);
+    const dsl::ConstValues b = dsl::const_values(node.constant_input(1, "weights"), what);
+    if (b.shape.size() != 2)
+        node.fail("constant weights must have rank 2, not " + std::to_string(b.shape.size()));
+    const int64_t k = b.shape[0], n = b.shape[1];
+    // Logical (n, k): Halide dims (k, n), from ONNX's row-major [K, N].
+    dsl::ConstValues weights =
+        dsl::pick_elements(b, {n, k}, [&](const auto &i) { return i[1] * n + i[0]; });
+    if (!weights.is_float()) weights.reals.assign(weights.ints.begin(), weights.ints.end());
+    weights.type = dsl::ElemType::F16;
+    dsl::Attrs attrs;
+    attrs.set("weights", dsl::const_buffer(weights));
+    return {node.build("linear", {a}, attrs)};
+}
+
+// Add, Sub, Mul, Div, Max or Min (`op`) with one constant operand, kept in float32: the kernel
+// computes in float32 and rounds once, to the output's type. Div also takes a divisor that is a
+// graph input of a known value (ImportOptions::known_inputs).
+Layers import_constant_eltwise(NodeImport &node, const std::string &op) {
+    if (node.input_count() != 2) node.fail("takes exactly 2 inputs here");
+    const bool known_divisor = op == "div" && node.input(1).is_input() &&
+                               node.options().known_inputs.count(node.input(1).name()) > 0;
+    const bool constant_first = dsl::is_constant(node.input(0));
+    if (constant_first == (dsl::is_constant(node.input(1)) || known_divisor))
+        node.fail("needs one computed and one constant operand" +
+                  std::string(op == "div" ? "; a division of two computed tensors is not "
+                                            "supported"
+                                          : ""));
+    const size_t constant_at = constant_first ? 0 : 1;
+    dsl::ConstValues value = dsl::const_values(node.constant_input(constant_at, "operand"),
+                                               node.node().input(int(constant_at)));
+    if (!value.is_float()) value.reals.assign(value.ints.begin(), value.ints.end());
+    value.type = dsl::ElemType::F32;
+    dsl::Attrs attrs;
+    attrs.set("op", op);
+    attrs.set("constant", dsl::const_buffer(value));
+    attrs.set("constant_first", int64_t(constant_first ? 1 : 0));
+    return {node.build("constant_eltwise", {node.input(constant_first ? 1 : 0)}, attrs)};
 }
 
 } // namespace vpuc::frontend::detail

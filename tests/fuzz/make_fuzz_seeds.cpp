@@ -7,14 +7,21 @@
 //   DIR/schedule_chain/, DIR/schedule_json/   the schedules the lowering gave each layer,
 //                   random legal ones (codegen/random_schedule.h), and one chain using every
 //                   directive, as chains and as JSON
+//   DIR/schedules_file/ per seed network and target, a schedules file (dsl/schedules_file.h)
+//                   of the schedules the lowering gave its layers; one of every directive
 //   DIR/tensor_file/ .npy files of every dtype, of ranks 0, 1, 4 and 8 and of rank 2 with a
 //                   zero extent, and .npz archives of them, stored and deflated
+//   DIR/onnx/       small models of the ONNX backend test data (libonnx-testdata): single
+//                   nodes, and PyTorch layers with their weights, which import whole
 //
 // usage: make_fuzz_seeds DIR
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,6 +38,45 @@ using namespace vpuc;
 namespace {
 
 constexpr int kRandomSchedulesPerLayer = 6;
+
+// Where Debian's libonnx-testdata keeps the backend test data.
+const fs::path kOnnxTestData = "/usr/share/libonnx-testdata/data";
+// Models of a few hundred bytes each: ops the importer maps, one it refuses (LRN), a shape
+// sub-graph (the expanded Range) and layers whose weights are initializers.
+const std::vector<std::string> kOnnxSeedModels = {
+    "node/test_add",
+    "node/test_averagepool_2d_pads",
+    "node/test_batchnorm_example",
+    "node/test_cast_FLOAT_to_FLOAT16",
+    "node/test_clip",
+    "node/test_concat_2d_axis_0",
+    "node/test_constantofshape_int_zeros",
+    "node/test_conv_with_strides_padding",
+    "node/test_erf",
+    "node/test_flatten_axis0",
+    "node/test_gather_0",
+    "node/test_gemm_default_no_bias",
+    "node/test_globalaveragepool",
+    "node/test_layer_normalization_2d_axis0",
+    "node/test_lrn",
+    "node/test_matmul_2d",
+    "node/test_maxpool_2d_default",
+    "node/test_range_float_type_positive_delta_expanded",
+    "node/test_reshape_reordered_all_dims",
+    "node/test_resize_upsample_scales_nearest",
+    "node/test_slice",
+    "node/test_softmax_axis_1",
+    "node/test_split_equal_parts_1d",
+    "node/test_top_k",
+    "node/test_transpose_default",
+    "node/test_upsample_nearest",
+    "pytorch-converted/test_BatchNorm2d_eval",
+    "pytorch-converted/test_Conv2d",
+    "pytorch-converted/test_Conv2d_depthwise",
+    "pytorch-converted/test_Linear",
+    "pytorch-converted/test_MaxPool2d",
+    "pytorch-converted/test_Softmax",
+};
 
 void write_text(const fs::path &path, const std::string &text) {
     std::ofstream out(path, std::ios::binary);
@@ -86,6 +132,24 @@ class ScheduleSeeds {
     int count_ = 0;
 };
 
+// A schedules file: layer names to schedules, as `vpuc compile --schedules` reads it.
+void write_schedules_file(const fs::path &path,
+                          const std::map<std::string, dsl::Schedule> &schedules) {
+    nlohmann::json doc = nlohmann::json::object();
+    for (const auto &[layer_name, schedule] : schedules)
+        doc[layer_name] = nlohmann::json::parse(schedule.to_json());
+    write_text(path, doc.dump(2));
+}
+
+void write_onnx_seeds(const fs::path &dir) {
+    fs::create_directories(dir);
+    for (const std::string &test : kOnnxSeedModels) {
+        const std::string name = fs::path(test).filename().string() + ".onnx";
+        fs::copy_file(kOnnxTestData / test / "model.onnx", dir / name,
+                      fs::copy_options::overwrite_existing);
+    }
+}
+
 void write_tensor_file_seeds(const fs::path &dir) {
     fs::create_directories(dir);
     const std::vector<Halide::Type> types = {
@@ -118,8 +182,11 @@ void write_seeds(const fs::path &dir) {
     fs::create_directories(dir / "blob");
     fs::create_directories(dir / "blob_small");
     fs::create_directories(dir / "target");
+    fs::create_directories(dir / "schedules_file");
     ScheduleSeeds schedules(dir);
     schedules.add(every_directive());
+    write_schedules_file(dir / "schedules_file" / "every-directive.json",
+                         {{"conv1", every_directive()}});
 
     std::mt19937 rng(1);
     for (const std::string &target_name : targets) {
@@ -127,21 +194,27 @@ void write_seeds(const fs::path &dir) {
         write_text(dir / "target" / (target_name + ".canonical.json"), target.description_json);
         for (const std::string &network : fuzz::seed_network_names()) {
             dsl::Graph graph = fuzz::seed_network(network);
-            const std::vector<uint8_t> bytes = codegen::lower(graph, target);
+            std::map<std::string, dsl::Schedule> lowered; // each layer's, own or default
+            codegen::LowerOptions options;
+            options.schedules = &lowered;
+            const std::vector<uint8_t> bytes = codegen::lower(graph, target, options);
             const std::string file = network + "-" + target_name + ".vpub";
             blob::write_file((dir / "blob" / file).string(), bytes);
             if (network != "small_net")
                 blob::write_file((dir / "blob_small" / file).string(), bytes);
             for (const dsl::Layer &layer : graph.layers()) {
-                schedules.add(layer.schedule()); // as the lowering scheduled it
+                schedules.add(lowered.at(layer.name()));
                 for (int i = 0; i < kRandomSchedulesPerLayer; ++i)
                     schedules.add(codegen::random_schedule(graph, layer, target, rng,
                                                            shave_layer(layer) ? dsl::Engine::SHAVE
                                                                               : dsl::Engine::DPU));
             }
+            write_schedules_file(dir / "schedules_file" / (network + "-" + target_name + ".json"),
+                                 lowered);
         }
     }
     write_tensor_file_seeds(dir / "tensor_file");
+    write_onnx_seeds(dir / "onnx");
     for (const auto &file :
          fs::directory_iterator(fs::path(VPUC_SOURCE_DIR) / "vpu_target" / "targets"))
         fs::copy_file(file.path(), dir / "target" / file.path().filename(),

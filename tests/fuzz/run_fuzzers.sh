@@ -68,7 +68,9 @@ run fuzz_blob_functional blob_small -len_control=0
 run fuzz_target_description target
 run fuzz_schedule_chain schedule_chain
 run fuzz_schedule_json schedule_json
+run fuzz_schedules_file schedules_file
 run fuzz_tensor_file tensor_file
+run fuzz_onnx_import onnx
 
 if [ "$found" -ne 0 ]; then
     echo "fuzz: findings above (logs in $fuzz/logs); docs/fuzzing.md says how to reproduce them"

@@ -118,6 +118,7 @@ struct DmaProgress {
 
 struct Running {
     size_t queue = 0;
+    uint32_t position = 0; // in its queue
     const Task *task = nullptr;
     double start_ns = 0;
     double end_ns = 0; // fixed end for DPU/SHAVE; DMAs end when their bytes are moved
@@ -257,6 +258,7 @@ class Run {
             }
         Running r;
         r.queue = q;
+        r.position = uint32_t(next_[q] - 1);
         r.task = &task;
         r.start_ns = now_;
         switch (task.kind_type()) {
@@ -379,7 +381,7 @@ class Run {
         stats.busy_ns += now_ - r.start_ns;
         ++stats.tasks;
         result_.tasks.push_back({task.name()->str(), task.layer() ? task.layer()->str() : "",
-                                 stats.engine, r.start_ns, now_});
+                                 stats.engine, r.start_ns, now_, uint32_t(r.queue), r.position});
         if (!task.update_barriers()) return;
         for (uint32_t b : *task.update_barriers()) {
             if (active_virtual(b) != b)

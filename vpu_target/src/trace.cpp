@@ -1,9 +1,7 @@
-// Reports of a run: Chrome trace-event JSON and a per-layer table.
+// A run's Chrome trace-event JSON (the per-layer table is tools/run_report's).
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "vpu_target/printable.h"
 #include "vpu_target/simulator.h"
 
 namespace vpuc::sim {
@@ -42,46 +40,6 @@ std::string chrome_trace_json(const RunResult &result, const std::string &title)
     }
     json doc = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
     return doc.dump(1);
-}
-
-std::string layer_table(const RunResult &result) {
-    struct Row {
-        double first = 0, last = 0;
-        std::map<std::string, double> busy; // by engine kind
-        size_t tasks = 0;
-    };
-    std::map<std::string, Row> rows;
-    std::vector<std::string> order;
-    for (const auto &t : result.tasks) {
-        std::string layer = t.layer.empty() ? "(no layer)" : t.layer;
-        auto [it, fresh] = rows.try_emplace(layer);
-        Row &r = it->second;
-        if (fresh) {
-            order.push_back(layer);
-            r.first = t.start_ns;
-        }
-        r.first = std::min(r.first, t.start_ns);
-        r.last = std::max(r.last, t.end_ns);
-        r.busy[t.engine.substr(0, t.engine.find(' '))] += t.end_ns - t.start_ns;
-        ++r.tasks;
-    }
-    std::ostringstream os;
-    char line[256];
-    std::snprintf(line, sizeof line, "%-28s %6s %11s %11s %11s %11s %11s\n", "layer", "tasks",
-                  "start us", "span us", "DMA us", "DPU us", "SHAVE us");
-    os << line;
-    for (const auto &name : order) {
-        const Row &r = rows[name];
-        auto busy = [&](const char *kind) {
-            auto it = r.busy.find(kind);
-            return it == r.busy.end() ? 0.0 : it->second / 1000.0;
-        };
-        std::snprintf(line, sizeof line, "%-28s %6zu %11.3f %11.3f %11.3f %11.3f %11.3f\n",
-                      printable(name).substr(0, 28).c_str(), r.tasks, r.first / 1000.0,
-                      (r.last - r.first) / 1000.0, busy("DMA"), busy("DPU"), busy("SHAVE"));
-        os << line;
-    }
-    return os.str();
 }
 
 } // namespace vpuc::sim

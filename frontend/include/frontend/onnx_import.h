@@ -27,6 +27,7 @@ class ModelError : public Error {
 
 enum class Precision {
     FP16, // float tensors computed in fp16 on the device
+    INT8, // only pre-quantized (QDQ) models: a float layer needing calibration is an error
 };
 
 struct ImportOptions {

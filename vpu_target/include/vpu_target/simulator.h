@@ -25,6 +25,8 @@ struct TaskRecord {
     std::string engine; // e.g. "DMA 0", "DPU tile 1", "SHAVE tile 0"
     double start_ns = 0;
     double end_ns = 0;
+    uint32_t queue = 0;    // the blob's queue that ran the task
+    uint32_t position = 0; // and its place in that queue
 };
 
 struct EngineStats {
@@ -73,8 +75,5 @@ class Simulator {
 
 // Chrome trace-event JSON (opens in Perfetto and chrome://tracing): one track per engine.
 std::string chrome_trace_json(const RunResult &result, const std::string &title);
-
-// A per-layer table: tasks grouped by layer with engine busy time and span.
-std::string layer_table(const RunResult &result);
 
 } // namespace vpuc::sim
