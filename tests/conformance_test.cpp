@@ -319,6 +319,10 @@ TEST(Conformance, TheWholeSuiteGivesTheTableOfTheDocs) {
     EXPECT_EQ(differ, "") << "docs/conformance.md's table differs from the suite's counts; run "
                              "`vpuc conformance --jobs 2` and paste its table:\n"
                           << markdown;
+    // The reasons for failures too, word for word.
+    EXPECT_NE(text.find(markdown), std::string::npos)
+        << "docs/conformance.md's table is not the one the suite prints; paste:\n"
+        << markdown;
 }
 
 } // namespace
