@@ -44,7 +44,7 @@ std::vector<std::vector<uint8_t>> make_inputs(const blob::Blob &b, const Options
     for (uint32_t i = 0; ios && i < ios->size(); ++i) names.push_back(ios->Get(i)->name()->str());
     if (tensor_inputs_given(o, names)) {
         std::vector<frontend::IoLayout> layouts;
-        for (uint32_t i = 0; i < ios->size(); ++i)
+        for (uint32_t i = 0; ios && i < ios->size(); ++i)
             layouts.push_back(frontend::io_layout(*ios->Get(i)));
         return frontend::blob_inputs(b, read_tensor_inputs(o, layouts));
     }
