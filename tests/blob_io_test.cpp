@@ -13,7 +13,9 @@
 #include "frontend/blob_io.h"
 #include "frontend/image_input.h"
 #include "frontend/onnx_import.h"
+#include "vpu_target/blob_writer.h"
 #include "vpu_target/simulator.h"
+#include "vpu_target/verifier.h"
 
 using namespace vpuc;
 using frontend::IoLayout;
@@ -96,6 +98,27 @@ TEST(BlobIo, AShapeThatIsNotTheInputsIsAnError) {
                                           std::vector<uint8_t>(5));
               }),
               "output 'x': 5 bytes for a section of 24");
+}
+
+// A hostile blob's I/O shape cannot make a buffer of extents that overflow or wrap around
+// to its section's size.
+TEST(BlobIo, AnIoShapeThatDoesNotFitItsSectionIsAnError) {
+    blob::BlobWriter writer(target::load_target("vpu27"), "net");
+    writer.add_output("y", {2, 3}, blob::DType::U8, blob::Layout::ND);
+    // 2^64 elements: 0, as a section of 0 bytes holds, when the product wraps around.
+    writer.blob().header->outputs[0]->shape = {65536, 65536, 65536, 65536};
+    writer.blob().header->outputs[0]->bytes = 0;
+    std::vector<uint8_t> bytes = writer.finish();
+    const blob::Blob &b = blob::verify_structure(bytes);
+    EXPECT_EQ(error_of([&] { frontend::io_layout(*b.header()->outputs()->Get(0)); }),
+              "tensor 'y': extents 65536 (so far) do not fit its section of 0 bytes");
+    writer.blob().header->outputs[0]->shape = {4294967295u};
+    writer.blob().header->outputs[0]->bytes = 6;
+    bytes = writer.finish();
+    EXPECT_EQ(error_of([&] {
+                  frontend::io_layout(*blob::verify_structure(bytes).header()->outputs()->Get(0));
+              }),
+              "tensor 'y': extents 4294967295 (so far) do not fit its section of 6 bytes");
 }
 
 // A compiled ONNX model run through blob_inputs and blob_outputs gives the values ONNX

@@ -114,7 +114,17 @@ template <typename T, typename S> T convert_element(S value, const std::string &
 
 IoLayout io_layout(const blob::IoTensor &io) {
     IoLayout layout{io.name()->str(), {}, halide_type_of(io.dtype()), io.layout()};
-    for (uint32_t extent : *io.shape()) layout.shape.push_back(extent);
+    // A blob is untrusted: its shape must describe a tensor a buffer can hold, whose size
+    // cannot wrap around to look like its section's.
+    uint64_t elements = 1;
+    for (uint32_t extent : *io.shape()) {
+        layout.shape.push_back(extent);
+        if (extent > uint32_t(std::numeric_limits<int32_t>::max()) ||
+            __builtin_mul_overflow(elements, uint64_t(extent), &elements) || elements > io.bytes())
+            throw BlobIoError(io_what("tensor", layout) + ": extents " +
+                              extents_text(layout.shape) + " (so far) do not fit its section of " +
+                              std::to_string(io.bytes()) + " bytes");
+    }
     if (io.bytes() != section_bytes(layout))
         throw BlobIoError(io_what("tensor", layout) + ": its section is " +
                           std::to_string(io.bytes()) + " bytes, not the " +
