@@ -7,6 +7,7 @@
 
 #include "algorithms/reference.h"
 #include "command.h"
+#include "compile_model.h"
 #include "dsl/registry.h"
 #include "examples/zoo/opencv_reference.h"
 #include "frontend/blob_io.h"
@@ -78,15 +79,10 @@ int reference_command(const std::vector<std::string> &args) {
         throw std::runtime_error("reference takes one model file (see vpuc reference --help)");
     if (o.get("-o").empty() && o.get("--dump-all").empty())
         throw std::runtime_error("reference needs -o FILE.npz or --dump-all DIR");
-    frontend::ImportOptions import;
-    for (const std::string &shape : o.all("--input-shape")) {
-        const auto [name, extents] = input_shape_option(shape);
-        if (!import.input_shapes.emplace(name, extents).second)
-            throw std::runtime_error("--input-shape: '" + name + "' given twice");
-    }
-    const frontend::ImportedModel model = frontend::import_onnx(o.positional[0], import);
+    const ModelCompileOptions compile = model_compile_options(o);
+    const frontend::ImportedModel model = frontend::import_onnx(o.positional[0], compile.import);
     // The graph vpuc compile lowers, so that its layers and theirs are the same.
-    const dsl::Graph graph = o.has("--no-graph-passes") || o.has("--opencv")
+    const dsl::Graph graph = !compile.graph_passes || o.has("--opencv")
                                  ? model.graph
                                  : frontend::run_graph_passes(model.graph).graph;
     std::vector<frontend::IoLayout> layouts;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
@@ -101,6 +102,20 @@ void dma_lines(const DmaTask &dma, const Address &dst, WorkBudget &budget, F &&f
             self(self, k + 1, src + i * dim->src_stride(), to + i * dim->dst_stride());
     };
     outer(outer, 0, int64_t(dma.src()->offset()), int64_t(dst.offset()));
+}
+
+// For a shadow memory (a map from each segment's first byte to a segment with an `end`): the
+// segment starting at `at`, after splitting the one that straddles it in two; when no segment
+// covers `at`, the first one after it.
+template <typename Shadow> typename Shadow::iterator split_at(Shadow &shadow, uint64_t at) {
+    auto it = shadow.upper_bound(at);
+    if (it == shadow.begin()) return it;
+    auto prev = std::prev(it);
+    if (prev->first == at) return prev;
+    if (prev->second.end <= at) return it;
+    auto tail = prev->second;
+    prev->second.end = at;
+    return shadow.emplace_hint(it, at, std::move(tail));
 }
 
 } // namespace vpuc::blob::dataflow

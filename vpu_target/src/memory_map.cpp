@@ -184,17 +184,7 @@ class MemoryMapper {
     template <typename F>
     void segments(uint32_t m, uint64_t begin, uint64_t end, bool fill, uint32_t buffer, F &&f) {
         Shadow &shadow = shadows_[m];
-        auto it = shadow.upper_bound(begin);
-        if (it != shadow.begin()) {
-            auto prev = std::prev(it);
-            if (prev->first == begin) {
-                it = prev;
-            } else if (prev->second.end > begin) {
-                Segment tail = prev->second;
-                prev->second.end = begin;
-                it = shadow.emplace_hint(it, begin, tail);
-            }
-        }
+        auto it = blob::dataflow::split_at(shadow, begin);
         for (uint64_t at = begin; at < end;) {
             budget_.charge(1);
             if (it == shadow.end() || it->first > at) {

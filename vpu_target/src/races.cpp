@@ -138,17 +138,7 @@ class RaceFinder {
         if (reports_.size() >= max_ || bytes == 0) return;
         Shadow &m = shadow_[key];
         const uint64_t end = begin + bytes;
-        auto it = m.upper_bound(begin);
-        if (it != m.begin()) {
-            auto prev = std::prev(it);
-            if (prev->first == begin) {
-                it = prev;
-            } else if (prev->second.end > begin) {
-                Segment tail = prev->second;
-                prev->second.end = begin;
-                it = m.emplace_hint(it, begin, std::move(tail));
-            }
-        }
+        auto it = dataflow::split_at(m, begin);
         for (uint64_t at = begin; at < end;) {
             if (it == m.end() || it->first > at) {
                 const uint64_t gap_end = it == m.end() ? end : std::min(end, it->first);
