@@ -15,12 +15,15 @@ DEB_PACKAGES := cmake ninja-build g++ clang-format \
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps generators configure build demo test test-long bench format clean
+.PHONY: all deps debian-packages onnxruntime-node generators configure build demo test test-long \
+	bench format clean
 
 all: build
 
+deps: debian-packages onnxruntime-node
+
 # Installs only what is missing; runs `apt-get update` once, before installing.
-deps:
+debian-packages:
 	@missing=$$(for p in $(DEB_PACKAGES); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -28,6 +31,28 @@ deps:
 		$(SUDO) apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+
+# ONNX Runtime, the transformer's independent reference (docs/zoo.md): npm's onnxruntime-node
+# (its CPU binaries ship in the package) at the version examples/zoo/ort/package-lock.json
+# pins, installed into ORT_DIR when missing or when the lockfile changes. ORT_DIR is shared by
+# every build tree, as the generators are; tests/CMakeLists.txt's VPUC_ORT_DIR names the same
+# directory. ONNXRUNTIME_NODE_INSTALL=skip keeps the package's install script from fetching
+# GPU providers from outside the registry. Node and npm come from Debian when missing.
+ORT_DIR := build-ort
+ORT_INSTALLED := $(ORT_DIR)/node_modules/onnxruntime-node/package.json
+
+onnxruntime-node: $(ORT_INSTALLED)
+
+$(ORT_INSTALLED): examples/zoo/ort/package.json examples/zoo/ort/package-lock.json | debian-packages
+	@command -v node >/dev/null && command -v npm >/dev/null || { \
+		echo "Installing Debian's nodejs and npm"; \
+		$(SUDO) apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends \
+			nodejs npm; }
+	mkdir -p $(ORT_DIR)
+	cp examples/zoo/ort/package.json examples/zoo/ort/package-lock.json $(ORT_DIR)/
+	cd $(ORT_DIR) && ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund
+	touch $@
 
 # The DPU's Halide generators, built once in a plain Release tree of their own, which every
 # tree below (build, build-sanitize, build-fuzz) imports rather than building (and, under the
@@ -145,4 +170,4 @@ format:
 		\( -name '*.cpp' -o -name '*.h' \) 2>/dev/null | xargs -r clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR) $(GENERATOR_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(GENERATOR_BUILD_DIR) $(ORT_DIR)

@@ -1,13 +1,20 @@
 // The zoo's transformer encoder layer end to end (import -> graph passes -> lower for vpu27 ->
-// simulator) against the CPU reference of the same graph, and what it brought: the layers
-// linear (MatMul of a rank-3 activation by constant weights) and constant_eltwise (Add, Sub,
-// Mul, Div with a constant operand) and their import, each against a double-precision
+// simulator) against the CPU reference of the same graph and against ONNX Runtime, its
+// independent reference (onnxruntime-node run by node on examples/zoo/ort_reference.js; `make
+// deps` installs it, and without it these tests fail saying so), and what it brought: the
+// layers linear (MatMul of a rank-3 activation by constant weights) and constant_eltwise (Add,
+// Sub, Mul, Div with a constant operand) and their import, each against a double-precision
 // computation, on odd shapes.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,9 +24,11 @@
 #include "codegen/check.h"
 #include "codegen/lower.h"
 #include "examples/zoo/zoo.h"
+#include "frontend/blob_io.h"
 #include "frontend/compare.h"
 #include "frontend/graph_passes.h"
 #include "frontend/onnx_import.h"
+#include "frontend/tensor_file.h"
 #include "vpu_target/simulator.h"
 #include "vpu_target/target.h"
 
@@ -177,29 +186,44 @@ void add_node(onnx::GraphProto &g, const std::string &op, const std::vector<std:
     n.add_output(output);
 }
 
-// The importer's mapping, against ONNX's definitions computed by hand in double precision:
-// y = (bias - x W) / 2.5 with x [1, 3, 5], W [5, 4] (not square, so a transposed W fails) and
-// a bias of 4 values; the CPU reference of the imported graph within what its three fp16
-// roundings allow, and the simulator within two ulps of the reference.
-TEST(TransformerImport, MatMulByWeightsSubFromConstantDivByConstant) {
-    const int64_t rows = 3, depth = 5, columns = 4;
+// The ONNX model y = (bias - x W) / 2.5 with x [1, 3, 5] of floats, W [5, 4] of eighths (not
+// square, so a transposed W fails) and a bias of 4 values.
+struct Projection {
+    static constexpr int64_t rows = 3, depth = 5, columns = 4;
     std::vector<float> w, bias;
-    for (int i = 0; i < depth * columns; ++i) w.push_back(float((i * 7) % 11 - 5) / 8);
-    for (int i = 0; i < columns; ++i) bias.push_back(0.5f * float(i) - 0.75f);
+    std::string bytes;
+};
+
+Projection make_projection() {
+    Projection p;
+    const int64_t rows = p.rows, depth = p.depth, columns = p.columns;
+    for (int i = 0; i < depth * columns; ++i) p.w.push_back(float((i * 7) % 11 - 5) / 8);
+    for (int i = 0; i < columns; ++i) p.bias.push_back(0.5f * float(i) - 0.75f);
     onnx::ModelProto m;
     m.set_ir_version(8);
     m.add_opset_import()->set_version(13);
     onnx::GraphProto &g = *m.mutable_graph();
     g.set_name("projection");
     set_float_type(*g.add_input(), "x", {1, rows, depth});
-    add_initializer(g, "w", {depth, columns}, w);
-    add_initializer(g, "bias", {columns}, bias);
+    add_initializer(g, "w", {depth, columns}, p.w);
+    add_initializer(g, "bias", {columns}, p.bias);
     add_initializer(g, "divisor", {}, {2.5f});
     add_node(g, "MatMul", {"x", "w"}, "product");
     add_node(g, "Sub", {"bias", "product"}, "shifted");
     add_node(g, "Div", {"shifted", "divisor"}, "y");
     set_float_type(*g.add_output(), "y", {1, rows, columns});
-    const std::string bytes = m.SerializeAsString();
+    p.bytes = m.SerializeAsString();
+    return p;
+}
+
+// The importer's mapping, against ONNX's definitions computed by hand in double precision: the
+// CPU reference of the imported projection within what its three fp16 roundings allow, and the
+// simulator within two ulps of the reference.
+TEST(TransformerImport, MatMulByWeightsSubFromConstantDivByConstant) {
+    const Projection p = make_projection();
+    const int64_t rows = p.rows, depth = p.depth, columns = p.columns;
+    const std::vector<float> &w = p.w, &bias = p.bias;
+    const std::string &bytes = p.bytes;
     const dsl::Graph graph =
         frontend::import_onnx_bytes({bytes.begin(), bytes.end()}, "projection.onnx").graph;
     Halide::Buffer<float16_t> input(algorithms::make_buffer(graph.inputs()[0].output()));
@@ -254,6 +278,189 @@ TEST(TransformerEncoder, CompilesAndMatchesTheReference) {
     EXPECT_TRUE(c.passed) << c.reason << " (cosine " << c.cosine << ")";
     EXPECT_LT(c.mean_abs_error, 1e-4);
     EXPECT_LE(c.max_abs_error, 4e-3);
+}
+
+// ONNX Runtime, the independent reference: node runs examples/zoo/ort_reference.js with the
+// onnxruntime-node that `make deps` installs (the paths are tests/CMakeLists.txt's).
+namespace fs = std::filesystem;
+using frontend::NamedTensor;
+
+std::string shell_quoted(const std::string &word) {
+    std::string quoted = "'";
+    for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
+struct ScriptRun {
+    int status = -1;    // exit status
+    std::string output; // stdout and stderr
+};
+
+// The script with `args`, node finding its packages in `node_modules`.
+ScriptRun run_ort_script(const std::vector<std::string> &args,
+                         const std::string &node_modules = VPUC_ORT_NODE_MODULES) {
+    std::string command = "NODE_PATH=" + shell_quoted(node_modules) + " " +
+                          shell_quoted(VPUC_NODE) + " " + shell_quoted(VPUC_ORT_SCRIPT);
+    for (const std::string &arg : args) command += " " + shell_quoted(arg);
+    ScriptRun run;
+    FILE *pipe = ::popen((command + " 2>&1").c_str(), "r");
+    if (!pipe) return run;
+    char buffer[4096];
+    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+        run.output.append(buffer, n);
+    const int status = ::pclose(pipe);
+    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run;
+}
+
+class OnnxRuntimeReference : public ::testing::Test {
+  protected:
+    // No silent skip: CI's `make test` installs both.
+    void SetUp() override {
+        if (!fs::exists(VPUC_NODE))
+            FAIL() << "node is missing (CMake found '" VPUC_NODE "'): run `make deps`, which "
+                      "installs node and onnxruntime-node, and configure again";
+        if (!fs::exists(fs::path(VPUC_ORT_NODE_MODULES) / "onnxruntime-node" / "package.json"))
+            FAIL() << "onnxruntime-node is missing from " VPUC_ORT_NODE_MODULES
+                      ": run `make deps`, which installs it";
+    }
+    static void TearDownTestSuite() { fs::remove_all(scratch()); }
+
+    // A directory of its own for the models, inputs and outputs.
+    static const fs::path &scratch() {
+        static const fs::path dir = [] {
+            fs::path d =
+                fs::temp_directory_path() / ("vpuc_transformer_test_" + std::to_string(::getpid()));
+            fs::create_directories(d);
+            return d;
+        }();
+        return dir;
+    }
+
+    // ONNX Runtime's outputs of the model at `model` on `inputs`, in the model's order, read
+    // back from the directory the script writes, scratch()/`run`.
+    static std::vector<NamedTensor> run_onnxruntime(const std::string &model,
+                                                    const std::vector<NamedTensor> &inputs,
+                                                    const std::string &run) {
+        const fs::path dir = scratch() / run;
+        fs::create_directories(dir);
+        std::vector<std::string> args = {model, "--out", (dir / "outputs").string()};
+        for (const NamedTensor &input : inputs) {
+            const std::string file =
+                (dir / ("input_" + std::to_string(args.size()) + ".npy")).string();
+            frontend::write_npy(file, input.value);
+            args.insert(args.end(), {"--input", input.name + "=" + file});
+        }
+        const ScriptRun script = run_ort_script(args);
+        if (script.status != 0) {
+            ADD_FAILURE() << "ort_reference.js exited with status " << script.status << ":\n"
+                          << script.output;
+            return {};
+        }
+        return frontend::read_tensor_dir((dir / "outputs").string());
+    }
+
+    static std::string write_model(const std::string &name, const std::string &bytes) {
+        const fs::path path = scratch() / name;
+        std::ofstream(path, std::ios::binary) << bytes;
+        return path.string();
+    }
+};
+
+// The script on exact fractions (x in eighths): each output as float32 computes it from exact
+// sums, the tensor read back with its name, numpy shape and element order.
+TEST_F(OnnxRuntimeReference, ReadsNpyInputsAndWritesTheOutputs) {
+    const Projection p = make_projection();
+    Halide::Buffer<float> x(int(p.depth), int(p.rows), 1); // numpy [1, 3, 5], reversed
+    x.for_each_element(
+        [&](int k, int r, int) { x(k, r, 0) = float((r * 5 + k * 3) % 17 - 8) / 8; });
+    const std::vector<NamedTensor> outputs =
+        run_onnxruntime(write_model("projection.onnx", p.bytes), {{"x", x}}, "projection");
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_EQ(outputs[0].name, "y");
+    ASSERT_EQ(frontend::shape_text(outputs[0].value), "1x3x4");
+    ASSERT_EQ(outputs[0].value.type(), Halide::Float(32));
+    const Halide::Buffer<float> y(outputs[0].value);
+    for (int r = 0; r < p.rows; ++r)
+        for (int c = 0; c < p.columns; ++c) {
+            float product = 0; // sums of multiples of 1/64: exact
+            for (int k = 0; k < p.depth; ++k)
+                product += x(k, r, 0) * p.w[size_t(k * p.columns + c)];
+            const float expected = (p.bias[size_t(c)] - product) / 2.5f;
+            EXPECT_NEAR(y(c, r, 0), expected, std::fabs(expected) * 0x1p-23f)
+                << "row " << r << ", column " << c;
+        }
+}
+
+// A missing file, an input of the wrong dtype, a missing input and a missing onnxruntime-node:
+// exit status 1 and a message naming the problem.
+TEST_F(OnnxRuntimeReference, FailuresExitNonZeroNamingTheProblem) {
+    const std::string model = write_model("projection.onnx", make_projection().bytes);
+    const std::string integers = (scratch() / "integers.npy").string();
+    frontend::write_npy(integers, Halide::Buffer<int32_t>(5, 3, 1));
+    const std::string floats = (scratch() / "floats.npy").string();
+    frontend::write_npy(floats, Halide::Buffer<float>(5, 3, 1));
+    const std::string missing = (scratch() / "missing.npy").string();
+    const std::string out = (scratch() / "failures").string();
+    struct Case {
+        std::vector<std::string> args;
+        std::string node_modules, message;
+    };
+    for (const Case &c : {
+             Case{{model, "--input", "x=" + missing, "--out", out},
+                  VPUC_ORT_NODE_MODULES,
+                  "cannot read '" + missing + "'"},
+             Case{{model, "--input", "x=" + integers, "--out", out},
+                  VPUC_ORT_NODE_MODULES,
+                  "holds int32 ('i4'), the model's input is float32"},
+             Case{{model, "--out", out},
+                  VPUC_ORT_NODE_MODULES,
+                  "no --input for the model's inputs x"},
+             Case{{model, "--input", "x=" + floats, "--out", out},
+                  scratch().string(),
+                  "cannot load onnxruntime-node from NODE_PATH '" + scratch().string() +
+                      "': it is not installed; `make deps` installs it"},
+         }) {
+        const ScriptRun run = run_ort_script(c.args, c.node_modules);
+        EXPECT_EQ(run.status, 1) << run.output;
+        EXPECT_NE(run.output.find(c.message), std::string::npos) << run.output;
+    }
+    EXPECT_FALSE(fs::exists(out)) << "nothing written";
+}
+
+// The zoo's transformer encoder layer as `vpuc compile` and `vpuc run` take it (import, graph
+// passes, lowering for vpu27, the simulator in fp16) against ONNX Runtime's fp32 on the same
+// standard normal input, rounded to fp16 so that both see the same values.
+TEST_F(OnnxRuntimeReference, TransformerEncoderMatchesTheSimulator) {
+    const zoo::ModelInfo &info = zoo::model_info("transformer_encoder");
+    const std::string path = zoo::write_model(info.name, scratch().string());
+    Halide::Buffer<float> values(
+        std::vector<int>(info.input_shape.rbegin(), info.input_shape.rend()));
+    std::mt19937 rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    values.for_each_value([&](float &v) { v = float(float16_t(normal(rng))); });
+    const NamedTensor input{info.input_name, values};
+    const std::vector<NamedTensor> reference = run_onnxruntime(path, {input}, info.name);
+    ASSERT_EQ(reference.size(), 1u);
+    EXPECT_EQ(reference[0].name, info.output_names.at(0));
+
+    const dsl::Graph graph = frontend::run_graph_passes(frontend::import_onnx(path).graph).graph;
+    const target::Target target = target::load_target("vpu27");
+    sim::Simulator simulator(target, codegen::lower(graph, target));
+    const sim::RunResult result = simulator.run(frontend::blob_inputs(simulator.blob(), {input}));
+    const std::vector<NamedTensor> outputs =
+        frontend::blob_outputs(simulator.blob(), result.outputs);
+    ASSERT_EQ(outputs.size(), 1u);
+
+    const frontend::TensorComparison c = frontend::compare_tensors(
+        outputs[0].value, reference[0].value, frontend::Tolerance{0.01, 0.01, 0.999});
+    std::printf("transformer_encoder against ONNX Runtime: cosine %.7f, max abs error %.4g, mean "
+                "abs error %.3g\n",
+                c.cosine, c.max_abs_error, c.mean_abs_error);
+    EXPECT_TRUE(c.passed) << c.reason;
+    EXPECT_GE(c.cosine, 0.999);
+    EXPECT_LE(c.max_abs_error, 0.01);
+    EXPECT_LT(c.mean_abs_error, 1e-3);
 }
 
 } // namespace
