@@ -1,5 +1,6 @@
 # Two commands set up a fresh machine: `make demo` and `make test`.
-# Both install the Debian packages vpuc needs (if missing), configure and build.
+# Both install the Debian packages vpuc needs and the npm package of its ONNX Runtime reference
+# (if missing), configure and build.
 
 BUILD_DIR ?= build
 BUILD_TYPE ?= Release

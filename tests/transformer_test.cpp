@@ -392,14 +392,21 @@ TEST_F(OnnxRuntimeReference, ReadsNpyInputsAndWritesTheOutputs) {
         }
 }
 
-// A missing file, an input of the wrong dtype, a missing input and a missing onnxruntime-node:
-// exit status 1 and a message naming the problem.
+// A missing file, one whose data falls short of its shape, an input of the wrong dtype or
+// shape, an unknown or a missing input, a file that is no model and a missing
+// onnxruntime-node: exit status 1 and a message naming the problem.
 TEST_F(OnnxRuntimeReference, FailuresExitNonZeroNamingTheProblem) {
     const std::string model = write_model("projection.onnx", make_projection().bytes);
     const std::string integers = (scratch() / "integers.npy").string();
     frontend::write_npy(integers, Halide::Buffer<int32_t>(5, 3, 1));
     const std::string floats = (scratch() / "floats.npy").string();
     frontend::write_npy(floats, Halide::Buffer<float>(5, 3, 1));
+    const std::string wide = (scratch() / "wide.npy").string();
+    frontend::write_npy(wide, Halide::Buffer<float>(6, 3, 1));
+    const std::string truncated = (scratch() / "truncated.npy").string();
+    const std::vector<uint8_t> bytes = frontend::serialize_npy(Halide::Buffer<float>(5, 3, 1));
+    std::ofstream(truncated, std::ios::binary)
+        .write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size() - 4));
     const std::string missing = (scratch() / "missing.npy").string();
     const std::string out = (scratch() / "failures").string();
     struct Case {
@@ -413,9 +420,21 @@ TEST_F(OnnxRuntimeReference, FailuresExitNonZeroNamingTheProblem) {
              Case{{model, "--input", "x=" + integers, "--out", out},
                   VPUC_ORT_NODE_MODULES,
                   "holds int32 ('i4'), the model's input is float32"},
+             Case{{model, "--input", "x=" + truncated, "--out", out},
+                  VPUC_ORT_NODE_MODULES,
+                  truncated + ": 56 bytes of data, but shape (1, 3, 5) of '<f4' needs 60"},
+             Case{{model, "--input", "x=" + wide, "--out", out},
+                  VPUC_ORT_NODE_MODULES,
+                  "ONNX Runtime failed: "},
+             Case{{model, "--input", "q=" + floats, "--out", out},
+                  VPUC_ORT_NODE_MODULES,
+                  "--input q: the model has no input 'q' (its inputs: x)"},
              Case{{model, "--out", out},
                   VPUC_ORT_NODE_MODULES,
                   "no --input for the model's inputs x"},
+             Case{{floats, "--input", "x=" + floats, "--out", out},
+                  VPUC_ORT_NODE_MODULES,
+                  floats + ": ONNX Runtime cannot load the model"},
              Case{{model, "--input", "x=" + floats, "--out", out},
                   scratch().string(),
                   "cannot load onnxruntime-node from NODE_PATH '" + scratch().string() +

@@ -24,18 +24,18 @@ const USAGE =
 
 // numpy's dtype (without its byte order) <-> ONNX Runtime's tensor type and typed array.
 const DTYPES = [
-    {dtype: 'f2', type: 'float16', array: Uint16Array},
-    {dtype: 'f4', type: 'float32', array: Float32Array},
-    {dtype: 'f8', type: 'float64', array: Float64Array},
-    {dtype: 'i1', type: 'int8', array: Int8Array},
-    {dtype: 'u1', type: 'uint8', array: Uint8Array},
-    {dtype: 'i2', type: 'int16', array: Int16Array},
-    {dtype: 'u2', type: 'uint16', array: Uint16Array},
-    {dtype: 'i4', type: 'int32', array: Int32Array},
-    {dtype: 'u4', type: 'uint32', array: Uint32Array},
-    {dtype: 'i8', type: 'int64', array: BigInt64Array},
-    {dtype: 'u8', type: 'uint64', array: BigUint64Array},
-    {dtype: 'b1', type: 'bool', array: Uint8Array},
+  {dtype: 'f2', type: 'float16', array: Uint16Array},
+  {dtype: 'f4', type: 'float32', array: Float32Array},
+  {dtype: 'f8', type: 'float64', array: Float64Array},
+  {dtype: 'i1', type: 'int8', array: Int8Array},
+  {dtype: 'u1', type: 'uint8', array: Uint8Array},
+  {dtype: 'i2', type: 'int16', array: Int16Array},
+  {dtype: 'u2', type: 'uint16', array: Uint16Array},
+  {dtype: 'i4', type: 'int32', array: Int32Array},
+  {dtype: 'u4', type: 'uint32', array: Uint32Array},
+  {dtype: 'i8', type: 'int64', array: BigInt64Array},
+  {dtype: 'u8', type: 'uint64', array: BigUint64Array},
+  {dtype: 'b1', type: 'bool', array: Uint8Array},
 ];
 const SUPPORTED_DTYPES = DTYPES.map((d) => d.dtype).join(', ');
 
@@ -75,7 +75,7 @@ function readFile(file) {
   }
 }
 
-// The tensor of an .npy file: {dtype, shape, data}, data a typed array of its own.
+// The tensor of an .npy file: {dtype, dims, data}, data a typed array of its own.
 function readNpy(file) {
   const bytes = readFile(file);
   const fail = (what) => {
@@ -90,7 +90,8 @@ function readNpy(file) {
   const headerLength = major === 1 ? bytes.readUInt16LE(8) : bytes.readUInt32LE(8);
   const dataStart = 8 + lengthBytes + headerLength;
   if (bytes.length < dataStart) fail('truncated header');
-  const header = bytes.subarray(8 + lengthBytes, dataStart).toString(major === 3 ? 'utf8' : 'latin1');
+  const header =
+      bytes.subarray(8 + lengthBytes, dataStart).toString(major === 3 ? 'utf8' : 'latin1');
 
   const descr = /'descr'\s*:\s*'([^']*)'/.exec(header);
   const order = /'fortran_order'\s*:\s*(True|False)/.exec(header);
@@ -106,7 +107,8 @@ function readNpy(file) {
   if (byteOrder === '|' && itemSize !== 1) fail(`dtype '${descr[1]}' has no byte order`);
 
   const shape = shapeText[1].split(',').map((s) => s.trim()).filter((s) => s.length > 0);
-  if (!shape.every((s) => /^\d+$/.test(s))) fail(`header: shape (${shapeText[1]}) is not of extents`);
+  if (!shape.every((s) => /^\d+$/.test(s)))
+    fail(`header: shape (${shapeText[1]}) is not of extents`);
   const dims = shape.map(Number);
   const count = dims.reduce((a, b) => a * b, 1);
   const dataLength = bytes.length - dataStart;
@@ -124,7 +126,8 @@ function npyBytes(dtype, dims, data) {
   const itemSize = dtype.array.BYTES_PER_ELEMENT;
   const byteOrder = itemSize === 1 ? '|' : '<';
   const shape = dims.length === 1 ? `(${dims[0]},)` : `(${dims.join(', ')})`;
-  let header = `{'descr': '${byteOrder}${dtype.dtype}', 'fortran_order': False, 'shape': ${shape}, }`;
+  let header =
+      `{'descr': '${byteOrder}${dtype.dtype}', 'fortran_order': False, 'shape': ${shape}, }`;
   // Magic, version and length take 10 bytes; the header ends in '\n' at a multiple of 64.
   const total = Math.ceil((10 + header.length + 1) / 64) * 64;
   header = header.padEnd(total - 10 - 1, ' ') + '\n';
@@ -145,8 +148,9 @@ function loadOnnxRuntime() {
     return require('onnxruntime-node');
   } catch (e) {
     const what = e.code === 'MODULE_NOT_FOUND' ? 'it is not installed' : e.message;
-    throw new Error(`cannot load onnxruntime-node from NODE_PATH '${process.env.NODE_PATH || ''}': ` +
-                    `${what}; \`make deps\` installs it into build-ort/node_modules`);
+    const nodePath = process.env.NODE_PATH || '';
+    throw new Error(`cannot load onnxruntime-node from NODE_PATH '${nodePath}': ${what}; ` +
+                    '`make deps` installs it into build-ort/node_modules');
   }
 }
 
@@ -171,12 +175,13 @@ async function main() {
     if (name in feeds) throw new Error(`--input ${name}: given twice`);
     const expected = session.inputMetadata.find((m) => m.name === name);
     if (expected.isTensor && expected.type !== tensor.dtype.type)
-      throw new Error(`--input ${name}: ${file} holds ${tensor.dtype.type} ('${tensor.dtype.dtype}'), ` +
-                      `the model's input is ${expected.type}`);
+      throw new Error(`--input ${name}: ${file} holds ${tensor.dtype.type} ` +
+                      `('${tensor.dtype.dtype}'), the model's input is ${expected.type}`);
     feeds[name] = new ort.Tensor(tensor.dtype.type, tensor.data, tensor.dims);
   }
   const missing = session.inputNames.filter((name) => !(name in feeds));
-  if (missing.length > 0) throw new Error(`no --input for the model's inputs ${missing.join(', ')}`);
+  if (missing.length > 0)
+    throw new Error(`no --input for the model's inputs ${missing.join(', ')}`);
 
   let results;
   try {
@@ -191,7 +196,8 @@ async function main() {
   for (const name of session.outputNames) {
     const tensor = results[name];
     const dtype = DTYPES.find((d) => d.type === tensor.type);
-    if (!dtype) throw new Error(`output '${name}': ONNX Runtime's type ${tensor.type} has no .npy dtype here`);
+    if (!dtype)
+      throw new Error(`output '${name}': ONNX Runtime's type ${tensor.type} has no .npy dtype`);
     if (name.includes('\n')) throw new Error(`output '${name}': a name holding a newline`);
     let file = tensorFileName(name);
     // Names that differ only in characters made '_' still get files of their own.
