@@ -146,7 +146,7 @@ TEST(Resize, CubicInEveryCoordinateModeWithAndWithoutTheOutside) {
 // On a ramp along W, cubic reproduces the ramp inside the input (Keys' kernel keeps linear
 // functions); at the border, edge padding and exclude_outside differ as the reference has it:
 // at 0.5, taps -1 (the edge, 0), 0, 1, 2 weigh -3/32, 19/32, 19/32, -3/32; without tap -1 the
-// others are divided by 35/32.
+// others are divided by 35/32. Linear's blends are the edge's either way.
 TEST(Resize, CubicValuesOfARamp) {
     const dsl::Layer in = input("ramp", {1, 1, 1, 8}, dsl::ElemType::F32);
     const std::vector<float> ramp = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -162,6 +162,15 @@ TEST(Resize, CubicValuesOfARamp) {
         for (int x = 2; x <= 10; ++x) EXPECT_FLOAT_EQ(out[size_t(x)], 0.5f * float(x)) << x;
         EXPECT_FLOAT_EQ(out[0], 0.0f);
         EXPECT_FLOAT_EQ(out[1], exclude ? 13.0f / 35.0f : 13.0f / 32.0f);
+        // Linear: the tap outside left out is the edge's weight moved onto the edge.
+        a.set("mode", std::string("linear"));
+        a.set("coordinate_transformation_mode", std::string("half_pixel"));
+        const std::vector<float> linear =
+            reference_values(in, ramp, {registry().build("resize", "linear", {in}, a)}, 0);
+        ASSERT_EQ(linear.size(), 16u);
+        EXPECT_FLOAT_EQ(linear[0], 0.0f);  // at -0.25
+        EXPECT_FLOAT_EQ(linear[1], 0.25f); // at 0.25
+        EXPECT_FLOAT_EQ(linear[15], 7.0f); // at 7.25
     }
 }
 
@@ -208,10 +217,17 @@ TEST(Resize, BadAttributesAreNamed) {
     stray_roi.set("roi", std::vector<double>{0, 0, 1, 1});
     EXPECT_NE(build_error("resize", {in}, stray_roi).find("for tf_crop_and_resize only"),
               std::string::npos);
+    dsl::Attrs by_scales = no_roi;
+    by_scales.set("roi", std::vector<double>{0, 0, 1, 1});
+    by_scales.set("scales", std::vector<double>{2.0, 2.0});
+    EXPECT_NE(build_error("resize", {in}, by_scales).find("by scales is not supported"),
+              std::string::npos)
+        << build_error("resize", {in}, by_scales);
     dsl::Attrs exclude;
     exclude.set("sizes", std::vector<int64_t>{8, 8});
     exclude.set("exclude_outside", int64_t(1));
-    EXPECT_NE(build_error("resize", {in}, exclude).find("takes mode linear or cubic"),
+    EXPECT_NE(build_error("resize", {in}, exclude)
+                  .find("exclude_outside = 1 is not supported with mode nearest"),
               std::string::npos);
     dsl::Attrs mismatch;
     mismatch.set("sizes", std::vector<int64_t>{8, 8});
@@ -456,6 +472,39 @@ TEST(OnnxNn, LayerNormalizationOverSeveralAxesWithMeanAndInvStdDev) {
                                              "not supported"),
                   std::string::npos)
             << e.what();
+    }
+}
+
+// tf_crop_and_resize crops H and W only: a roi cutting C is refused, naming it.
+TEST(OnnxNn, ResizeCropsOnlyHAndW) {
+    onnx::ModelProto m = one_node_model("Resize", {{1, 2, 4, 4}, {8}}, {1, 2, 3, 3});
+    onnx::NodeProto &node = *m.mutable_graph()->mutable_node(0);
+    node.add_input(""); // no scales
+    node.add_input("sizes");
+    onnx::ValueInfoProto &sizes = *m.mutable_graph()->add_input();
+    sizes.set_name("sizes");
+    sizes.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    sizes.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
+    onnx::AttributeProto &mode = *node.add_attribute();
+    mode.set_name("coordinate_transformation_mode");
+    mode.set_type(onnx::AttributeProto::STRING);
+    mode.set_s("tf_crop_and_resize");
+    frontend::ImportOptions options;
+    Halide::Buffer<int64_t> extents(4);
+    for (int i = 0; i < 4; ++i) extents(i) = std::vector<int64_t>{1, 2, 3, 3}[size_t(i)];
+    options.known_inputs["sizes"] = extents;
+    Halide::Buffer<float> roi(8);
+    const std::vector<float> crop = {0, 0, 0.25f, 0.25f, 1, 1, 0.75f, 0.75f};
+    std::copy(crop.begin(), crop.end(), roi.data());
+    options.known_inputs["x1"] = roi;
+    EXPECT_EQ(import_model(m, options).graph.outputs()[0].op(), "resize");
+    roi(5) = 0.5f; // C cut in half
+    options.known_inputs["x1"] = roi;
+    try {
+        import_model(m, options);
+        ADD_FAILURE() << "a roi cutting C imported";
+    } catch (const frontend::ModelError &e) {
+        EXPECT_NE(std::string(e.what()).find("keep N and C whole"), std::string::npos) << e.what();
     }
 }
 

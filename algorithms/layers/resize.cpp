@@ -58,7 +58,7 @@ Halide::Expr source_coord(const Halide::Expr &o, const Axis &axis, const std::st
         const double last = double(axis.in - 1), span = (axis.crop_end - axis.crop_start) * last;
         const float start = float(axis.crop_start * last);
         return axis.resized == 1
-                   ? Halide::Expr(float(span / 2 + axis.crop_start * last))
+                   ? Halide::Expr(float(span / 2) + start)
                    : Halide::strict_float(at * float(span / (axis.resized - 1)) + start);
     }
     if (mode == "pytorch_half_pixel" && axis.resized == 1) return Halide::Expr(-0.5f);
@@ -165,7 +165,7 @@ dsl::Layer build_resize(const std::string &name, const std::vector<dsl::Layer> &
                                     : "attribute 'roi' is for tf_crop_and_resize only");
     if (crops) {
         if (attrs.has("scales"))
-            detail::invalid(what, "tf_crop_and_resize takes sizes, not scales");
+            detail::invalid(what, "tf_crop_and_resize by scales is not supported; give sizes");
         const std::vector<double> roi = attrs.get_floats("roi");
         h.crop_start = roi.at(0);
         w.crop_start = roi.at(1);
@@ -174,7 +174,8 @@ dsl::Layer build_resize(const std::string &name, const std::vector<dsl::Layer> &
     }
     const bool exclude_outside = attrs.get_int("exclude_outside") != 0;
     if (exclude_outside && mode == "nearest")
-        detail::invalid(what, "exclude_outside = 1 takes mode linear or cubic");
+        detail::invalid(what,
+                        "exclude_outside = 1 is not supported with mode nearest (linear, cubic)");
     const float cubic_a = float(attrs.get_float("cubic_coeff_a"));
     const float extrapolation = float(attrs.get_float("extrapolation_value"));
     const dsl::Quant q = input.output().quant;
