@@ -323,7 +323,7 @@ TEST(LayerNorm, BadAttributesAreNamed) {
     EXPECT_NE(build_error("layer_norm_stats", {in}, axis).find("axis 1 is not the last axis"),
               std::string::npos);
     EXPECT_NE(build_error("layer_norm_stats", {input("q", {2, 7, 29}, dsl::ElemType::U8)}, {})
-                  .find("takes f16 or f32"),
+                  .find("is u8; layer_norm_stats takes f16 or f32"),
               std::string::npos);
 }
 

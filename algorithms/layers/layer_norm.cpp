@@ -1,6 +1,8 @@
-// layer_norm: ONNX's LayerNormalization over the last axis, (x - mean) / sqrt(variance +
-// epsilon) * scale + bias, the statistics in float32 on the SHAVEs (transformers' norms). The
-// scale and bias are constants, one value per element of the axis; the kernel carries them.
+// layer_norm: ONNX's LayerNormalization over the last axis, (x - mean) * inv_std_dev * scale +
+// bias with inv_std_dev = 1 / sqrt(variance + epsilon), the statistics in float32 on the SHAVEs
+// (transformers' norms). The scale and bias are constants, one value per element of the axis;
+// the kernel carries them. layer_norm_stats: the mean and inv_std_dev themselves (ONNX's Mean
+// and InvStdDev outputs), two outputs of one kernel.
 #include "common.h"
 
 namespace vpuc::algorithms {
@@ -31,13 +33,14 @@ struct Normalized {
     int64_t extent = 1;
 };
 
-Normalized normalized(const std::string &what, const dsl::Layer &input, const dsl::Attrs &attrs) {
+Normalized normalized(const std::string &op, const std::string &name, const dsl::Layer &input,
+                      const dsl::Attrs &attrs) {
+    const std::string what = op + " '" + name + "'";
     Normalized n;
     n.in = detail::input_info(what, input);
     if (n.in.quantized)
         detail::invalid(what, "input '" + input.output().name + "' is " +
-                                  dsl::to_string(n.in.type) + "; " + input.op() +
-                                  " takes f16 or f32");
+                                  dsl::to_string(n.in.type) + "; " + op + " takes f16 or f32");
     const int64_t rank = input.output().logical_shape().rank();
     const int64_t axis = attrs.get_int("axis");
     if (axis != -1 && axis != rank - 1)
@@ -87,7 +90,7 @@ dsl::Layer build_layer_norm(const std::string &name, const std::vector<dsl::Laye
                             const dsl::Attrs &attrs) {
     const std::string what = "layer_norm '" + name + "'";
     const dsl::Layer &input = inputs.at(0);
-    const Normalized n = normalized(what, input, attrs);
+    const Normalized n = normalized("layer_norm", name, input, attrs);
     const float epsilon = float(attrs.get_float("epsilon"));
     const auto scale = axis_values(what, attrs, "scale", n.extent);
     const auto bias = axis_values(what, attrs, "bias", n.extent);
@@ -111,9 +114,8 @@ dsl::Layer build_layer_norm(const std::string &name, const std::vector<dsl::Laye
 // axis 1, in the input's type.
 dsl::Layer build_layer_norm_stats(const std::string &name, const std::vector<dsl::Layer> &inputs,
                                   const dsl::Attrs &attrs) {
-    const std::string what = "layer_norm_stats '" + name + "'";
     const dsl::Layer &input = inputs.at(0);
-    const Normalized n = normalized(what, input, attrs);
+    const Normalized n = normalized("layer_norm_stats", name, input, attrs);
     const float epsilon = float(attrs.get_float("epsilon"));
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
