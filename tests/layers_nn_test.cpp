@@ -1,7 +1,8 @@
-// The SHAVE layers resize, layer_norm, gelu, erf, batch_matmul and global_pool: each against its
-// CPU reference on both bundled targets, with random real data and odd shapes; bad attributes
-// are errors naming the layer and the attribute; and the ONNX backend test data of the ops they
-// import (Debian's libonnx-testdata) match their expected outputs.
+// The SHAVE layers resize, layer_norm, layer_norm_stats, gelu, erf, batch_matmul and
+// global_pool: each against its CPU reference on both bundled targets, with random real data and
+// odd shapes, and the reference against values worked out by hand; bad attributes are errors
+// naming the layer and the attribute; and the ONNX backend test data of the ops they import
+// (Debian's libonnx-testdata) match their expected outputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -42,12 +43,28 @@ dsl::Layer input(const std::string &name, const std::vector<int64_t> &shape,
 
 // Compiles `output` for vpu27 and vpu20, runs it on the simulator with random inputs and
 // expects the CPU reference's results (fp16 within the SHAVEs' 1 ulp, int8 bit for bit).
-void expect_matches_reference(const dsl::Layer &output) {
+void expect_matches_reference(const std::vector<dsl::Layer> &outputs) {
     for (const char *name : {"vpu27", "vpu20"}) {
         const codegen::CheckResult r = codegen::check_against_reference(
-            dsl::Graph(output.name(), {output}), target::load_target(name));
+            dsl::Graph(outputs.at(0).name(), outputs), target::load_target(name));
         EXPECT_TRUE(r.ok()) << name << ": " << r.report();
     }
+}
+
+void expect_matches_reference(const dsl::Layer &output) {
+    expect_matches_reference(std::vector<dsl::Layer>{output});
+}
+
+// The CPU reference's output `index` of `outputs` for one f32 input whose elements, in its
+// buffer's order (c innermost, then x, then y), are `values`.
+std::vector<float> reference_values(const dsl::Layer &in, const std::vector<float> &values,
+                                    const std::vector<dsl::Layer> &outputs, size_t index) {
+    Halide::Buffer<> buffer = algorithms::make_buffer(in.output());
+    EXPECT_EQ(buffer.number_of_elements(), values.size());
+    std::copy(values.begin(), values.end(), static_cast<float *>(buffer.data()));
+    const Halide::Buffer<float> out(
+        algorithms::run_reference(dsl::Graph("g", outputs), {buffer}).at(index));
+    return std::vector<float>(out.data(), out.data() + out.number_of_elements());
 }
 
 std::string build_error(const std::string &op, const std::vector<dsl::Layer> &inputs,
@@ -103,13 +120,115 @@ TEST(Resize, BilinearUpAndDownByScalesOrSizes) {
     }
 }
 
+// Each coordinate mode, exclude_outside alternating between them (a = -0.5 with it).
+TEST(Resize, CubicInEveryCoordinateModeWithAndWithoutTheOutside) {
+    int64_t exclude = 0;
+    for (const char *coordinates : {"half_pixel", "asymmetric", "align_corners",
+                                    "pytorch_half_pixel", "tf_half_pixel_for_nn"}) {
+        exclude = 1 - exclude;
+        SCOPED_TRACE(std::string(coordinates) + ", exclude_outside " + std::to_string(exclude));
+        dsl::Attrs a;
+        a.set("sizes", std::vector<int64_t>{13, 4});
+        a.set("mode", std::string("cubic"));
+        a.set("coordinate_transformation_mode", std::string(coordinates));
+        a.set("exclude_outside", exclude);
+        if (exclude) a.set("cubic_coeff_a", -0.5);
+        const dsl::Layer in = input("in", {1, 21, 5, 7});
+        expect_matches_reference(registry().build("resize", "cubic", {in}, a));
+        // Down by scales, int8: cubic overshoots the input's range and saturates.
+        a.set("sizes", std::vector<int64_t>{4, 1});
+        a.set("scales", std::vector<double>{0.6, 0.3});
+        expect_matches_reference(registry().build(
+            "resize", "cubic_int8", {input("in", {2, 3, 7, 5}, dsl::ElemType::U8)}, a));
+    }
+}
+
+// On a ramp along W, cubic reproduces the ramp inside the input (Keys' kernel keeps linear
+// functions); at the border, edge padding and exclude_outside differ as the reference has it:
+// at 0.5, taps -1 (the edge, 0), 0, 1, 2 weigh -3/32, 19/32, 19/32, -3/32; without tap -1 the
+// others are divided by 35/32. Linear's blends are the edge's either way.
+TEST(Resize, CubicValuesOfARamp) {
+    const dsl::Layer in = input("ramp", {1, 1, 1, 8}, dsl::ElemType::F32);
+    const std::vector<float> ramp = {0, 1, 2, 3, 4, 5, 6, 7};
+    for (int64_t exclude : {0, 1}) {
+        dsl::Attrs a;
+        a.set("sizes", std::vector<int64_t>{1, 16});
+        a.set("mode", std::string("cubic"));
+        a.set("coordinate_transformation_mode", std::string("asymmetric"));
+        a.set("exclude_outside", exclude);
+        const std::vector<float> out =
+            reference_values(in, ramp, {registry().build("resize", "cubic", {in}, a)}, 0);
+        ASSERT_EQ(out.size(), 16u);
+        for (int x = 2; x <= 10; ++x) EXPECT_FLOAT_EQ(out[size_t(x)], 0.5f * float(x)) << x;
+        EXPECT_FLOAT_EQ(out[0], 0.0f);
+        EXPECT_FLOAT_EQ(out[1], exclude ? 13.0f / 35.0f : 13.0f / 32.0f);
+        // Linear: the tap outside left out is the edge's weight moved onto the edge.
+        a.set("mode", std::string("linear"));
+        a.set("coordinate_transformation_mode", std::string("half_pixel"));
+        const std::vector<float> linear =
+            reference_values(in, ramp, {registry().build("resize", "linear", {in}, a)}, 0);
+        ASSERT_EQ(linear.size(), 16u);
+        EXPECT_FLOAT_EQ(linear[0], 0.0f);  // at -0.25
+        EXPECT_FLOAT_EQ(linear[1], 0.25f); // at 0.25
+        EXPECT_FLOAT_EQ(linear[15], 7.0f); // at 7.25
+    }
+}
+
+// tf_crop_and_resize maps the output onto a crop of the input; coordinates outside the input
+// take extrapolation_value. Linear on a plane v = 3y + x: H over [-0.5, 1] of the last index
+// (coordinates -1, 0.5, 2: the first row outside), W over [0.25, 0.75] (0.5, 1.5).
+TEST(Resize, TfCropAndResizeExtrapolatesOutsideTheInput) {
+    const dsl::Layer plane = input("plane", {1, 1, 3, 3}, dsl::ElemType::F32);
+    dsl::Attrs a;
+    a.set("sizes", std::vector<int64_t>{3, 2});
+    a.set("mode", std::string("linear"));
+    a.set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
+    a.set("roi", std::vector<double>{-0.5, 0.25, 1.0, 0.75});
+    a.set("extrapolation_value", -2.5);
+    EXPECT_EQ(reference_values(plane, {0, 1, 2, 3, 4, 5, 6, 7, 8},
+                               {registry().build("resize", "crop", {plane}, a)}, 0),
+              (std::vector<float>{-2.5f, -2.5f, 2, 3, 6.5f, 7.5f}));
+    // Every mode on the device, crops reaching past either side, fp16 and int8.
+    a.set("sizes", std::vector<int64_t>{9, 6});
+    a.set("roi", std::vector<double>{-0.3, 0.15, 1.2, 0.8});
+    for (const char *mode : {"nearest", "linear", "cubic"}) {
+        SCOPED_TRACE(mode);
+        a.set("mode", std::string(mode));
+        expect_matches_reference(
+            registry().build("resize", "crop", {input("in", {1, 19, 5, 7})}, a));
+        expect_matches_reference(registry().build(
+            "resize", "crop_int8", {input("in", {1, 3, 5, 7}, dsl::ElemType::U8)}, a));
+    }
+}
+
 TEST(Resize, BadAttributesAreNamed) {
     const dsl::Layer in = input("in", {1, 3, 4, 4});
-    dsl::Attrs cubic;
-    cubic.set("sizes", std::vector<int64_t>{8, 8});
-    cubic.set("mode", std::string("cubic"));
-    EXPECT_NE(build_error("resize", {in}, cubic).find("mode"), std::string::npos)
-        << build_error("resize", {in}, cubic);
+    dsl::Attrs lanczos;
+    lanczos.set("sizes", std::vector<int64_t>{8, 8});
+    lanczos.set("mode", std::string("lanczos"));
+    EXPECT_NE(build_error("resize", {in}, lanczos).find("mode"), std::string::npos)
+        << build_error("resize", {in}, lanczos);
+    dsl::Attrs no_roi;
+    no_roi.set("sizes", std::vector<int64_t>{8, 8});
+    no_roi.set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
+    EXPECT_NE(build_error("resize", {in}, no_roi).find("needs attribute 'roi'"), std::string::npos);
+    dsl::Attrs stray_roi;
+    stray_roi.set("sizes", std::vector<int64_t>{8, 8});
+    stray_roi.set("roi", std::vector<double>{0, 0, 1, 1});
+    EXPECT_NE(build_error("resize", {in}, stray_roi).find("for tf_crop_and_resize only"),
+              std::string::npos);
+    dsl::Attrs by_scales = no_roi;
+    by_scales.set("roi", std::vector<double>{0, 0, 1, 1});
+    by_scales.set("scales", std::vector<double>{2.0, 2.0});
+    EXPECT_NE(build_error("resize", {in}, by_scales).find("by scales is not supported"),
+              std::string::npos)
+        << build_error("resize", {in}, by_scales);
+    dsl::Attrs exclude;
+    exclude.set("sizes", std::vector<int64_t>{8, 8});
+    exclude.set("exclude_outside", int64_t(1));
+    EXPECT_NE(build_error("resize", {in}, exclude)
+                  .find("exclude_outside = 1 is not supported with mode nearest"),
+              std::string::npos);
     dsl::Attrs mismatch;
     mismatch.set("sizes", std::vector<int64_t>{8, 8});
     mismatch.set("scales", std::vector<double>{2.0, 3.0});
@@ -148,6 +267,45 @@ TEST(LayerNorm, OverTheLastAxisOfRanks2To4) {
     }
 }
 
+TEST(LayerNorm, StatisticsOverTheLastAxisOfRanks2To4) {
+    for (const std::vector<int64_t> &shape :
+         std::vector<std::vector<int64_t>>{{5, 37}, {2, 7, 29}, {1, 3, 5, 19}}) {
+        SCOPED_TRACE(dsl::to_string(dsl::Shape(shape)));
+        const dsl::Layer stats = registry().build("layer_norm_stats", "stats", {input("in", shape)},
+                                                  dsl::Attrs().set("epsilon", 1e-3));
+        std::vector<int64_t> kept = shape;
+        kept.back() = 1;
+        EXPECT_EQ(stats.outputs().at(0).shape, dsl::Shape(kept));
+        EXPECT_EQ(stats.outputs().at(1).shape, dsl::Shape(kept));
+        expect_matches_reference({dsl::LayerRegistry::output_of("mean", stats, 0),
+                                  dsl::LayerRegistry::output_of("inv_std_dev", stats, 1)});
+    }
+}
+
+// Rows 1, 2, 3, 4 (mean 2.5, variance 1.25) and four 0.5 (variance 0), epsilon 0.25.
+TEST(LayerNorm, StatisticsAsOnnxDefinesThem) {
+    const dsl::Layer in = input("in", {2, 4}, dsl::ElemType::F32);
+    const dsl::Layer stats =
+        registry().build("layer_norm_stats", "stats", {in}, dsl::Attrs().set("epsilon", 0.25));
+    const std::vector<dsl::Layer> outputs = {dsl::LayerRegistry::output_of("mean", stats, 0),
+                                             dsl::LayerRegistry::output_of("inv", stats, 1)};
+    const std::vector<float> rows = {1, 2, 3, 4, 0.5f, 0.5f, 0.5f, 0.5f};
+    EXPECT_EQ(reference_values(in, rows, outputs, 0), (std::vector<float>{2.5f, 0.5f}));
+    const std::vector<float> inv = reference_values(in, rows, outputs, 1);
+    ASSERT_EQ(inv.size(), 2u);
+    EXPECT_FLOAT_EQ(inv[0], 1.0f / std::sqrt(1.5f));
+    EXPECT_FLOAT_EQ(inv[1], 2.0f);
+    // Y of the same rows: (x - mean) * inv.
+    const std::vector<float> y = reference_values(
+        in, rows, {registry().build("layer_norm", "ln", {in}, dsl::Attrs().set("epsilon", 0.25))},
+        0);
+    ASSERT_EQ(y.size(), 8u);
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_FLOAT_EQ(y[i], (rows[i] - 2.5f) / std::sqrt(1.5f));
+        EXPECT_FLOAT_EQ(y[4 + i], 0.0f);
+    }
+}
+
 TEST(LayerNorm, BadAttributesAreNamed) {
     const dsl::Layer in = input("in", {2, 7, 29});
     dsl::Attrs axis;
@@ -162,6 +320,11 @@ TEST(LayerNorm, BadAttributesAreNamed) {
     dsl::Attrs epsilon;
     epsilon.set("epsilon", -1.0);
     EXPECT_NE(build_error("layer_norm", {in}, epsilon).find("epsilon"), std::string::npos);
+    EXPECT_NE(build_error("layer_norm_stats", {in}, axis).find("axis 1 is not the last axis"),
+              std::string::npos);
+    EXPECT_NE(build_error("layer_norm_stats", {input("q", {2, 7, 29}, dsl::ElemType::U8)}, {})
+                  .find("is u8; layer_norm_stats takes f16 or f32"),
+              std::string::npos);
 }
 
 TEST(Gelu, ErfAndTanhForms) {
@@ -204,10 +367,12 @@ TEST(BatchMatmul, MismatchesAreNamed) {
               std::string::npos);
 }
 
-// A model of one node `op` of float inputs and one float output of the given shapes.
+// A model of one node `op` of float inputs and float outputs of the given shapes: y, then
+// y1, y2, ... of `more_outputs`.
 onnx::ModelProto one_node_model(const std::string &op,
                                 const std::vector<std::vector<int64_t>> &input_shapes,
-                                const std::vector<int64_t> &output_shape) {
+                                const std::vector<int64_t> &output_shape,
+                                const std::vector<std::vector<int64_t>> &more_outputs = {}) {
     onnx::ModelProto m;
     m.set_ir_version(8);
     m.add_opset_import()->set_version(17);
@@ -229,6 +394,10 @@ onnx::ModelProto one_node_model(const std::string &op,
     }
     node.add_output("y");
     declare(*g.add_output(), "y", output_shape);
+    for (size_t i = 0; i < more_outputs.size(); ++i) {
+        node.add_output("y" + std::to_string(i + 1));
+        declare(*g.add_output(), "y" + std::to_string(i + 1), more_outputs[i]);
+    }
     return m;
 }
 
@@ -238,8 +407,8 @@ frontend::ImportedModel import_model(const onnx::ModelProto &m,
     return frontend::import_onnx_bytes({s.begin(), s.end()}, "model.onnx", options);
 }
 
-// LayerNormalization with Y alone (the backend test data all ask for Mean and InvStdDev too,
-// which are not supported), scale and bias known: layer_norm, as the reference computes it.
+// LayerNormalization with Y alone, scale and bias known: layer_norm, as the reference computes
+// it.
 TEST(OnnxNn, LayerNormalizationOverTheLastAxis) {
     onnx::ModelProto m = one_node_model("LayerNormalization", {{2, 5, 23}, {23}, {23}}, {2, 5, 23});
     frontend::ImportOptions options;
@@ -254,6 +423,89 @@ TEST(OnnxNn, LayerNormalizationOverTheLastAxis) {
     const codegen::CheckResult r =
         codegen::check_against_reference(model.graph, target::load_target("vpu27"));
     EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// LayerNormalization over several axes, with Mean and InvStdDev: the input reshaped to rows of
+// the normalized axes, layer_norm and layer_norm_stats, and the results back in ONNX's shapes.
+TEST(OnnxNn, LayerNormalizationOverSeveralAxesWithMeanAndInvStdDev) {
+    struct Case {
+        std::vector<int64_t> shape;
+        int64_t axis;
+        std::vector<int64_t> stats;
+    };
+    for (const Case &c : {Case{{2, 5, 3, 7}, 1, {2, 1, 1, 1}}, Case{{3, 4, 9}, -2, {3, 1, 1}},
+                          Case{{1, 6, 5}, 0, {1, 1, 1}}, Case{{2, 3, 11}, 2, {2, 3, 1}}}) {
+        SCOPED_TRACE(dsl::to_string(dsl::Shape(c.shape)) + ", axis " + std::to_string(c.axis));
+        const int64_t first = c.axis < 0 ? c.axis + int64_t(c.shape.size()) : c.axis;
+        const std::vector<int64_t> normalized(c.shape.begin() + first, c.shape.end());
+        onnx::ModelProto m = one_node_model("LayerNormalization", {c.shape, normalized}, c.shape,
+                                            {c.stats, c.stats});
+        onnx::AttributeProto &axis = *m.mutable_graph()->mutable_node(0)->add_attribute();
+        axis.set_name("axis");
+        axis.set_type(onnx::AttributeProto::INT);
+        axis.set_i(c.axis);
+        frontend::ImportOptions options;
+        Halide::Buffer<float> scale(std::vector<int>(normalized.rbegin(), normalized.rend()));
+        float value = 0.5f;
+        scale.for_each_value([&](float &s) { s = value += 0.125f; });
+        options.known_inputs["x1"] = scale;
+        const frontend::ImportedModel model = import_model(m, options);
+        ASSERT_EQ(model.graph.outputs().size(), 3u);
+        for (size_t i = 1; i < 3; ++i)
+            EXPECT_EQ(model.graph.outputs()[i].output().shape, dsl::Shape(c.stats));
+        const codegen::CheckResult r =
+            codegen::check_against_reference(model.graph, target::load_target("vpu27"));
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+    // Across a batch of 2: refused, naming the reason.
+    try {
+        onnx::ModelProto m = one_node_model("LayerNormalization", {{2, 3, 5}, {2, 3, 5}}, {2, 3, 5},
+                                            {{1, 1, 1}, {1, 1, 1}});
+        onnx::AttributeProto &axis = *m.mutable_graph()->mutable_node(0)->add_attribute();
+        axis.set_name("axis");
+        axis.set_type(onnx::AttributeProto::INT);
+        axis.set_i(0);
+        import_model(m);
+        ADD_FAILURE() << "normalizing across the batch imported";
+    } catch (const frontend::ModelError &e) {
+        EXPECT_NE(std::string(e.what()).find("normalizing across the batch (axis 0, N = 2) is "
+                                             "not supported"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// tf_crop_and_resize crops H and W only: a roi cutting C is refused, naming it.
+TEST(OnnxNn, ResizeCropsOnlyHAndW) {
+    onnx::ModelProto m = one_node_model("Resize", {{1, 2, 4, 4}, {8}}, {1, 2, 3, 3});
+    onnx::NodeProto &node = *m.mutable_graph()->mutable_node(0);
+    node.add_input(""); // no scales
+    node.add_input("sizes");
+    onnx::ValueInfoProto &sizes = *m.mutable_graph()->add_input();
+    sizes.set_name("sizes");
+    sizes.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    sizes.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(4);
+    onnx::AttributeProto &mode = *node.add_attribute();
+    mode.set_name("coordinate_transformation_mode");
+    mode.set_type(onnx::AttributeProto::STRING);
+    mode.set_s("tf_crop_and_resize");
+    frontend::ImportOptions options;
+    Halide::Buffer<int64_t> extents(4);
+    for (int i = 0; i < 4; ++i) extents(i) = std::vector<int64_t>{1, 2, 3, 3}[size_t(i)];
+    options.known_inputs["sizes"] = extents;
+    Halide::Buffer<float> roi(8);
+    const std::vector<float> crop = {0, 0, 0.25f, 0.25f, 1, 1, 0.75f, 0.75f};
+    std::copy(crop.begin(), crop.end(), roi.data());
+    options.known_inputs["x1"] = roi;
+    EXPECT_EQ(import_model(m, options).graph.outputs()[0].op(), "resize");
+    roi(5) = 0.5f; // C cut in half
+    options.known_inputs["x1"] = roi;
+    try {
+        import_model(m, options);
+        ADD_FAILURE() << "a roi cutting C imported";
+    } catch (const frontend::ModelError &e) {
+        EXPECT_NE(std::string(e.what()).find("keep N and C whole"), std::string::npos) << e.what();
+    }
 }
 
 // Global pools of images the DPU's window takes stay on the DPU; larger ones fall back to
@@ -297,18 +549,34 @@ TEST_P(NnNodeTest, MatchesTheExpectedOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Onnx, NnNodeTest,
-    ::testing::Values("test_globalaveragepool_precomputed", "test_globalmaxpool_precomputed",
-                      "test_erf", "test_matmul_2d", "test_matmul_3d", "test_matmul_4d",
-                      "test_upsample_nearest", "test_resize_downsample_scales_linear",
-                      "test_resize_downsample_scales_linear_align_corners",
-                      "test_resize_downsample_scales_nearest",
-                      "test_resize_downsample_sizes_linear_pytorch_half_pixel",
-                      "test_resize_downsample_sizes_nearest", "test_resize_upsample_scales_linear",
-                      "test_resize_upsample_scales_linear_align_corners",
-                      "test_resize_upsample_scales_nearest", "test_resize_upsample_sizes_nearest",
-                      "test_resize_upsample_sizes_nearest_ceil_half_pixel",
-                      "test_resize_upsample_sizes_nearest_floor_align_corners",
-                      "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric"),
+    ::testing::Values(
+        "test_globalaveragepool_precomputed", "test_globalmaxpool_precomputed", "test_erf",
+        "test_matmul_2d", "test_matmul_3d", "test_matmul_4d", "test_upsample_nearest",
+        "test_resize_downsample_scales_cubic",
+        "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",
+        "test_resize_downsample_scales_cubic_align_corners", "test_resize_downsample_sizes_cubic",
+        "test_resize_downsample_sizes_nearest_tf_half_pixel_for_nn",
+        "test_resize_tf_crop_and_resize", "test_resize_upsample_scales_cubic",
+        "test_resize_upsample_scales_cubic_A_n0p5_exclude_outside",
+        "test_resize_upsample_scales_cubic_align_corners",
+        "test_resize_upsample_scales_cubic_asymmetric", "test_resize_upsample_sizes_cubic",
+        "test_resize_downsample_scales_linear",
+        "test_resize_downsample_scales_linear_align_corners",
+        "test_resize_downsample_scales_nearest",
+        "test_resize_downsample_sizes_linear_pytorch_half_pixel",
+        "test_resize_downsample_sizes_nearest", "test_resize_upsample_scales_linear",
+        "test_resize_upsample_scales_linear_align_corners", "test_resize_upsample_scales_nearest",
+        "test_resize_upsample_sizes_nearest", "test_resize_upsample_sizes_nearest_ceil_half_pixel",
+        "test_resize_upsample_sizes_nearest_floor_align_corners",
+        "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
+        "test_layer_normalization_2d_axis1", "test_layer_normalization_2d_axis_negative_1",
+        "test_layer_normalization_3d_axis1_epsilon", "test_layer_normalization_3d_axis2_epsilon",
+        "test_layer_normalization_3d_axis_negative_1_epsilon",
+        "test_layer_normalization_3d_axis_negative_2_epsilon", "test_layer_normalization_4d_axis1",
+        "test_layer_normalization_4d_axis2", "test_layer_normalization_4d_axis3",
+        "test_layer_normalization_4d_axis_negative_1",
+        "test_layer_normalization_4d_axis_negative_2",
+        "test_layer_normalization_4d_axis_negative_3", "test_layer_normalization_default_axis"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace

@@ -43,11 +43,6 @@ std::vector<double> constant_reals(NodeImport &node, size_t i, const std::string
     return v.reals;
 }
 
-void refuse_extra_outputs(const NodeImport &node, const std::string &what) {
-    for (int i = 1; i < node.node().output_size(); ++i)
-        if (!node.node().output(i).empty()) node.fail("the " + what + " are not supported");
-}
-
 } // namespace
 
 Layers import_global_pool(NodeImport &node, bool is_max) {
@@ -64,7 +59,7 @@ Layers import_global_pool(NodeImport &node, bool is_max) {
 }
 
 // Resize of H and W by scales or sizes (N and C kept); roi only matters to tf_crop_and_resize,
-// which is refused, as is cubic.
+// whose crop must keep N and C whole. The layer checks the modes.
 Layers import_resize(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
     require_rank4(node, x);
@@ -72,17 +67,22 @@ Layers import_resize(NodeImport &node) {
     const std::string coordinates =
         node.attr_string("coordinate_transformation_mode", "half_pixel");
     const std::string nearest = node.attr_string("nearest_mode", "round_prefer_floor");
-    node.expect_int("exclude_outside", 0, "the edge stands for what is outside");
-    node.attr_float("cubic_coeff_a", -0.75f);     // cubic only, refused below
-    node.attr_float("extrapolation_value", 0.0f); // tf_crop_and_resize only, refused below
-    if (mode != "nearest" && mode != "linear")
-        node.fail("mode '" + mode + "' is not supported (nearest, linear)");
+    dsl::Attrs attrs;
+    attrs.set("exclude_outside", node.attr_int("exclude_outside", 0));
+    attrs.set("cubic_coeff_a", double(node.attr_float("cubic_coeff_a", -0.75f)));
+    attrs.set("extrapolation_value", double(node.attr_float("extrapolation_value", 0.0f)));
+    if (coordinates == "tf_crop_and_resize") {
+        const std::vector<double> roi = constant_reals(node, 1, "roi");
+        if (roi.size() != 8 || roi[0] != 0 || roi[1] != 0 || roi[4] != 1 || roi[5] != 1)
+            node.fail("roi must have 8 entries [starts, ends] that keep N and C whole (0 to 1); "
+                      "only H and W are cropped");
+        attrs.set("roi", std::vector<double>{roi[2], roi[3], roi[6], roi[7]});
+    }
     const dsl::Shape &shape = x.output().shape;
     const std::vector<double> scales = constant_reals(node, 2, "scales");
     const bool by_sizes = node.has_input(3);
     if (by_sizes == !scales.empty())
         node.fail("give either scales or sizes (input 2 or 3), not both or neither");
-    dsl::Attrs attrs;
     std::vector<int64_t> sizes;
     if (by_sizes) {
         sizes = node.constant_ints(3, "sizes");
@@ -106,29 +106,84 @@ Layers import_resize(NodeImport &node) {
     return {node.build("resize", {x}, attrs)};
 }
 
-// LayerNormalization over the last axis, scale and bias constant (f32 for the kernel).
+// LayerNormalization over the axes from `axis` on, scale and bias constant (f32 for the
+// kernel). layer_norm normalizes the last axis; over several, the input is reshaped to
+// [N, the extents between N and axis, the normalized ones] and the result back (views of the
+// same bytes). Mean and InvStdDev come from layer_norm_stats, in ONNX's shape: the input's with
+// the normalized axes 1.
 Layers import_layer_norm(NodeImport &node) {
-    refuse_extra_outputs(node, "Mean and InvStdDev outputs");
     node.expect_int("stash_type", 1, "statistics are computed in float32");
     const dsl::Layer &x = node.input(0);
+    const std::vector<int64_t> shape = x.output().shape.raw();
+    const int64_t rank = int64_t(shape.size());
+    int64_t axis = node.attr_int("axis", -1);
+    if (axis < -rank || axis >= rank)
+        node.fail("axis " + std::to_string(axis) + " is outside the input's rank " +
+                  std::to_string(rank));
+    if (axis < 0) axis += rank;
+    const bool several_axes = axis < rank - 1;
+    if (several_axes && axis == 0 && shape[0] != 1)
+        node.fail("normalizing across the batch (axis 0, N = " + std::to_string(shape[0]) +
+                  ") is not supported: the device computes one image at a time");
+    int64_t between = 1, normalized = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+        if (d >= axis)
+            normalized *= shape[size_t(d)];
+        else if (d > 0)
+            between *= shape[size_t(d)];
+    }
+    auto reshaped = [&](const dsl::Layer &layer, const std::string &name,
+                        const std::vector<int64_t> &to) {
+        return node.build("reshape", node.unique_name(name), {layer},
+                          dsl::Attrs().set("shape", to));
+    };
+    const dsl::Layer rows =
+        several_axes ? reshaped(x, node.name() + ".rows", {shape[0], between, normalized}) : x;
     dsl::Attrs attrs;
-    attrs.set("axis", node.attr_int("axis", -1));
     attrs.set("epsilon", double(node.attr_float("epsilon", 1e-5f)));
-    const int64_t last = x.output().shape[dsl::Dim(x.output().shape.rank() - 1)];
+    const dsl::Attrs stats_attrs = attrs;
     for (size_t i = 1; i <= 2; ++i) {
         if (!node.has_input(i)) continue;
         const std::string role = i == 1 ? "scale" : "bias";
         std::vector<double> values = constant_reals(node, i, role);
-        if (values.size() == 1) values.assign(size_t(last), values[0]);
-        if (int64_t(values.size()) != last)
+        if (values.size() == 1) values.assign(size_t(normalized), values[0]);
+        if (int64_t(values.size()) != normalized)
             node.fail(role + " holds " + std::to_string(values.size()) +
-                      " values; the normalized axis has " + std::to_string(last));
+                      " values; the normalized axes have " + std::to_string(normalized));
         std::vector<float> floats(values.begin(), values.end());
         Halide::Buffer<float> b(int(floats.size()));
         std::copy(floats.begin(), floats.end(), b.data());
         attrs.set(role, Halide::Buffer<>(b));
     }
-    return {node.build("layer_norm", {x}, attrs)};
+    Layers outputs;
+    if (several_axes) {
+        const dsl::Layer y =
+            node.build("layer_norm", node.unique_name(node.name() + ".normalized"), {rows}, attrs);
+        outputs.push_back(reshaped(y, node.name(), shape));
+    } else {
+        outputs.push_back(node.build("layer_norm", {rows}, attrs));
+    }
+    bool wants_statistics = false;
+    for (int i = 1; i < node.node().output_size(); ++i)
+        wants_statistics = wants_statistics || !node.node().output(i).empty();
+    if (!wants_statistics) return outputs;
+    const dsl::Layer stats = node.build(
+        "layer_norm_stats", node.unique_name(node.name() + ".statistics"), {rows}, stats_attrs);
+    std::vector<int64_t> stats_shape = shape;
+    std::fill(stats_shape.begin() + axis, stats_shape.end(), 1);
+    const char *suffixes[] = {".mean", ".inv_std_dev"};
+    for (int i = 0; i < 2; ++i) {
+        // Named as ONNX names the output, or after the node when the output is absent.
+        const bool named = i + 1 < node.node().output_size() && !node.node().output(i + 1).empty();
+        const std::string name = named ? node.node().output(i + 1) : node.name() + suffixes[i];
+        if (several_axes)
+            outputs.push_back(
+                reshaped(dsl::LayerRegistry::output_of(node.unique_name(name + ".rows"), stats, i),
+                         name, stats_shape));
+        else
+            outputs.push_back(dsl::LayerRegistry::output_of(node.unique_name(name), stats, i));
+    }
+    return outputs;
 }
 
 Layers import_erf(NodeImport &node) {
