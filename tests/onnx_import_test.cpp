@@ -39,7 +39,13 @@ INSTANTIATE_TEST_SUITE_P(
                       "test_flatten_axis1", "test_transpose_all_permutations_1",
                       "test_concat_3d_axis_1", "test_slice_negative_axes", "test_top_k",
                       "test_split_equal_parts_2d", "test_split_variable_parts_2d",
-                      "test_unsqueeze_axis_1"),
+                      "test_unsqueeze_axis_1",
+                      // Along axis 0, the device's batch (docs/onnx.md, "Along axis 0").
+                      "test_concat_2d_axis_0", "test_concat_3d_axis_negative_3",
+                      "test_transpose_default", "test_transpose_all_permutations_4",
+                      "test_softmax_axis_0", "test_slice", "test_split_variable_parts_default_axis",
+                      "test_reshape_reordered_all_dims", "test_unsqueeze_axis_0",
+                      "test_flatten_axis0", "test_flatten_axis2", "test_squeeze"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace

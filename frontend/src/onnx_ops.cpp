@@ -515,30 +515,70 @@ Layers range(NodeImport &node) {
     return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(v))};
 }
 
-// An op whose inputs map one to one onto a registry op's (and its attr_inputs), with the
-// attributes named as the registry names them.
+// The inputs and attributes of an op whose inputs map one to one onto a registry op's (and its
+// attr_inputs), with the attributes named as the registry names them.
+std::pair<Layers, dsl::Attrs> direct_arguments(NodeImport &node, const std::string &op,
+                                               const std::vector<std::string> &int_attrs,
+                                               const std::vector<std::string> &ints_attrs) {
+    const dsl::LayerDef &def = algorithms::layer_registry().at(op);
+    std::vector<dsl::Layer> inputs;
+    for (size_t i = 0; i < node.input_count(); ++i) {
+        if (!node.has_input(i)) continue;
+        if (def.variadic || i < def.inputs.size()) {
+            inputs.push_back(node.input(i));
+            continue;
+        }
+        if (i >= def.inputs.size() + def.attr_inputs.size())
+            node.fail("takes at most " +
+                      std::to_string(def.inputs.size() + def.attr_inputs.size()) + " inputs");
+        inputs.push_back(node.constant_layer(i, def.attr_inputs[i - def.inputs.size()]));
+    }
+    dsl::Attrs attrs;
+    for (const std::string &name : int_attrs)
+        if (node.has_attr(name)) attrs.set(name, node.attr_int(name, 0));
+    for (const std::string &name : ints_attrs)
+        if (node.has_attr(name)) attrs.set(name, node.attr_ints(name, {}));
+    return {inputs, attrs};
+}
+
 OpImporter direct(const std::string &op, std::vector<std::string> int_attrs,
                   std::vector<std::string> ints_attrs = {}) {
     return [op, int_attrs, ints_attrs](NodeImport &node) -> Layers {
-        const dsl::LayerDef &def = algorithms::layer_registry().at(op);
-        std::vector<dsl::Layer> inputs;
-        for (size_t i = 0; i < node.input_count(); ++i) {
-            if (!node.has_input(i)) continue;
-            if (def.variadic || i < def.inputs.size()) {
-                inputs.push_back(node.input(i));
-                continue;
-            }
-            if (i >= def.inputs.size() + def.attr_inputs.size())
-                node.fail("takes at most " +
-                          std::to_string(def.inputs.size() + def.attr_inputs.size()) + " inputs");
-            inputs.push_back(node.constant_layer(i, def.attr_inputs[i - def.inputs.size()]));
-        }
-        dsl::Attrs attrs;
-        for (const std::string &name : int_attrs)
-            if (node.has_attr(name)) attrs.set(name, node.attr_int(name, 0));
-        for (const std::string &name : ints_attrs)
-            if (node.has_attr(name)) attrs.set(name, node.attr_ints(name, {}));
+        const auto [inputs, attrs] = direct_arguments(node, op, int_attrs, ints_attrs);
         return {node.build(op, inputs, attrs)};
+    };
+}
+
+// Reshape, Flatten, Squeeze and Unsqueeze. One changing the first extent (the batch) is a view
+// of bytes in logical order; a computed 4-D tensor held NHWC with several channels and pixels
+// is not, so it is first reshaped to [N, C*H*W] (a SHAVE kernel keeping the batch, whose
+// result is in logical order), and that to the op's shape.
+OpImporter reshaping(const std::string &op, std::vector<std::string> int_attrs) {
+    return [op, int_attrs](NodeImport &node) -> Layers {
+        auto [inputs, attrs] = direct_arguments(node, op, int_attrs, {});
+        const dsl::Layer x = inputs.at(0);
+        const dsl::TensorDesc &t = x.output();
+        using namespace dsl::dims;
+        const bool nhwc = !dsl::is_constant(x) && t.shape.rank() == 4 &&
+                          t.order == dsl::DimsOrder::NHWC() && t.shape[C] > 1 &&
+                          t.shape[H] * t.shape[W] > 1;
+        if (!nhwc) return {node.build(op, inputs, attrs)};
+        // The op's shape, from a stand-in of the input in logical order.
+        dsl::TensorDesc logical = t;
+        logical.order = dsl::DimsOrder::NCHW();
+        inputs[0] = dsl::Layer::input(logical);
+        const dsl::Shape shape = node.build(op, inputs, attrs).output().shape;
+        if (shape.raw().at(0) == t.shape[N]) {
+            inputs[0] = x;
+            return {node.build(op, inputs, attrs)};
+        }
+        dsl::Attrs rows;
+        rows.set("axis", int64_t(1));
+        const dsl::Layer flat =
+            node.build("flatten", node.unique_name(node.name() + ".rows"), {x}, rows);
+        dsl::Attrs to;
+        to.set("shape", shape.raw());
+        return {node.build("reshape", {flat}, to)};
     };
 }
 
@@ -562,7 +602,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
         {"Erf", import_erf},
-        {"Flatten", direct("flatten", {"axis"})},
+        {"Flatten", reshaping("flatten", {"axis"})},
         {"Gather", direct("gather", {"axis"})},
         {"DequantizeLinear", import_dequantize_linear},
         {"Gemm",
@@ -598,18 +638,18 @@ const std::map<std::string, OpImporter> &op_importers() {
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : unary(n, "relu");
          }},
-        {"Reshape", direct("reshape", {"allowzero"})},
+        {"Reshape", reshaping("reshape", {"allowzero"})},
         {"Resize", import_resize},
         {"Shape", shape},
         {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
         {"Slice", slice},
         {"Softmax", softmax},
         {"Split", split},
-        {"Squeeze", direct("squeeze", {})},
+        {"Squeeze", reshaping("squeeze", {})},
         {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
         {"TopK", topk},
         {"Transpose", transpose},
-        {"Unsqueeze", direct("unsqueeze", {})},
+        {"Unsqueeze", reshaping("unsqueeze", {})},
     };
     return importers;
 }
