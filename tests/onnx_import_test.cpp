@@ -223,7 +223,7 @@ onnx::ModelProto concat_model(const std::vector<int64_t> &shape) {
 }
 
 // Along axis 0 an op runs on a leading unit dimension, named after the node; where that
-// cannot be (a 4-D input held NHWC), the error names the node and the reason.
+// cannot be (a 4-D input held NHWC, a 5-D one), the error names the node and the reason.
 TEST(OnnxImport, AlongAxis0AnOpRunsOnALeadingUnitDimension) {
     const frontend::ImportedModel model =
         frontend::import_onnx_bytes(bytes_of(concat_model({2, 3, 5})), "concat.onnx");
@@ -239,6 +239,9 @@ TEST(OnnxImport, AlongAxis0AnOpRunsOnALeadingUnitDimension) {
               "model.onnx: node 'join' (Concat): unsqueeze 'join.a_unbatched': reshapes 2x3x4x5 to "
               "1x2x3x4x5, changing the batch (the first extent): on the device that is a view "
               "of the input's bytes, and 'a' is held NHWC, not in logical order");
+    EXPECT_EQ(import_error(concat_model({2, 3, 4, 5, 6})),
+              "model.onnx: node 'join' (Concat): tensor 'join.a_unbatched' is 1x2x3x4x5x6: the "
+              "device computes tensors of rank 1 to 5");
 }
 
 // External data is read only from files inside the model's directory.
