@@ -125,7 +125,8 @@ TEST(ConstantFolding, ReshapeFollowsOnnxRules) {
     EXPECT_EQ(values(reshape({3, 2})), (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
     EXPECT_THROW(reshape({4, -1}), dsl::LayerError);
     EXPECT_THROW(reshape({-1, -1}), dsl::LayerError);
-    // On the device a reshape keeps the batch, in any rank.
+    // On the device a reshape changing the batch is a view of bytes in logical order, which
+    // an NHWC tensor of several channels and pixels does not hold.
     const dsl::Layer in = dsl::Layer::input(test::activation("in", 16, 5, 6));
     dsl::Attrs flat;
     flat.set("shape", std::vector<int64_t>{1, -1});

@@ -29,17 +29,21 @@ TEST_P(NodeTest, MatchesTheExpectedOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Onnx, NodeTest,
-    ::testing::Values("test_relu", "test_leakyrelu", "test_sigmoid", "test_hardsigmoid",
-                      "test_clip", "test_add", "test_mul", "test_sub", "test_softmax_axis_1",
-                      "test_conv_with_strides_padding", "test_conv_with_strides_no_padding",
-                      "test_conv_with_autopad_same", "test_maxpool_2d_default",
-                      "test_maxpool_2d_same_upper", "test_averagepool_2d_default",
-                      "test_globalaveragepool", "test_globalmaxpool", "test_gemm_transposeB",
-                      "test_gemm_alpha", "test_gemm_beta", "test_reshape_reduced_dims",
-                      "test_flatten_axis1", "test_transpose_all_permutations_1",
-                      "test_concat_3d_axis_1", "test_slice_negative_axes", "test_top_k",
-                      "test_split_equal_parts_2d", "test_split_variable_parts_2d",
-                      "test_unsqueeze_axis_1"),
+    ::testing::Values(
+        "test_relu", "test_leakyrelu", "test_sigmoid", "test_hardsigmoid", "test_clip", "test_add",
+        "test_mul", "test_sub", "test_softmax_axis_1", "test_conv_with_strides_padding",
+        "test_conv_with_strides_no_padding", "test_conv_with_autopad_same",
+        "test_maxpool_2d_default", "test_maxpool_2d_same_upper", "test_averagepool_2d_default",
+        "test_globalaveragepool", "test_globalmaxpool", "test_gemm_transposeB", "test_gemm_alpha",
+        "test_gemm_beta", "test_reshape_reduced_dims", "test_flatten_axis1",
+        "test_transpose_all_permutations_1", "test_concat_3d_axis_1", "test_slice_negative_axes",
+        "test_top_k", "test_split_equal_parts_2d", "test_split_variable_parts_2d",
+        "test_unsqueeze_axis_1",
+        // Along axis 0, the device's batch (docs/onnx.md, "Along axis 0").
+        "test_concat_2d_axis_0", "test_concat_3d_axis_negative_3", "test_transpose_default",
+        "test_transpose_all_permutations_4", "test_softmax_axis_0", "test_slice",
+        "test_split_variable_parts_default_axis", "test_reshape_reordered_all_dims",
+        "test_unsqueeze_axis_0", "test_flatten_axis0", "test_flatten_axis2", "test_squeeze"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace
@@ -186,6 +190,58 @@ TEST(OnnxImport, WhatCannotBeImportedIsNamed) {
     frontend::ImportedModel upgraded = frontend::import_onnx_bytes(bytes_of(older), "old.onnx");
     EXPECT_EQ(upgraded.original_opset, 9);
     EXPECT_EQ(upgraded.opset, 13);
+}
+
+// A Concat of two float inputs of `shape` along axis 0, output 'y'.
+onnx::ModelProto concat_model(const std::vector<int64_t> &shape) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("concat");
+    auto value = [&](onnx::ValueInfoProto &v, const std::string &name, int64_t first) {
+        v.set_name(name);
+        v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+        for (size_t d = 0; d < shape.size(); ++d)
+            v.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(
+                d == 0 ? first : shape[d]);
+    };
+    value(*g.add_input(), "a", shape[0]);
+    value(*g.add_input(), "b", shape[0]);
+    value(*g.add_output(), "y", 2 * shape[0]);
+    onnx::NodeProto &concat = *g.add_node();
+    concat.set_name("join");
+    concat.set_op_type("Concat");
+    concat.add_input("a");
+    concat.add_input("b");
+    concat.add_output("y");
+    onnx::AttributeProto &axis = *concat.add_attribute();
+    axis.set_name("axis");
+    axis.set_type(onnx::AttributeProto::INT);
+    axis.set_i(0);
+    return m;
+}
+
+// Along axis 0 an op runs on a leading unit dimension, named after the node; where that
+// cannot be (a 4-D input held NHWC, a 5-D one), the error names the node and the reason.
+TEST(OnnxImport, AlongAxis0AnOpRunsOnALeadingUnitDimension) {
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes(bytes_of(concat_model({2, 3, 5})), "concat.onnx");
+    ASSERT_EQ(model.graph.outputs().size(), 1u);
+    const dsl::Layer y = model.graph.outputs()[0];
+    EXPECT_EQ(y.op(), "squeeze");
+    EXPECT_EQ(dsl::to_string(y.output().shape), "4x3x5");
+    const dsl::Layer inner = y.inputs().at(0);
+    EXPECT_EQ(inner.op(), "concat");
+    EXPECT_EQ(inner.name(), "join.unbatched");
+    EXPECT_EQ(dsl::to_string(inner.output().shape), "1x4x3x5");
+    EXPECT_EQ(import_error(concat_model({2, 3, 4, 5})),
+              "model.onnx: node 'join' (Concat): unsqueeze 'join.a_unbatched': reshapes 2x3x4x5 to "
+              "1x2x3x4x5, changing the batch (the first extent): on the device that is a view "
+              "of the input's bytes, and 'a' is held NHWC, not in logical order");
+    EXPECT_EQ(import_error(concat_model({2, 3, 4, 5, 6})),
+              "model.onnx: node 'join' (Concat): tensor 'join.a_unbatched' is 1x2x3x4x5x6: the "
+              "device computes tensors of rank 1 to 5");
 }
 
 // External data is read only from files inside the model's directory.

@@ -4,6 +4,7 @@
 // with a rank is an error naming the layer.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 
 #include "algorithms/layers.h"
@@ -207,6 +208,50 @@ TEST_P(RankNetworks, PointwiseSoftmaxAndSliceOfRank5) {
         return test::real_halves(extents, -3, 3, seed);
     };
     test::compile_and_check(dsl::Graph("five", {second, gated}), target, {}, real, 1);
+}
+
+// A reshape changing the batch moves whole images (a view of the bytes), so images computed
+// one at a time on either side of it meet: a sigmoid per row of [4, 7], a softmax over all 28
+// values of the [1, 28] they flatten to (axis 0), and back to 4 rows as [2, 2, 7].
+TEST_P(RankNetworks, ImagesMeetAcrossAReshapeChangingTheBatch) {
+    const target::Target target = target::load_target(GetParam());
+    const dsl::Layer x = dsl::Layer::input(tensor("x", {4, 7}, ElemType::F16));
+    const dsl::Layer rows = algorithms::sigmoid("rows", x);
+    dsl::Attrs axis0;
+    axis0.set("axis", int64_t(0));
+    const dsl::Layer flat = registry().build("flatten", "flat", {rows}, axis0);
+    EXPECT_EQ(shape_of(flat.output()), "1x28");
+    const dsl::Layer prob = algorithms::softmax("prob", flat, dsl::dims::C);
+    dsl::Attrs shape;
+    shape.set("shape", std::vector<int64_t>{2, 2, 7});
+    const dsl::Layer back = registry().build("reshape", "back", {prob}, shape);
+    const dsl::Graph graph("images", {back, flat});
+    const Halide::Buffer<Halide::float16_t> in = test::real_halves({7, 1, 1, 4}, -3, 3, 5);
+    // Index arithmetic: element i of the output (row-major) is the softmax of all 28 sigmoids.
+    std::vector<double> sigmoids, s;
+    double sum = 0;
+    for (int n = 0; n < 4; ++n)
+        for (int k = 0; k < 7; ++k) {
+            const double v = 1 / (1 + std::exp(-double(in(k, 0, 0, n))));
+            sigmoids.push_back(v);
+            s.push_back(std::exp(float(Halide::float16_t(float(v)))));
+            sum += s.back();
+        }
+    const std::vector<Halide::Buffer<>> out = algorithms::run_reference(graph, {in});
+    const Halide::Buffer<Halide::float16_t> got(out[0]);
+    ASSERT_EQ(got.dimensions(), 4); // (c, x, y, n) of [2, 2, 1, 7]
+    for (int n = 0; n < 2; ++n)
+        for (int c = 0; c < 2; ++c)
+            for (int w = 0; w < 7; ++w)
+                EXPECT_NEAR(float(got(c, w, 0, n)), s[size_t((n * 2 + c) * 7 + w)] / sum, 2e-4)
+                    << n << " " << c << " " << w;
+    const Halide::Buffer<Halide::float16_t> flat_out(out[1]);
+    for (int i = 0; i < 28; ++i)
+        EXPECT_NEAR(float(flat_out(i, 0, 0)), sigmoids[size_t(i)], 1e-3) << i;
+    codegen::CheckOptions check;
+    check.inputs = {in};
+    const codegen::CheckResult r = codegen::check_against_reference(graph, target, check);
+    EXPECT_TRUE(r.ok()) << r.report();
 }
 
 INSTANTIATE_TEST_SUITE_P(Targets, RankNetworks, ::testing::Values("vpu27", "vpu20"));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/registry.h"
 #include "codegen/loop_nest.h"
 #include "codegen/random_schedule.h"
 #include "codegen/schedule_space.h"
@@ -377,6 +378,50 @@ TEST(ScheduleSpace, RandomSchedulesWithComputeAtStoreInAndFuseMatchTheReference)
     }
     for (const char *d : {"compute_at", "store_in", "fuse"})
         EXPECT_TRUE(compiled_with.count(d)) << d;
+}
+
+} // namespace
+
+namespace {
+
+// A layer moving images (a reshape changing the batch) is a view of dense DDR memory, and so
+// is its input: neither is offered a place in CMX, and random schedules of every layer around
+// it give the reference's values.
+TEST(ScheduleSpace, ALayerMovingImagesAndItsInputStayInDdr) {
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape({4, 7});
+    t.order = dsl::DimsOrder::identity(2);
+    t.type = dsl::ElemType::F16;
+    const dsl::Layer rows = algorithms::sigmoid("rows", dsl::Layer::input(t));
+    dsl::Attrs axis0;
+    axis0.set("axis", int64_t(0));
+    const dsl::Layer flat = algorithms::layer_registry().build("flatten", "flat", {rows}, axis0);
+    const dsl::Layer prob = algorithms::softmax("prob", flat, dsl::dims::C);
+    const dsl::Graph graph("images", {prob});
+    for (const char *target_name : kTargets) {
+        const target::Target &target = target_named(target_name);
+        for (const dsl::Layer &layer : {rows, flat}) {
+            const ScheduleSpace space = codegen::schedule_space(graph, layer, target);
+            EXPECT_TRUE(space.of_kind(Kind::ComputeAt).empty()) << layer.name();
+            for (const Choice *c : space.of_kind(Kind::StoreIn))
+                EXPECT_EQ(c->memory, dsl::MemoryLevel::DDR) << layer.name();
+            for (const Choice *c : space.of_kind(Kind::Distribute))
+                EXPECT_NE(c->strategy, dsl::Strategy::HKSwitch) << layer.name();
+        }
+        std::mt19937 rng(11);
+        for (int i = 0; i < 4; ++i) {
+            const dsl::Graph g = graph.clone();
+            for (const dsl::Layer &layer : g.layers()) {
+                dsl::Layer handle = layer;
+                handle.schedule() = codegen::random_schedule(g, layer, target, rng);
+            }
+            codegen::CheckOptions check;
+            check.inputs = {test::real_halves({7, 1, 1, 4}, -3, 3, uint32_t(i))};
+            const codegen::CheckResult r = codegen::check_against_reference(g, target, check);
+            EXPECT_TRUE(r.ok()) << target_name << " " << i << "\n" << r.report();
+        }
+    }
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
 #include "codegen/check.h"
+#include "codegen/lower.h"
 #include "lowering_fixtures.h"
 
 namespace vpuc {
@@ -213,6 +214,78 @@ TEST(ViewOps, ReshapeAndTransposeKeepingTheBytesAreViews) {
                 return t.find(".shave.") != std::string::npos;
             })) << target;
         }
+    }
+}
+
+// A reshape changing the batch (the first extent) moves whole images: a view of its input's
+// bytes, no task moving data for it (one DMA when it is a graph output). Both tensors must
+// hold their elements in logical order and the view lives in DDR; else an error naming the
+// layer.
+TEST(ViewOps, AReshapeChangingTheBatchIsAViewOfItsInputsBytes) {
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape({6, 10});
+    t.order = dsl::DimsOrder::identity(2);
+    t.type = dsl::ElemType::F16;
+    const dsl::Layer x = dsl::Layer::input(t);
+    auto build = [&](const std::string &suffix) {
+        const dsl::Layer r = algorithms::relu("r" + suffix, x);
+        dsl::Attrs shape;
+        shape.set("shape", std::vector<int64_t>{3, 20});
+        return registry().build("reshape", "wide" + suffix, {r}, shape);
+    };
+    const dsl::Layer wide = build("");
+    EXPECT_EQ(shape_of(wide), "3x20");
+    const Halide::Buffer<Halide::float16_t> in = test::real_halves({10, 1, 1, 6}, -2, 2, 3);
+    const Halide::Buffer<Halide::float16_t> out(
+        algorithms::run_reference(dsl::Graph("wide", {wide}), {in})[0]);
+    ASSERT_EQ(out.dimensions(), 4);
+    out.for_each_element([&](int c, int, int, int n) {
+        const int flat = n * 20 + c;
+        EXPECT_EQ(float(out(c, 0, 0, n)), std::max(0.0f, float(in(flat % 10, 0, 0, flat / 10))));
+    });
+    const dsl::Layer sum = algorithms::relu("after", wide);
+    for (const char *target : {"vpu27", "vpu20"}) {
+        codegen::CheckOptions options;
+        options.inputs = {in};
+        const codegen::CheckResult inner = codegen::check_against_reference(
+            dsl::Graph("inner", {sum}), target::load_target(target), options);
+        EXPECT_TRUE(inner.ok()) << target << "\n" << inner.report();
+        EXPECT_TRUE(tasks_of(inner, "wide").empty()) << target;
+        const codegen::CheckResult output = codegen::check_against_reference(
+            dsl::Graph("output", {wide}), target::load_target(target), options);
+        EXPECT_TRUE(output.ok()) << target << "\n" << output.report();
+        EXPECT_EQ(tasks_of(output, "wide"), std::vector<std::string>{"wide.copy0"}) << target;
+    }
+
+    // Kept in CMX it cannot be a view.
+    const dsl::Layer kept = build("_cmx");
+    dsl::Layer handle = kept;
+    handle.schedule().store_in(dsl::MemoryLevel::CMX);
+    try {
+        codegen::lower(dsl::Graph("cmx", {algorithms::relu("after", kept)}),
+                       target::load_target("vpu27"));
+        ADD_FAILURE() << "no error";
+    } catch (const codegen::LoweringError &e) {
+        EXPECT_NE(std::string(e.what()).find("layer 'wide_cmx' (reshape) moves whole images, 6x10 "
+                                             "to 3x20: it is a view of DDR memory only"),
+                  std::string::npos)
+            << e.what();
+    }
+    // An NHWC tensor's bytes are not in logical order.
+    dsl::TensorDesc nhwc = t;
+    nhwc.shape = dsl::Shape({2, 3, 4, 5});
+    nhwc.order = dsl::DimsOrder::NHWC();
+    dsl::Attrs flat;
+    flat.set("axis", int64_t(0));
+    try {
+        registry().build("flatten", "flat", {dsl::Layer::input(nhwc)}, flat);
+        ADD_FAILURE() << "no error";
+    } catch (const dsl::LayerError &e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "flatten 'flat': reshapes 2x3x4x5 to 1x120, changing the batch (the first "
+                  "extent): on the device that is a view of the input's bytes, and 'x' is held "
+                  "NHWC, not in logical order");
     }
 }
 

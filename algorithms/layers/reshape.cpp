@@ -1,7 +1,9 @@
 // reshape: the same elements, in the same logical (row-major) order, in another shape (ONNX's
 // Reshape: 0 copies the input's extent, -1 takes what is left), and its forms flatten, squeeze
-// and unsqueeze. On the device it keeps the batch, and is a view of its input when both hold
-// their elements in logical order, else a SHAVE kernel; a constant folds at compile time.
+// and unsqueeze. On the device it is a view of its input when both hold their elements in
+// logical order, else a SHAVE kernel keeping the batch; one changing the batch (the first
+// extent) moves whole images and is a view only. A constant folds at compile time.
+#include <algorithm>
 #include <functional>
 
 #include "common.h"
@@ -48,7 +50,9 @@ std::vector<int64_t> reshaped(const std::string &what, const std::vector<int64_t
 }
 
 // `input`'s elements in logical (row-major) order as a tensor of shape `out`, as op `op`. The
-// device views of both keep the elements' order, so the kernel maps one image's flat index.
+// device views of both keep the elements' order, so the kernel maps one image's flat index;
+// when the batch changes the layer is a view (algorithms::moves_images), which the kernel
+// does not describe.
 dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl::Layer &input,
                       const std::vector<int64_t> &out) {
     const std::string what = op + " '" + name + "'";
@@ -60,12 +64,21 @@ dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl:
     if (result.shape.rank() != t.shape.rank())
         result.order = result.shape.rank() == 4 ? dsl::DimsOrder::NCHW()
                                                 : dsl::DimsOrder::identity(result.shape.rank());
+    if (dsl::device_view(result).shape[dsl::dims::N] != in.n) {
+        // Whole images move from one batch to another, which no per-image kernel computes: a
+        // view of the input's bytes (algorithms::moves_images), so both must be in logical
+        // order.
+        if (result.shape.rank() == 4) result.order = dsl::DimsOrder::NCHW();
+        const std::vector<int64_t> seq = detail::memory_sequence(t);
+        if (!std::is_sorted(seq.begin(), seq.end()))
+            detail::invalid(what, "reshapes " + dsl::to_string(t.shape) + " to " +
+                                      dsl::to_string(result.shape) +
+                                      ", changing the batch (the first extent): on the device "
+                                      "that is a view of the input's bytes, and '" +
+                                      t.name + "' is held " + t.order.name() +
+                                      ", not in logical order");
+    }
     const dsl::Shape device = dsl::device_view(result).shape;
-    if (device[dsl::dims::N] != in.n)
-        detail::invalid(what, "reshapes " + dsl::to_string(t.shape) + " to " +
-                                  dsl::to_string(result.shape) +
-                                  "; on the device a reshape keeps the batch (the first extent, "
-                                  "of a tensor of rank 2 to 5)");
     const int64_t oc = device[dsl::dims::C], oh = device[dsl::dims::H], ow = device[dsl::dims::W];
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "algorithms/views.h"
 #include "dsl/registry.h"
 
 namespace vpuc::algorithms {
@@ -66,30 +67,39 @@ Func layer_func(const dsl::Layer &layer, const std::vector<Func> &inputs) {
     return out;
 }
 
-// Layers compute one image at a time: the pipeline runs once per image of the batch, each time
-// into that image of every batched output.
+// Layers compute one image at a time: a pipeline runs once per image of its outputs' batch,
+// each time into that image of every output. A tensor of one image does not depend on the
+// image (only a layer moving images changes a batch, and its input is realized first), so
+// outputs are realized per batch, in one pipeline each.
 std::vector<Halide::Buffer<>> realize(const std::vector<Func> &outputs,
                                       const std::vector<dsl::TensorDesc> &tensors,
-                                      Halide::Param<int> &image, int64_t images) {
+                                      Halide::Param<int> &image) {
     std::vector<Halide::Buffer<>> buffers;
-    for (const auto &t : tensors) buffers.push_back(make_buffer(t));
-    Halide::Pipeline pipeline(outputs);
-    for (int64_t n = 0; n < images; ++n) {
-        image.set(int(n));
-        std::vector<Halide::Buffer<>> parts;
-        for (Halide::Buffer<> &b : buffers)
-            parts.push_back(b.dimensions() == 4 ? b.sliced(3, int(n)) : b);
-        Halide::Realization realization(parts);
-        pipeline.realize(realization, reference_target());
+    std::map<int64_t, std::vector<size_t>> by_batch;
+    for (size_t i = 0; i < tensors.size(); ++i) {
+        buffers.push_back(make_buffer(tensors[i]));
+        by_batch[dsl::device_view(tensors[i]).shape[dsl::dims::N]].push_back(i);
+    }
+    for (const auto &[images, members] : by_batch) {
+        std::vector<Func> funcs;
+        for (size_t i : members) funcs.push_back(outputs[i]);
+        Halide::Pipeline pipeline(funcs);
+        for (int64_t n = 0; n < images; ++n) {
+            image.set(int(n));
+            std::vector<Halide::Buffer<>> parts;
+            for (size_t i : members)
+                parts.push_back(images > 1 ? buffers[i].sliced(3, int(n)) : buffers[i]);
+            Halide::Realization realization(parts);
+            pipeline.realize(realization, reference_target());
+        }
     }
     return buffers;
 }
 
-int64_t batch_of(const std::vector<dsl::TensorDesc> &tensors) {
-    int64_t images = 1;
-    for (const dsl::TensorDesc &t : tensors)
-        images = std::max(images, dsl::device_view(t).shape[dsl::dims::N]);
-    return images;
+// A layer moving whole images (moves_images): its input's bytes as its output's.
+Halide::Buffer<> moved_images(const dsl::Layer &layer, const Halide::Buffer<> &input) {
+    const dsl::TensorDesc &in = dsl::input_tensor(layer, 0);
+    return from_memory_order(layer.output(), to_memory_order(in, input));
 }
 
 } // namespace
@@ -155,16 +165,22 @@ std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
                              std::to_string(graph.inputs().size()) + " inputs");
     std::map<std::string, Func> funcs; // by layer name: names are unique in a graph
     Halide::Param<int> image;
-    std::vector<dsl::TensorDesc> input_tensors;
     for (size_t i = 0; i < inputs.size(); ++i) {
         const dsl::TensorDesc &t = graph.inputs()[i].output();
         check_buffer(what, t, inputs[i]);
         funcs[graph.inputs()[i].name()] = input_func(t, inputs[i], image);
-        input_tensors.push_back(t);
     }
     for (const dsl::Layer &layer : graph.layers()) {
         std::vector<Func> ins;
         for (const dsl::Layer &in : layer.inputs()) ins.push_back(funcs.at(in.name()));
+        if (moves_images(layer)) {
+            // Every image of the input first, then its bytes as the output, read image by
+            // image like a graph input.
+            const dsl::TensorDesc &in = dsl::input_tensor(layer, 0);
+            const Halide::Buffer<> whole = realize({ins.at(0)}, {in}, image).at(0);
+            funcs[layer.name()] = input_func(layer.output(), moved_images(layer, whole), image);
+            continue;
+        }
         funcs[layer.name()] = layer_func(layer, ins);
     }
     std::vector<Func> outputs;
@@ -175,7 +191,7 @@ std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
         outputs.push_back(funcs.at(out.name()));
         tensors.push_back(out.output());
     }
-    return realize(outputs, tensors, image, batch_of(input_tensors));
+    return realize(outputs, tensors, image);
 }
 
 Halide::Buffer<> run_reference(const dsl::Layer &layer,
@@ -195,8 +211,8 @@ Halide::Buffer<> run_reference(const dsl::Layer &layer,
         check_buffer(what, t, inputs[i]);
         ins.push_back(input_func(t, inputs[i], image));
     }
-    return realize({layer_func(layer, ins)}, {layer.output()}, image,
-                   dsl::device_view(layer.output()).shape[dsl::dims::N])[0];
+    if (moves_images(layer)) return moved_images(layer, inputs[0]);
+    return realize({layer_func(layer, ins)}, {layer.output()}, image)[0];
 }
 
 } // namespace vpuc::algorithms

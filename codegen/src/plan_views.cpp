@@ -4,10 +4,14 @@
 // a box of its input's, an alias (reshape, transpose) all of its input's bytes. A concat's
 // producers write their parts of its output in place; a part that cannot be placed there (a graph
 // input or output, a part placed elsewhere already, an input's second use) is copied by one DMA in
-// build_tasks. A view layer computed in CMX stays a SHAVE copy kernel.
+// build_tasks. A view layer computed in CMX stays a SHAVE copy kernel, but one moving whole
+// images (a reshape changing the batch) is a view only, of dense memory: computed in CMX it is
+// an error.
 #include <algorithm>
+#include <set>
 
 #include "algorithms/registry.h"
+#include "algorithms/views.h"
 #include "passes.h"
 
 namespace vpuc::codegen {
@@ -28,6 +32,14 @@ bool is_network_output(const LoweringState &s, const dsl::Layer &layer) {
 
 void plan_views(LoweringState &s) {
     const dsl::LayerRegistry &registry = algorithms::layer_registry();
+    // A layer moving images is an alias of dense memory: neither it nor its input is placed in
+    // another tensor.
+    std::set<std::string> keep_dense;
+    for (const LayerPlan &plan : s.plans)
+        if (algorithms::moves_images(plan.layer)) {
+            keep_dense.insert(plan.layer.name());
+            keep_dense.insert(plan.layer.inputs().at(0).name());
+        }
     for (LayerPlan &plan : s.plans) {
         const dsl::Layer &layer = plan.layer;
         const std::optional<dsl::ViewDef> view = registry.view(layer);
@@ -44,7 +56,7 @@ void plan_views(LoweringState &s) {
             plan.view = view;
             // A graph output has its own memory, in the output section: build_tasks copies
             // the window there.
-            if (!is_network_output(s, layer))
+            if (!is_network_output(s, layer) && !keep_dense.count(layer.name()))
                 s.placed[layer.name()] = {dsl::input_tensor(layer, 0).name, view->boxes.at(0)};
             continue;
         }
@@ -53,7 +65,7 @@ void plan_views(LoweringState &s) {
             const dsl::Layer &part = inputs[i];
             // A part read twice is placed once (the first time) and copied once.
             if (part.is_input() || is_network_output(s, part) || s.placed.count(part.name()) ||
-                part.output().order != layer.output().order)
+                keep_dense.count(part.name()) || part.output().order != layer.output().order)
                 continue; // copied
             s.placed[part.name()] = {layer.name(), view->boxes.at(i)};
         }
@@ -63,8 +75,17 @@ void plan_views(LoweringState &s) {
     for (LayerPlan &plan : s.plans) {
         const dsl::Layer &layer = plan.layer;
         const std::optional<dsl::ViewDef> view = registry.view(layer);
-        if (!view || view->kind != dsl::ViewDef::Kind::Alias || !stored_in_ddr(plan) ||
-            s.placed.count(layer.name()) || !in_ddr(s, layer.inputs().at(0)))
+        if (!view || view->kind != dsl::ViewDef::Kind::Alias) continue;
+        if (algorithms::moves_images(layer) &&
+            (!stored_in_ddr(plan) || !in_ddr(s, layer.inputs().at(0))))
+            throw LoweringError(
+                "layer '" + layer.name() + "' (" + layer.op() + ") moves whole images, " +
+                dsl::to_string(dsl::input_tensor(layer, 0).logical_shape()) + " to " +
+                dsl::to_string(layer.output().logical_shape()) +
+                ": it is a view of DDR memory only, so it and its input '" +
+                layer.inputs().at(0).name() + "' are stored in DDR, not computed in CMX");
+        if (!stored_in_ddr(plan) || s.placed.count(layer.name()) ||
+            !in_ddr(s, layer.inputs().at(0)))
             continue;
         const std::string &in = dsl::input_tensor(layer, 0).name;
         const auto placed = s.placed.find(in);

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "algorithms/registry.h"
+#include "algorithms/views.h"
 #include "codegen/dpu_match.h"
 #include "codegen/lower.h"
 
@@ -230,6 +231,8 @@ class SpaceBuilder {
               dsl::Strategy::Clustering, dsl::Strategy::HKSwitch}) {
             // Clustering replicates the loop on every tile: nothing is cut.
             if (strategy != dsl::Strategy::Clustering && !splittable(loop)) continue;
+            // HKSwitch keeps the output in CMX.
+            if (strategy == dsl::Strategy::HKSwitch && ddr_only()) continue;
             std::vector<int64_t> tiles = accepted(1, target_.tiles, [&](int64_t n) {
                 return dsl::Schedule().distribute(loop.name, n, strategy).directives().front();
             });
@@ -284,7 +287,17 @@ class SpaceBuilder {
 
     // --- placement, engine, prefetch -------------------------------------------------------
 
+    // Whether the layer's output must stay in DDR: a layer moving images is a view of dense
+    // DDR memory, and so is its input (plan_views).
+    bool ddr_only() const {
+        if (algorithms::moves_images(layer_)) return true;
+        const std::vector<dsl::Layer> consumers = graph_.consumers(layer_);
+        return std::any_of(consumers.begin(), consumers.end(),
+                           [](const dsl::Layer &c) { return algorithms::moves_images(c); });
+    }
+
     void compute_at() {
+        if (ddr_only()) return;
         for (const dsl::Layer &consumer : graph_.consumers(layer_)) {
             std::vector<std::string> task_loops;
             try {
@@ -306,7 +319,8 @@ class SpaceBuilder {
 
     void store_in() {
         for (dsl::MemoryLevel level : {dsl::MemoryLevel::CMX, dsl::MemoryLevel::DDR})
-            if (accepts(dsl::Schedule().store_in(level).directives().front())) {
+            if ((level == dsl::MemoryLevel::DDR || !ddr_only()) &&
+                accepts(dsl::Schedule().store_in(level).directives().front())) {
                 Choice c;
                 c.kind = Kind::StoreIn;
                 c.memory = level;

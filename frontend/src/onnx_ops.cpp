@@ -1,6 +1,7 @@
 // Each ONNX op the importer knows, as the layer-registry layers it becomes (opset 13 to 17
 // semantics: older models are upgraded first). Float weights take the precision's type (fp16)
 // here; shape arithmetic on constants folds as the registry builds it.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -257,6 +258,68 @@ Layers clip(NodeImport &node) {
     return unary(node, "clamp", attrs);
 }
 
+// Whether a layer along logical axis `axis` (negative counts from the end) of `x` would compute
+// along the device's batch: axis 0 of a computed tensor of rank 2 or more.
+bool along_batch(const dsl::Layer &x, int64_t axis) {
+    const int64_t rank = shape_of(x).rank();
+    return !dsl::is_constant(x) && rank >= 2 && (axis == 0 || axis == -rank);
+}
+
+// Layers compute image after image, so a layer along axis 0 runs on its inputs with a leading
+// unit dimension (a view moving whole images: the batch becomes axis 1), and its result, `op`
+// with `attrs` along the axis after, loses that dimension again as layer `name`.
+dsl::Layer along_unit_batch(NodeImport &node, const std::string &op, const std::string &name,
+                            const Layers &inputs, const dsl::Attrs &attrs) {
+    dsl::Attrs unit;
+    unit.set("axes", std::vector<int64_t>{0});
+    Layers unbatched;
+    for (const dsl::Layer &in : inputs)
+        unbatched.push_back(node.build(
+            "unsqueeze", node.unique_name(name + "." + in.name() + "_unbatched"), {in}, unit));
+    const dsl::Layer inner =
+        node.build(op, node.unique_name(name + ".unbatched"), unbatched, attrs);
+    return node.build("squeeze", name, {inner}, unit);
+}
+
+Layers concat(NodeImport &node) {
+    Layers inputs;
+    for (size_t i = 0; i < node.input_count(); ++i) inputs.push_back(node.input(i));
+    const int64_t axis = node.attr_int("axis", 1);
+    dsl::Attrs attrs;
+    const bool batch = std::any_of(inputs.begin(), inputs.end(),
+                                   [&](const dsl::Layer &in) { return along_batch(in, axis); });
+    attrs.set("axis", batch ? int64_t(1) : axis);
+    if (batch) return {along_unit_batch(node, "concat", node.name(), inputs, attrs)};
+    return {node.build("concat", inputs, attrs)};
+}
+
+Layers softmax(NodeImport &node) {
+    const int64_t axis = node.attr_int("axis", -1);
+    dsl::Attrs attrs;
+    const bool batch = along_batch(node.input(0), axis);
+    attrs.set("axis", batch ? int64_t(1) : axis);
+    if (batch) return {along_unit_batch(node, "softmax", node.name(), {node.input(0)}, attrs)};
+    return unary(node, "softmax", attrs);
+}
+
+// A transpose moving axis 0 keeps a leading unit dimension first instead.
+Layers transpose(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    std::vector<int64_t> reversed; // ONNX's default
+    for (int64_t d = shape_of(x).rank(); d-- > 0;) reversed.push_back(d);
+    std::vector<int64_t> perm = node.attr_ints("perm", reversed);
+    dsl::Attrs attrs;
+    if (perm.empty() || perm[0] == 0 || !along_batch(x, 0)) {
+        attrs.set("perm", perm);
+        return {node.build("transpose", {x}, attrs)};
+    }
+    for (int64_t &p : perm)
+        if (p >= 0) ++p;
+    perm.insert(perm.begin(), 0);
+    attrs.set("perm", perm);
+    return {along_unit_batch(node, "transpose", node.name(), {x}, attrs)};
+}
+
 // The box [starts, ends) along `axes` of `in`, ONNX's negative and out-of-range indices
 // clamped to the tensor as ONNX does.
 Layers slice(NodeImport &node) {
@@ -287,10 +350,16 @@ Layers slice(NodeImport &node) {
         starts[i] = clamped(starts[i]);
         ends[i] = std::max(starts[i], clamped(ends[i]));
     }
+    bool batch = false;
+    for (size_t i = 0; i < axes.size(); ++i)
+        batch |= axes[i] == 0 && ends[i] - starts[i] != shape[dsl::Dim(0)] && along_batch(x, 0);
+    if (batch)
+        for (int64_t &axis : axes) ++axis;
     dsl::Attrs attrs;
     attrs.set("starts", starts);
     attrs.set("ends", ends);
     attrs.set("axes", axes);
+    if (batch) return {along_unit_batch(node, "slice", node.name(), {x}, attrs)};
     return {node.build("slice", {x}, attrs)};
 }
 
@@ -312,17 +381,19 @@ Layers split(NodeImport &node) {
         sizes.assign(size_t(parts), extent / parts);
     }
     if (int64_t(sizes.size()) != parts) node.fail("split sizes differ from the outputs in number");
+    const bool batch = parts > 1 && along_batch(x, axis);
     Layers outs;
     int64_t start = 0;
     for (int64_t i = 0; i < parts; ++i) {
         dsl::Attrs attrs;
         attrs.set("starts", std::vector<int64_t>{start});
         attrs.set("ends", std::vector<int64_t>{start + sizes[size_t(i)]});
-        attrs.set("axes", std::vector<int64_t>{axis});
+        attrs.set("axes", std::vector<int64_t>{batch ? axis + 1 : axis});
         const std::string &out = node.node().output(int(i));
-        outs.push_back(node.build(
-            "slice", node.unique_name(out.empty() ? node.name() + "." + std::to_string(i) : out),
-            {x}, attrs));
+        const std::string name =
+            node.unique_name(out.empty() ? node.name() + "." + std::to_string(i) : out);
+        outs.push_back(batch ? along_unit_batch(node, "slice", name, {x}, attrs)
+                             : node.build("slice", name, {x}, attrs));
         start += sizes[size_t(i)];
     }
     if (start != extent) node.fail("split sizes do not add up to the extent");
@@ -444,30 +515,70 @@ Layers range(NodeImport &node) {
     return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(v))};
 }
 
-// An op whose inputs map one to one onto a registry op's (and its attr_inputs), with the
-// attributes named as the registry names them.
+// The inputs and attributes of an op whose inputs map one to one onto a registry op's (and its
+// attr_inputs), with the attributes named as the registry names them.
+std::pair<Layers, dsl::Attrs> direct_arguments(NodeImport &node, const std::string &op,
+                                               const std::vector<std::string> &int_attrs,
+                                               const std::vector<std::string> &ints_attrs) {
+    const dsl::LayerDef &def = algorithms::layer_registry().at(op);
+    std::vector<dsl::Layer> inputs;
+    for (size_t i = 0; i < node.input_count(); ++i) {
+        if (!node.has_input(i)) continue;
+        if (def.variadic || i < def.inputs.size()) {
+            inputs.push_back(node.input(i));
+            continue;
+        }
+        if (i >= def.inputs.size() + def.attr_inputs.size())
+            node.fail("takes at most " +
+                      std::to_string(def.inputs.size() + def.attr_inputs.size()) + " inputs");
+        inputs.push_back(node.constant_layer(i, def.attr_inputs[i - def.inputs.size()]));
+    }
+    dsl::Attrs attrs;
+    for (const std::string &name : int_attrs)
+        if (node.has_attr(name)) attrs.set(name, node.attr_int(name, 0));
+    for (const std::string &name : ints_attrs)
+        if (node.has_attr(name)) attrs.set(name, node.attr_ints(name, {}));
+    return {inputs, attrs};
+}
+
 OpImporter direct(const std::string &op, std::vector<std::string> int_attrs,
                   std::vector<std::string> ints_attrs = {}) {
     return [op, int_attrs, ints_attrs](NodeImport &node) -> Layers {
-        const dsl::LayerDef &def = algorithms::layer_registry().at(op);
-        std::vector<dsl::Layer> inputs;
-        for (size_t i = 0; i < node.input_count(); ++i) {
-            if (!node.has_input(i)) continue;
-            if (def.variadic || i < def.inputs.size()) {
-                inputs.push_back(node.input(i));
-                continue;
-            }
-            if (i >= def.inputs.size() + def.attr_inputs.size())
-                node.fail("takes at most " +
-                          std::to_string(def.inputs.size() + def.attr_inputs.size()) + " inputs");
-            inputs.push_back(node.constant_layer(i, def.attr_inputs[i - def.inputs.size()]));
-        }
-        dsl::Attrs attrs;
-        for (const std::string &name : int_attrs)
-            if (node.has_attr(name)) attrs.set(name, node.attr_int(name, 0));
-        for (const std::string &name : ints_attrs)
-            if (node.has_attr(name)) attrs.set(name, node.attr_ints(name, {}));
+        const auto [inputs, attrs] = direct_arguments(node, op, int_attrs, ints_attrs);
         return {node.build(op, inputs, attrs)};
+    };
+}
+
+// Reshape, Flatten, Squeeze and Unsqueeze. One changing the first extent (the batch) is a view
+// of bytes in logical order; a computed 4-D tensor held NHWC with several channels and pixels
+// is not, so it is first reshaped to [N, C*H*W] (a SHAVE kernel keeping the batch, whose
+// result is in logical order), and that to the op's shape.
+OpImporter reshaping(const std::string &op, std::vector<std::string> int_attrs) {
+    return [op, int_attrs](NodeImport &node) -> Layers {
+        auto [inputs, attrs] = direct_arguments(node, op, int_attrs, {});
+        const dsl::Layer x = inputs.at(0);
+        const dsl::TensorDesc &t = x.output();
+        using namespace dsl::dims;
+        const bool nhwc = !dsl::is_constant(x) && t.shape.rank() == 4 &&
+                          t.order == dsl::DimsOrder::NHWC() && t.shape[C] > 1 &&
+                          t.shape[H] * t.shape[W] > 1;
+        if (!nhwc) return {node.build(op, inputs, attrs)};
+        // The op's shape, from a stand-in of the input in logical order.
+        dsl::TensorDesc logical = t;
+        logical.order = dsl::DimsOrder::NCHW();
+        inputs[0] = dsl::Layer::input(logical);
+        const dsl::Shape shape = node.build(op, inputs, attrs).output().shape;
+        if (shape.raw().at(0) == t.shape[N]) {
+            inputs[0] = x;
+            return {node.build(op, inputs, attrs)};
+        }
+        dsl::Attrs rows;
+        rows.set("axis", int64_t(1));
+        const dsl::Layer flat =
+            node.build("flatten", node.unique_name(node.name() + ".rows"), {x}, rows);
+        dsl::Attrs to;
+        to.set("shape", shape.raw());
+        return {node.build("reshape", {flat}, to)};
     };
 }
 
@@ -484,14 +595,14 @@ const std::map<std::string, OpImporter> &op_importers() {
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : clip(n);
          }},
-        {"Concat", direct("concat", {"axis"})},
+        {"Concat", concat},
         {"Constant", constant},
         {"ConstantOfShape", constant_of_shape},
         {"Conv", [](NodeImport &n) { return reads_int8(n) ? import_quant_conv(n) : conv(n); }},
         {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
         {"Erf", import_erf},
-        {"Flatten", direct("flatten", {"axis"})},
+        {"Flatten", reshaping("flatten", {"axis"})},
         {"Gather", direct("gather", {"axis"})},
         {"DequantizeLinear", import_dequantize_linear},
         {"Gemm",
@@ -527,23 +638,18 @@ const std::map<std::string, OpImporter> &op_importers() {
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : unary(n, "relu");
          }},
-        {"Reshape", direct("reshape", {"allowzero"})},
+        {"Reshape", reshaping("reshape", {"allowzero"})},
         {"Resize", import_resize},
         {"Shape", shape},
         {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
         {"Slice", slice},
-        {"Softmax",
-         [](NodeImport &n) {
-             dsl::Attrs a;
-             a.set("axis", n.attr_int("axis", -1));
-             return unary(n, "softmax", a);
-         }},
+        {"Softmax", softmax},
         {"Split", split},
-        {"Squeeze", direct("squeeze", {})},
+        {"Squeeze", reshaping("squeeze", {})},
         {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
         {"TopK", topk},
-        {"Transpose", direct("transpose", {}, {"perm"})},
-        {"Unsqueeze", direct("unsqueeze", {})},
+        {"Transpose", transpose},
+        {"Unsqueeze", reshaping("unsqueeze", {})},
     };
     return importers;
 }
