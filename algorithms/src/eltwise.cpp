@@ -156,6 +156,25 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
                                 algorithm);
     }
 
+    // Integers without a quantization (ONNX's uint8 and int8 tensors) combine exactly in their
+    // own type, sums and products wrapping around as numpy's do: a SHAVE kernel.
+    if (a.output().quant.empty() && b.output().quant.empty()) {
+        if (ia.type != ib.type)
+            invalid(what, "inputs of " + std::string(dsl::to_string(ia.type)) + " and " +
+                              dsl::to_string(ib.type));
+        if (quant || activation.kind != dpu::Activation::None || std::isfinite(activation.low) ||
+            std::isfinite(activation.high))
+            invalid(what, "integers without a quantization take no requantization or activation");
+        dsl::Algorithm algorithm = [=](const std::vector<Func> &inputs) {
+            const auto &v = dsl::act_vars();
+            Func out = named_func(name);
+            out(v.c, v.x, v.y) = apply(op, Expr(inputs.at(0)(broadcast_at(ia, c, w, h))),
+                                       Expr(inputs.at(1)(broadcast_at(ib, c, w, h))));
+            return out;
+        };
+        return dsl::Layer::make(op_name(op), with_type(out_logical, ia.type, {}), {a, b},
+                                algorithm);
+    }
     if (!quant) invalid(what, "int8 inputs need the QuantEltwise parameters");
     const QuantEltwise q = *quant;
     const dpu::IntPpe ppe = int_ppe(activation, q.out.type, q.out.quant);
