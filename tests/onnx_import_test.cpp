@@ -41,7 +41,7 @@ INSTANTIATE_TEST_SUITE_P(
         "test_unsqueeze_axis_1", "test_gather_1", "test_gather_2d_indices",
         "test_gather_negative_indices", "test_gemm_default_matrix_bias", "test_max_example",
         "test_min_example", "test_sum_example", "test_mean_example", "test_add_uint8",
-        "test_sub_uint8", "test_mul_uint8", "test_max_int8", "test_min_uint8"),
+        "test_sub_uint8", "test_mul_uint8", "test_max_int8", "test_min_uint8", "test_max_int32"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace
