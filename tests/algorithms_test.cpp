@@ -577,6 +577,42 @@ TEST(Eltwise, Fp16WithBroadcastingMatchesTheLoop) {
                  dsl::LayerError);
 }
 
+// Integers without a quantization combine exactly in their type, wrapping around as numpy's
+// do, over full-range random values; another type or a quantized input beside them is refused.
+template <typename T> void expect_integer_eltwise(ElemType type, std::mt19937 &rng) {
+    auto a = input("a", 4, 3, 5, type);
+    auto b = input("b", 1, 3, 5, type); // broadcast along C
+    const Buffer<T> va = random_buffer(a.output(), rng), vb = random_buffer(b.output(), rng);
+    for (EltwiseOp op :
+         {EltwiseOp::Add, EltwiseOp::Sub, EltwiseOp::Mul, EltwiseOp::Max, EltwiseOp::Min}) {
+        const dsl::Layer e = eltwise("e", op, a, b);
+        EXPECT_EQ(e.output().type, type);
+        const Buffer<T> out = run_reference(e, {va, vb});
+        int mismatches = 0;
+        for_each_cxy(out, [&](int c, int x, int y) {
+            const T want = T(uint64_t(apply_op(op, va(c, x, y), vb(0, x, y))));
+            if (out(c, x, y) != want && ++mismatches <= 5)
+                ADD_FAILURE() << dsl::to_string(type) << " op " << int(op) << " at (" << c << ", "
+                              << x << ", " << y << "): " << int64_t(out(c, x, y)) << " for "
+                              << int64_t(want);
+        });
+    }
+}
+
+TEST(Eltwise, IntegersWithoutQuantizationWrapAroundAsNumpy) {
+    std::mt19937 rng(53);
+    expect_integer_eltwise<uint8_t>(ElemType::U8, rng);
+    expect_integer_eltwise<int8_t>(ElemType::I8, rng);
+    expect_integer_eltwise<int32_t>(ElemType::I32, rng);
+    const dsl::Layer plain = input("p", 4, 3, 5, ElemType::U8);
+    EXPECT_THROW(eltwise("e", EltwiseOp::Add, plain, input("i", 4, 3, 5, ElemType::I32)),
+                 dsl::LayerError);
+    EXPECT_THROW(eltwise("e", EltwiseOp::Add, plain,
+                         input("q", 4, 3, 5, ElemType::U8, dsl::Quant::per_tensor(0.05f, 128))),
+                 dsl::LayerError);
+    EXPECT_THROW(eltwise("e", EltwiseOp::Add, plain, plain, Activation::relu()), dsl::LayerError);
+}
+
 TEST(QuantEltwise, ScalesOperandsToTheLargerScale) {
     QuantEltwise q = quant_eltwise(EltwiseOp::Add, dsl::Quant::per_tensor(0.1f, 0),
                                    dsl::Quant::per_tensor(0.05f, 0), ElemType::U8,

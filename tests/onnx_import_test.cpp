@@ -38,7 +38,10 @@ INSTANTIATE_TEST_SUITE_P(
         "test_gemm_beta", "test_reshape_reduced_dims", "test_flatten_axis1",
         "test_transpose_all_permutations_1", "test_concat_3d_axis_1", "test_slice_negative_axes",
         "test_top_k", "test_split_equal_parts_2d", "test_split_variable_parts_2d",
-        "test_unsqueeze_axis_1",
+        "test_unsqueeze_axis_1", "test_gather_1", "test_gather_2d_indices",
+        "test_gather_negative_indices", "test_gemm_default_matrix_bias", "test_max_example",
+        "test_min_example", "test_sum_example", "test_mean_example", "test_add_uint8",
+        "test_sub_uint8", "test_mul_uint8", "test_max_int8", "test_min_uint8", "test_max_int32",
         // Along axis 0, the device's batch (docs/onnx.md, "Along axis 0").
         "test_concat_2d_axis_0", "test_concat_3d_axis_negative_3", "test_transpose_default",
         "test_transpose_all_permutations_4", "test_softmax_axis_0", "test_slice",
@@ -347,6 +350,132 @@ TEST(OnnxImport, ShapeArithmeticFoldsAtCompileTime) {
     const codegen::CheckResult r =
         codegen::check_against_reference(model.graph, target::load_target("vpu27"), check);
     EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// A float graph input of `shape`.
+void add_float_input(onnx::GraphProto &g, const std::string &name, std::vector<int64_t> shape) {
+    onnx::ValueInfoProto &x = *g.add_input();
+    x.set_name(name);
+    x.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape)
+        x.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+// A model of opset 13 whose one output, float of `shape`, is named `output`; no nodes yet.
+onnx::ModelProto graph_model(const std::string &output, std::vector<int64_t> shape) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("g");
+    onnx::ValueInfoProto &y = *g.add_output();
+    y.set_name(output);
+    y.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape)
+        y.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    return m;
+}
+
+// Gemm adds a C it cannot fold into the matmul's bias after it: a computed C (times beta) by
+// an add, a constant one per row by constant_eltwise, which refuses rows that are images.
+TEST(OnnxImport, GemmAddsABiasOfRowsAfterTheMatmul) {
+    auto gemm = [](bool constant_c, std::vector<int64_t> c_shape) {
+        onnx::ModelProto m = graph_model("y", {3, 4});
+        onnx::GraphProto &g = *m.mutable_graph();
+        add_float_input(g, "a", {3, 5});
+        onnx::TensorProto &b = *g.add_initializer();
+        b.set_name("b");
+        b.set_data_type(onnx::TensorProto::FLOAT);
+        for (int64_t d : {5, 4}) b.add_dims(d);
+        for (int i = 0; i < 20; ++i) b.add_float_data(float(i % 7 - 3) / 8);
+        if (constant_c) {
+            onnx::TensorProto &c = *g.add_initializer();
+            c.set_name("c");
+            c.set_data_type(onnx::TensorProto::FLOAT);
+            int64_t count = 1;
+            for (int64_t d : c_shape) c.add_dims(d), count *= d;
+            for (int64_t i = 0; i < count; ++i) c.add_float_data(0.25f * float(i));
+        } else {
+            add_float_input(g, "c", c_shape);
+        }
+        onnx::AttributeProto &beta = *add_node(g, "Gemm", {"a", "b", "c"}, "y").add_attribute();
+        beta.set_name("beta");
+        beta.set_type(onnx::AttributeProto::FLOAT);
+        beta.set_f(0.5f);
+        return m;
+    };
+    const frontend::ImportedModel computed =
+        frontend::import_onnx_bytes(bytes_of(gemm(false, {3, 4})), "gemm.onnx");
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : computed.graph.layers())
+        layers.push_back(layer.op() + " " + layer.name());
+    EXPECT_EQ(layers,
+              (std::vector<std::string>{"matmul y.matmul", "constant_eltwise y.beta", "add y"}));
+    const codegen::CheckResult r =
+        codegen::check_against_reference(computed.graph, target::load_target("vpu27"), {});
+    EXPECT_TRUE(r.ok()) << r.report();
+    // A constant [3, 1] varies along the rows, which the device computes one at a time.
+    EXPECT_NE(import_error(gemm(true, {3, 1}))
+                  .find("node 'y' (Gemm): constant_eltwise 'y': the "
+                        "constant varies along axis 0, the batch"),
+              std::string::npos)
+        << import_error(gemm(true, {3, 1}));
+    EXPECT_NE(import_error(gemm(true, {2, 4}))
+                  .find("the bias C 2x4 does not broadcast to the "
+                        "output [3, 4]"),
+              std::string::npos)
+        << import_error(gemm(true, {2, 4}));
+    EXPECT_EQ(import_error(gemm(true, {1, 4})), "");
+}
+
+// Max, Min and Sum of more than two inputs chain two-input layers, the last named after the
+// node; Mean divides their sum; a constant among more than two inputs is refused.
+TEST(OnnxImport, OpsOfSeveralInputsChainTwoInputLayers) {
+    for (const std::string op : {"Max", "Min", "Sum", "Mean"}) {
+        onnx::ModelProto m = graph_model("y", {1, 3, 5, 7});
+        onnx::GraphProto &g = *m.mutable_graph();
+        for (const char *in : {"a", "b", "c", "d"}) add_float_input(g, in, {1, 3, 5, 7});
+        add_node(g, op, {"a", "b", "c", "d"}, "y");
+        const frontend::ImportedModel model =
+            frontend::import_onnx_bytes(bytes_of(m), op + ".onnx");
+        std::vector<std::string> layers;
+        for (const dsl::Layer &layer : model.graph.layers())
+            layers.push_back(layer.op() + " " + layer.name());
+        const std::string two = op == "Max" ? "max" : op == "Min" ? "min" : "add";
+        if (op == "Mean")
+            EXPECT_EQ(layers, (std::vector<std::string>{"add y.1", "add y.2", "add y.sum",
+                                                        "constant_eltwise y"}));
+        else
+            EXPECT_EQ(layers, (std::vector<std::string>{two + " y.1", two + " y.2", two + " y"}));
+    }
+    onnx::ModelProto constant = graph_model("y", {1, 3});
+    onnx::GraphProto &g = *constant.mutable_graph();
+    for (const char *in : {"a", "b"}) add_float_input(g, in, {1, 3});
+    onnx::TensorProto &k = *g.add_initializer();
+    k.set_name("k");
+    k.set_data_type(onnx::TensorProto::FLOAT);
+    k.add_float_data(1.5f);
+    add_node(g, "Max", {"a", "b", "k"}, "y");
+    EXPECT_EQ(import_error(constant),
+              "model.onnx: node 'y' (Max): input 2 is a constant; a chain of more than two "
+              "inputs (or a Mean) takes computed tensors only");
+}
+
+// Opset-6 models whose Gemm or Add reads an intermediate value upgrade to opset 13: the
+// version converter's adapters need its shape, inferred first.
+TEST(OnnxImport, OldGemmAndAddOfIntermediateValuesUpgrade) {
+    for (const char *test : {"test_operator_addmm", "test_operator_mm"}) {
+        frontend::ConformanceOptions options;
+        options.compile = [](const dsl::Graph &graph, const target::Target &target) {
+            return codegen::lower(graph, target);
+        };
+        const frontend::ConformanceResult result = frontend::run_conformance_test(
+            {std::string("pytorch-operator/") + test,
+             std::string("/usr/share/libonnx-testdata/data/pytorch-operator/") + test},
+            options);
+        EXPECT_EQ(result.outcome, frontend::Outcome::Passed)
+            << test << ": " << frontend::to_string(result.stage) << ": " << result.reason;
+    }
 }
 
 } // namespace

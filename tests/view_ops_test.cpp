@@ -1,8 +1,8 @@
-// The ops that only rearrange data, beyond concat and slice: transpose (a SHAVE kernel on the
-// device, folded for constants), flatten, squeeze and unsqueeze (folded for constants;
-// rank_test and the registry examples run them on the device), and split (one slice per part). Each
-// is checked against index arithmetic written out here, not only against the reference, which
-// shares the algorithm.
+// The ops that only rearrange data, beyond concat and slice: transpose and gather (SHAVE
+// kernels on the device, folded for constants), flatten, squeeze and unsqueeze (folded for
+// constants; rank_test and the registry examples run them on the device), and split (one slice per
+// part). Each is checked against index arithmetic written out here, not only against the reference,
+// which shares the algorithm.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -64,6 +64,70 @@ TEST(ViewOps, TransposeMovesEachElementWhereThePermutationSays) {
     dsl::Attrs twice;
     twice.set("perm", std::vector<int64_t>{0, 1, 1, 2});
     EXPECT_THROW(registry().build("transpose", "t", {in}, twice), dsl::LayerError);
+}
+
+// Gather of a computed tensor with constant indices (repeated, out of order, negative) along
+// C, H and W, and with 2-D indices: each output element is the input's at the picked index,
+// on both targets, odd extents; along the batch, or an index outside the extent, is refused.
+TEST(ViewOps, GatherPicksAlongEachAxisButTheBatch) {
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 19, 11, 7));
+    const Halide::Buffer<uint8_t> x(test::random_input(in.output(), 9));
+    const std::vector<int64_t> indices = {4, 0, -1, 4, 2, -7};
+    auto picked = [&](int k, int64_t extent) {
+        const int64_t i = indices[size_t(k)];
+        return int(i < 0 ? i + extent : i);
+    };
+    for (int64_t axis : {1, 2, 3, -1}) {
+        dsl::Attrs a;
+        a.set("axis", axis);
+        const dsl::Layer g =
+            registry().build("gather", "g", {in, test::i64_constant("i", indices)}, a);
+        std::vector<int64_t> shape = {1, 19, 7, 11};
+        shape[size_t(axis < 0 ? axis + 4 : axis)] = int64_t(indices.size());
+        EXPECT_EQ(g.output().shape.raw(), shape);
+        const dsl::Graph graph("gather", {g});
+        const Halide::Buffer<uint8_t> out(algorithms::run_reference(graph, {x})[0]);
+        // Buffers are (c, x, y) = (C, W, H).
+        out.for_each_element([&](int c, int w, int h) {
+            const int from_c = axis == 1 ? picked(c, 19) : c;
+            const int from_h = axis == 2 ? picked(h, 7) : h;
+            const int from_w = axis == 3 || axis == -1 ? picked(w, 11) : w;
+            EXPECT_EQ(out(c, w, h), x(from_c, from_w, from_h)) << "axis " << axis;
+        });
+        for (const char *target : {"vpu27", "vpu20"}) {
+            codegen::CheckOptions options;
+            options.inputs = {x};
+            const codegen::CheckResult r =
+                codegen::check_against_reference(graph, target::load_target(target), options);
+            EXPECT_TRUE(r.ok()) << target << " axis " << axis << "\n" << r.report();
+        }
+    }
+    // 2-D indices along H: [1, 19, 2, 3, 11], in fp16.
+    const dsl::Layer halves =
+        dsl::Layer::input(test::activation("h", 19, 11, 7, dsl::ElemType::F16));
+    Halide::Buffer<int64_t> rows(3, 2);
+    for (int i = 0; i < 6; ++i) rows(i % 3, i / 3) = indices[size_t(i)];
+    dsl::Attrs along_h;
+    along_h.set("axis", int64_t(2));
+    const dsl::Layer g2 = registry().build(
+        "gather", "g2", {halves, dsl::LayerRegistry::constant("rows", rows)}, along_h);
+    EXPECT_EQ(shape_of(g2), "1x19x2x3x11");
+    codegen::CheckOptions options;
+    options.inputs = {test::random_input(halves.output(), 4)};
+    const codegen::CheckResult r = codegen::check_against_reference(
+        dsl::Graph("gather2", {g2}), target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+
+    dsl::Attrs batch;
+    batch.set("axis", int64_t(0));
+    EXPECT_THROW(registry().build("gather", "g", {in, test::i64_constant("i", {0})}, batch),
+                 dsl::LayerError);
+    dsl::Attrs along_w;
+    along_w.set("axis", int64_t(3));
+    EXPECT_THROW(registry().build("gather", "g", {in, test::i64_constant("i", {11})}, along_w),
+                 dsl::LayerError);
+    EXPECT_THROW(registry().build("gather", "g", {in, test::i64_constant("i", {-12})}, along_w),
+                 dsl::LayerError);
 }
 
 TEST(ViewOps, TransposeFoldsAConstantOfAnyRank) {

@@ -21,7 +21,7 @@ dsl::TensorDesc input_view(const std::string &what, const dsl::Layer &input) {
 
 } // namespace
 
-InputInfo input_info(const std::string &what, const dsl::Layer &input) {
+InputInfo input_info(const std::string &what, const dsl::Layer &input, bool takes_i32) {
     const dsl::TensorDesc t = input_view(what, input);
     for (int64_t extent : t.shape.raw())
         if (extent < 1)
@@ -43,9 +43,11 @@ InputInfo input_info(const std::string &what, const dsl::Layer &input) {
         info.scale = t.quant.scale_at(0);
         info.zero_point = t.quant.zero_point_at(0);
     }
-    if (!info.quantized && t.type != dsl::ElemType::F16 && t.type != dsl::ElemType::F32)
+    if (!info.quantized && t.type != dsl::ElemType::F16 && t.type != dsl::ElemType::F32 &&
+        !(takes_i32 && t.type == dsl::ElemType::I32))
         invalid(what, std::string("input '") + t.name + "' is " + dsl::to_string(t.type) +
-                          "; layers take u8, i8, f16 or f32");
+                          (takes_i32 ? "; this layer takes u8, i8, f16, f32 or i32"
+                                     : "; layers take u8, i8, f16 or f32"));
     return info;
 }
 

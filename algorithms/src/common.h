@@ -32,7 +32,8 @@ struct InputInfo {
 // The facts of the input's device view (dsl::device_view: n, c, h and w of any rank 1 to 5).
 // Throws LayerError naming `what` (e.g. "conv2d 'c1'") on a rank the device does not have, an
 // empty extent, or a per-channel-quantized input.
-InputInfo input_info(const std::string &what, const dsl::Layer &input);
+// `takes_i32`: the layer also computes on i32 tensors (eltwise's exact integer arithmetic).
+InputInfo input_info(const std::string &what, const dsl::Layer &input, bool takes_i32 = false);
 // The device dimension (C, H or W) of logical axis `axis` of tensor `t` (negative counts from
 // the end), for a layer computing along it. Throws LayerError naming `what` when the axis is
 // outside the rank, is the batch (images are computed one at a time), or shares its device

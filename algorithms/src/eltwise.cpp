@@ -127,7 +127,17 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
                         const dsl::Layer &b, const Activation &activation,
                         const std::optional<QuantEltwise> &quant) {
     const std::string what = std::string(op_name(op)) + " '" + name + "'";
-    const InputInfo ia = input_info(what, a), ib = input_info(what, b);
+    const InputInfo ia = input_info(what, a, true), ib = input_info(what, b, true);
+    // Integers without a quantization (ONNX's uint8, int8 and int32 tensors).
+    auto plain_integers = [](const InputInfo &in, const dsl::Layer &layer) {
+        return (in.quantized || in.type == dsl::ElemType::I32) && layer.output().quant.empty();
+    };
+    const bool integers = plain_integers(ia, a);
+    if ((integers || plain_integers(ib, b)) &&
+        (ia.type != ib.type || integers != plain_integers(ib, b)))
+        invalid(what, "input '" + a.output().name + "' is " + a.output().describe() + " and '" +
+                          b.output().name + "' " + b.output().describe() +
+                          "; integers without a quantization combine only with their own type");
     if (ia.quantized != ib.quantized) invalid(what, "one input is int8 and the other is not");
     const dsl::Layer &batched = ia.n >= ib.n ? a : b;
     const dsl::TensorDesc out_logical = broadcast_tensor(what, name, a, b, batched);
@@ -140,6 +150,28 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
         invalid(what, "broadcasting " + dsl::to_string(a.output().shape) + " with " +
                           dsl::to_string(b.output().shape) +
                           " along D or H of a 5-D tensor, which share the device's H");
+
+    // Integers combine exactly in their own type, sums and products wrapping around as
+    // numpy's do (int32's in uint32, where Halide defines the wrap): a SHAVE kernel.
+    if (integers) {
+        if (quant || activation.kind != dpu::Activation::None || std::isfinite(activation.low) ||
+            std::isfinite(activation.high))
+            invalid(what, "integers without a quantization take no requantization or activation");
+        dsl::Algorithm algorithm = [=](const std::vector<Func> &inputs) {
+            const auto &v = dsl::act_vars();
+            Func out = named_func(name);
+            Expr va = inputs.at(0)(broadcast_at(ia, c, w, h));
+            Expr vb = inputs.at(1)(broadcast_at(ib, c, w, h));
+            const bool wraps =
+                ia.type == dsl::ElemType::I32 && op != EltwiseOp::Max && op != EltwiseOp::Min;
+            out(v.c, v.x, v.y) = wraps ? Halide::cast<int32_t>(apply(op, Halide::cast<uint32_t>(va),
+                                                                     Halide::cast<uint32_t>(vb)))
+                                       : apply(op, va, vb);
+            return out;
+        };
+        return dsl::Layer::make(op_name(op), with_type(out_logical, ia.type, {}), {a, b},
+                                algorithm);
+    }
 
     if (!ia.quantized) {
         const dpu::FloatPpe ppe = float_ppe(activation);

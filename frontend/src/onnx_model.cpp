@@ -215,6 +215,14 @@ LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &pat
     check_outputs_defined(m.proto.graph(), {}, path);
     m.opset = m.original_opset;
     if (m.opset < kUpgradedOpset) {
+        // The converter's adapters (Gemm's and Add's broadcasting before opset 7) read the
+        // shapes of their inputs, which an intermediate value has only once inferred.
+        try {
+            onnx::shape_inference::InferShapes(m.proto);
+        } catch (const std::exception &e) {
+            fail(std::string("ONNX's shape inference fails before the upgrade to opset ") +
+                 std::to_string(kUpgradedOpset) + ": " + e.what());
+        }
         try {
             m.proto = onnx::version_conversion::ConvertVersion(m.proto, int(kUpgradedOpset));
         } catch (const std::exception &e) {

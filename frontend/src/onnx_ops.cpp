@@ -139,8 +139,30 @@ Layers conv(NodeImport &node) {
     return {node.build(depthwise ? "depthwise_conv2d" : "conv2d", {x}, attrs)};
 }
 
+// Numpy broadcasting across ranks: the input of lower rank gets leading unit dimensions.
+dsl::Layer with_rank(NodeImport &node, const dsl::Layer &in, int rank, const std::string &which) {
+    const int missing = rank - shape_of(in).rank();
+    if (missing <= 0) return in;
+    std::vector<int64_t> axes;
+    for (int i = 0; i < missing; ++i) axes.push_back(i);
+    dsl::Attrs attrs;
+    attrs.set("axes", axes);
+    return node.build("unsqueeze", node.unique_name(node.name() + "." + which + "_rank"), {in},
+                      attrs);
+}
+
+// Layer `op` of two computed tensors (or two constants, folded), named `layer_name`.
+dsl::Layer binary(NodeImport &node, const std::string &op, const std::string &layer_name,
+                  const dsl::Layer &a, const dsl::Layer &b) {
+    const int rank = std::max(shape_of(a).rank(), shape_of(b).rank());
+    return node.build(op, layer_name,
+                      {with_rank(node, a, rank, "a"), with_rank(node, b, rank, "b")}, {});
+}
+
 // Gemm and MatMul of an activation [M, K] by constant weights [K, N] (or [N, K] transposed),
-// plus a bias of N values: the registry's matmul, weights of dims (k, n).
+// plus a bias C: the registry's matmul, weights of dims (k, n). A constant C of one value or
+// one per column becomes the matmul's bias; any other C (one per row, a full [M, N], or a
+// computed one) is added after it.
 Layers fully_connected(NodeImport &node, bool trans_b, float alpha, float beta) {
     const dsl::Layer &a = node.input(0);
     if (dsl::is_constant(a)) node.fail("input 0 must not be a constant");
@@ -148,6 +170,7 @@ Layers fully_connected(NodeImport &node, bool trans_b, float alpha, float beta) 
     const std::string what = node.node().input(1);
     const dsl::ConstValues b = dsl::const_values(node.constant_input(1, "weights"), what);
     if (b.shape.size() != 2) node.fail("the weights must have rank 2");
+    const int64_t m = shape_of(a)[dsl::Dim(0)];
     const int64_t k = trans_b ? b.shape[1] : b.shape[0], n = trans_b ? b.shape[0] : b.shape[1];
     if (shape_of(a)[dsl::Dim(1)] != k)
         node.fail("rows of " + std::to_string(shape_of(a)[dsl::Dim(1)]) +
@@ -158,25 +181,58 @@ Layers fully_connected(NodeImport &node, bool trans_b, float alpha, float beta) 
     for (double &v : weights.reals) v *= alpha;
     dsl::Attrs attrs;
     attrs.set("weights", converted(dsl::const_buffer(weights), float_type(node), what));
-    if (node.has_input(2)) {
+    if (!node.has_input(2)) {
+        if (beta != 1.0f) node.fail("beta without a bias");
+        return {node.build("matmul", {a}, attrs)};
+    }
+    // C broadcasts to [M, N] as numpy broadcasts.
+    const std::vector<int64_t> &c_shape = shape_of(node.input(2)).raw();
+    const int64_t rows = c_shape.size() == 2 ? c_shape[0] : 1;
+    const int64_t columns = c_shape.empty() ? 1 : c_shape.back();
+    if (c_shape.size() > 2 || (rows != 1 && rows != m) || (columns != 1 && columns != n))
+        node.fail("the bias C " + dsl::to_string(shape_of(node.input(2))) +
+                  " does not broadcast to the output [" + std::to_string(m) + ", " +
+                  std::to_string(n) + "]");
+    const dsl::Layer &c_in = node.input(2);
+    const bool known = c_in.is_input() && node.options().known_inputs.count(c_in.name()) > 0;
+    if (rows == 1 && (dsl::is_constant(c_in) || known)) {
         dsl::ConstValues c =
             dsl::const_values(node.constant_input(2, "bias"), node.node().input(2));
-        if (c.elements() != 1 && c.elements() != n)
-            node.fail("the bias must be one value or " + std::to_string(n) + " (one per column)");
         dsl::ConstValues bias =
-            dsl::pick_elements(c, {n}, [&](const auto &i) { return c.elements() == 1 ? 0 : i[0]; });
+            dsl::pick_elements(c, {n}, [&](const auto &i) { return columns == 1 ? 0 : i[0]; });
         if (!bias.is_float()) bias.reals.assign(bias.ints.begin(), bias.ints.end());
         for (double &v : bias.reals) v *= beta;
         bias.type = dsl::ElemType::F32;
         attrs.set("bias", dsl::const_buffer(bias));
-    } else if (beta != 1.0f) {
-        node.fail("beta without a bias");
+        return {node.build("matmul", {a}, attrs)};
     }
-    return {node.build("matmul", {a}, attrs)};
+    const dsl::Layer product =
+        node.build("matmul", node.unique_name(node.name() + ".matmul"), {a}, attrs);
+    if (dsl::is_constant(c_in)) {
+        dsl::ConstValues c = dsl::const_values(c_in);
+        if (!c.is_float()) c.reals.assign(c.ints.begin(), c.ints.end());
+        for (double &v : c.reals) v *= beta;
+        c.type = dsl::ElemType::F32;
+        dsl::Attrs add;
+        add.set("op", std::string("add"));
+        add.set("constant", dsl::const_buffer(c));
+        return {node.build("constant_eltwise", {product}, add)};
+    }
+    dsl::Layer bias = c_in;
+    if (beta != 1.0f) {
+        dsl::Attrs scale;
+        scale.set("op", std::string("mul"));
+        scale.set("constant", dsl::const_buffer({dsl::ElemType::F32, {}, {}, {double(beta)}}));
+        bias =
+            node.build("constant_eltwise", node.unique_name(node.name() + ".beta"), {c_in}, scale);
+    }
+    return {binary(node, "add", node.name(), product, bias)};
 }
 
 Layers gemm(NodeImport &node) {
-    node.expect_int("transA", 0, "A must be rows of features");
+    node.expect_int("transA", 0,
+                    "A [K, M] would be transposed, and on the device A's rows are images, "
+                    "computed one at a time");
     const bool trans_b = node.attr_int("transB", 0) != 0;
     const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
     return fully_connected(node, trans_b, alpha, beta);
@@ -216,26 +272,47 @@ Layers pool(NodeImport &node, const std::string &op) {
     return {node.build(op, {x}, attrs)};
 }
 
-// Numpy broadcasting across ranks: the input of lower rank gets leading unit dimensions.
-dsl::Layer with_rank(NodeImport &node, const dsl::Layer &in, int rank, const std::string &which) {
-    const int missing = rank - shape_of(in).rank();
-    if (missing <= 0) return in;
-    std::vector<int64_t> axes;
-    for (int i = 0; i < missing; ++i) axes.push_back(i);
-    dsl::Attrs attrs;
-    attrs.set("axes", axes);
-    return node.build("unsqueeze", node.unique_name(node.name() + "." + which + "_rank"), {in},
-                      attrs);
-}
-
 Layers eltwise(NodeImport &node, const std::string &op) {
     if (node.input_count() != 2) node.fail("takes exactly 2 inputs here");
     if (dsl::is_constant(node.input(0)) != dsl::is_constant(node.input(1)))
         return import_constant_eltwise(node, op);
-    const int rank = std::max(shape_of(node.input(0)).rank(), shape_of(node.input(1)).rank());
-    return {node.build(
-        op, {with_rank(node, node.input(0), rank, "a"), with_rank(node, node.input(1), rank, "b")},
-        {})};
+    return {binary(node, op, node.name(), node.input(0), node.input(1))};
+}
+
+// Max, Min or Sum (Mean's sum) of any number of inputs: a chain of two-input layers of
+// computed tensors, the last named `last_name`; one input is the result itself, and two, named
+// after the node, may hold a constant as eltwise takes it.
+dsl::Layer chain(NodeImport &node, const std::string &op, const std::string &last_name) {
+    const size_t count = node.input_count();
+    if (count == 0) node.fail("takes at least 1 input");
+    if (count == 2 && last_name == node.name()) return eltwise(node, op).at(0);
+    for (size_t i = 0; i < count; ++i)
+        if (dsl::is_constant(node.input(i)))
+            node.fail("input " + std::to_string(i) +
+                      " is a constant; a chain of more than two inputs (or a Mean) takes "
+                      "computed tensors only");
+    dsl::Layer result = node.input(0);
+    for (size_t i = 1; i < count; ++i)
+        result = binary(node, op,
+                        i + 1 == count ? last_name
+                                       : node.unique_name(node.name() + "." + std::to_string(i)),
+                        result, node.input(i));
+    return result;
+}
+
+Layers variadic_eltwise(NodeImport &node, const std::string &op) {
+    return {chain(node, op, node.name())};
+}
+
+// Mean: the sum divided by the number of inputs (in float32, rounded once).
+Layers mean(NodeImport &node) {
+    if (node.input_count() == 1) return {node.input(0)};
+    const dsl::Layer sum = chain(node, "add", node.unique_name(node.name() + ".sum"));
+    dsl::Attrs attrs;
+    attrs.set("op", std::string("div"));
+    attrs.set("constant",
+              dsl::const_buffer({dsl::ElemType::F32, {}, {}, {double(node.input_count())}}));
+    return {node.build("constant_eltwise", {sum}, attrs)};
 }
 
 Layers unary(NodeImport &node, const std::string &op, dsl::Attrs attrs = {}) {
@@ -587,7 +664,11 @@ OpImporter reshaping(const std::string &op, std::vector<std::string> int_attrs) 
 const std::map<std::string, OpImporter> &op_importers() {
     static const std::map<std::string, OpImporter> importers = {
         {"Add",
-         [](NodeImport &n) { return reads_int8(n) ? import_quant_add(n) : eltwise(n, "add"); }},
+         [](NodeImport &n) {
+             // uint8 and int8 without a quantization are plain integers.
+             return reads_int8(n) && !n.input(0).output().quant.empty() ? import_quant_add(n)
+                                                                        : eltwise(n, "add");
+         }},
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
         {"Cast", cast},
@@ -626,9 +707,10 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"MatMul",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
-        {"Max", [](NodeImport &n) { return eltwise(n, "max"); }},
+        {"Max", [](NodeImport &n) { return variadic_eltwise(n, "max"); }},
         {"MaxPool", [](NodeImport &n) { return pool(n, "max_pool"); }},
-        {"Min", [](NodeImport &n) { return eltwise(n, "min"); }},
+        {"Mean", mean},
+        {"Min", [](NodeImport &n) { return variadic_eltwise(n, "min"); }},
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
         {"QLinearConv", import_qlinear_conv},
         {"QLinearMatMul", import_qlinear_matmul},
@@ -647,6 +729,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Split", split},
         {"Squeeze", reshaping("squeeze", {})},
         {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
+        {"Sum", [](NodeImport &n) { return variadic_eltwise(n, "add"); }},
         {"TopK", topk},
         {"Transpose", transpose},
         {"Unsqueeze", reshaping("unsqueeze", {})},
