@@ -29,17 +29,23 @@ TEST_P(NodeTest, MatchesTheExpectedOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Onnx, NodeTest,
-    ::testing::Values("test_relu", "test_leakyrelu", "test_sigmoid", "test_hardsigmoid",
-                      "test_clip", "test_add", "test_mul", "test_sub", "test_softmax_axis_1",
-                      "test_conv_with_strides_padding", "test_conv_with_strides_no_padding",
-                      "test_conv_with_autopad_same", "test_maxpool_2d_default",
-                      "test_maxpool_2d_same_upper", "test_averagepool_2d_default",
-                      "test_globalaveragepool", "test_globalmaxpool", "test_gemm_transposeB",
-                      "test_gemm_alpha", "test_gemm_beta", "test_reshape_reduced_dims",
-                      "test_flatten_axis1", "test_transpose_all_permutations_1",
-                      "test_concat_3d_axis_1", "test_slice_negative_axes", "test_top_k",
-                      "test_split_equal_parts_2d", "test_split_variable_parts_2d",
-                      "test_unsqueeze_axis_1"),
+    ::testing::Values(
+        "test_relu", "test_leakyrelu", "test_sigmoid", "test_hardsigmoid", "test_clip", "test_add",
+        "test_mul", "test_sub", "test_softmax_axis_1", "test_conv_with_strides_padding",
+        "test_conv_with_strides_no_padding", "test_conv_with_autopad_same",
+        "test_maxpool_2d_default", "test_maxpool_2d_same_upper", "test_averagepool_2d_default",
+        "test_globalaveragepool", "test_globalmaxpool", "test_gemm_transposeB", "test_gemm_alpha",
+        "test_gemm_beta", "test_reshape_reduced_dims", "test_flatten_axis1",
+        "test_transpose_all_permutations_1", "test_concat_3d_axis_1", "test_slice_negative_axes",
+        "test_top_k", "test_split_equal_parts_2d", "test_split_variable_parts_2d",
+        "test_unsqueeze_axis_1",
+        // Graph outputs that are constants (int64 and float) or graph inputs.
+        "test_shape", "test_shape_start_1_end_negative_1", "test_constant",
+        "test_constantofshape_int_zeros", "test_constantofshape_float_ones",
+        "test_range_float_type_positive_delta", "test_range_int32_type_negative_delta",
+        "test_identity", "test_cast_FLOAT_to_FLOAT16", "test_cast_DOUBLE_to_FLOAT",
+        "test_dropout_default", "test_dropout_default_mask",
+        "test_training_dropout_zero_ratio_mask"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace
@@ -291,6 +297,52 @@ TEST(OnnxImport, ShapeArithmeticFoldsAtCompileTime) {
     const codegen::CheckResult r =
         codegen::check_against_reference(model.graph, target::load_target("vpu27"), check);
     EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// Dropout drops nothing in inference, nor in training with a ratio of 0: its output is its
+// input and its mask all true, a constant output (u8 on the device). A ratio above 0 in training
+// would draw random numbers: an error naming the node.
+TEST(OnnxImport, DropoutWithoutDroppingPassesItsInputOnWithAMaskOfOnes) {
+    auto model = [](float ratio) {
+        onnx::ModelProto m = conv_model();
+        onnx::GraphProto &g = *m.mutable_graph();
+        onnx::TensorProto &r = *g.add_initializer();
+        r.set_name("ratio");
+        r.set_data_type(onnx::TensorProto::FLOAT);
+        r.add_float_data(ratio);
+        onnx::TensorProto &training = *g.add_initializer();
+        training.set_name("training");
+        training.set_data_type(onnx::TensorProto::BOOL);
+        training.add_int32_data(1);
+        add_node(g, "Dropout", {"y", "ratio", "training"}, "z").add_output("mask");
+        g.mutable_output(0)->set_name("z");
+        onnx::ValueInfoProto &mask = *g.add_output();
+        mask.set_name("mask");
+        mask.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+        for (int64_t d : {1, 16, 4, 4})
+            mask.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(
+                d);
+        return m;
+    };
+    EXPECT_EQ(import_error(model(0.5f)),
+              "model.onnx: node 'z' (Dropout): training mode with ratio 0.5 drops random "
+              "elements, which is not supported (only ratio 0 is)");
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(bytes_of(model(0)), "dropout.onnx");
+    ASSERT_EQ(imported.graph.outputs().size(), 2u);
+    EXPECT_EQ(imported.graph.outputs()[0].op(), "relu");
+    const dsl::Layer &mask = imported.graph.outputs()[1];
+    ASSERT_TRUE(dsl::is_constant(mask));
+    EXPECT_EQ(mask.output().type, dsl::ElemType::U8);
+    EXPECT_EQ(mask.output().shape, dsl::Shape({1, 16, 4, 4}));
+    const dsl::ConstValues ones = dsl::const_values(mask);
+    EXPECT_EQ(ones.ints, std::vector<int64_t>(256, 1));
+    codegen::CheckOptions check;
+    check.tolerance.f16_ulp = 0;
+    const codegen::CheckResult r =
+        codegen::check_against_reference(imported.graph, target::load_target("vpu27"), check);
+    EXPECT_TRUE(r.ok()) << r.report();
+    EXPECT_EQ(r.run.outputs.at(1), std::vector<uint8_t>(256, 1));
 }
 
 } // namespace
