@@ -345,4 +345,32 @@ TEST(OnnxImport, DropoutWithoutDroppingPassesItsInputOnWithAMaskOfOnes) {
     EXPECT_EQ(r.run.outputs.at(1), std::vector<uint8_t>(256, 1));
 }
 
+// Cast of a computed tensor to an integer type is the registry's cast (INT64 as i32, which holds
+// every value a device tensor has); to bool it is an error naming the node.
+TEST(OnnxImport, CastOfAComputedTensorToIntegers) {
+    auto model = [](onnx::TensorProto::DataType to) {
+        onnx::ModelProto m = conv_model();
+        onnx::GraphProto &g = *m.mutable_graph();
+        onnx::AttributeProto &a = *add_node(g, "Cast", {"y"}, "z").add_attribute();
+        a.set_name("to");
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(to);
+        g.mutable_output(0)->set_name("z");
+        g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(to);
+        return m;
+    };
+    EXPECT_EQ(import_error(model(onnx::TensorProto::BOOL)),
+              "model.onnx: node 'z' (Cast): a cast of a computed tensor to bool is not supported");
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(bytes_of(model(onnx::TensorProto::INT64)), "cast.onnx");
+    const dsl::Layer &z = imported.graph.outputs().at(0);
+    EXPECT_EQ(z.op(), "cast");
+    EXPECT_EQ(z.output().type, dsl::ElemType::I32);
+    codegen::CheckOptions check;
+    check.tolerance.f16_ulp = 0;
+    const codegen::CheckResult r =
+        codegen::check_against_reference(imported.graph, target::load_target("vpu27"), check);
+    EXPECT_TRUE(r.ok()) << r.report();
+}
+
 } // namespace
