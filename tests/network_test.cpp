@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 
 #include "algorithms/registry.h"
 #include "codegen/check.h"
@@ -184,6 +186,85 @@ TEST(Network, BatchOfTwo) {
             EXPECT_TRUE(tasks_of(r, "values").empty()) << target;
         }
     }
+}
+
+// Graph outputs that no engine computes: a graph input's copy (a cast to its own type) and
+// constants of the device's types are each one DMA, into the output section, from the input's
+// section or the blob's constant section.
+dsl::Graph outputs_by_copies() {
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 19, 11, 7, dsl::ElemType::F16));
+    dsl::Attrs same;
+    same.set("to", std::string("f16"));
+    const dsl::Layer copy = algorithms::layer_registry().build("cast", "copy", {in}, same);
+    std::mt19937 rng(5);
+    Halide::Buffer<int32_t> ints(7, 5, 3); // 3x5x7, values over all of i32
+    ints.for_each_value([&](int32_t &v) { v = int32_t(rng()); });
+    Halide::Buffer<uint8_t> mask(3, 2); // a bool mask as the device holds one
+    mask.for_each_value([&](uint8_t &v) { v = uint8_t(rng() % 2); });
+    Halide::Buffer<float> fractions(9); // exact small fractions and real values
+    for (int i = 0; i < 9; ++i)
+        fractions(i) = i % 2 ? float(int(rng() % 64) - 32) / 8 : std::ldexp(float(rng()), -29);
+    return dsl::Graph("outputs_by_copies", {copy, dsl::LayerRegistry::constant("ints", ints),
+                                            dsl::LayerRegistry::constant("mask", mask),
+                                            dsl::LayerRegistry::constant("fractions", fractions)});
+}
+
+TEST(Network, OutputsThatAreInputsOrConstantsAreOneDmaEach) {
+    const dsl::Graph g = outputs_by_copies();
+    for (const char *target : {"vpu27", "vpu20"}) {
+        const codegen::CheckResult r =
+            codegen::check_against_reference(g, target::load_target(target));
+        EXPECT_TRUE(r.ok()) << target << "\n" << r.report();
+        for (const char *layer : {"copy", "ints", "mask", "fractions"})
+            EXPECT_EQ(tasks_of(r, layer), std::vector<std::string>{std::string(layer) + ".copy0"})
+                << target;
+        EXPECT_FALSE(any_shave_task(r)) << target;
+        const auto *outputs = blob::GetBlob(r.blob.data())->header()->outputs();
+        ASSERT_EQ(outputs->size(), 4u);
+        EXPECT_EQ(outputs->Get(1)->dtype(), blob::DType::I32);
+        EXPECT_EQ(outputs->Get(2)->dtype(), blob::DType::U8);
+        EXPECT_EQ(outputs->Get(3)->dtype(), blob::DType::F32);
+        // The constants' bytes, row-major, exactly.
+        const Halide::Buffer<> ints = dsl::constant_value(g.find("ints"));
+        EXPECT_EQ(r.run.outputs.at(1), test::bytes_of(ints));
+        EXPECT_EQ(r.run.outputs.at(3), test::bytes_of(dsl::constant_value(g.find("fractions"))));
+    }
+}
+
+// A cast that changes the type runs on the SHAVEs: floats to integers truncate towards zero and
+// saturate, integers to floats round to nearest even.
+TEST(Network, CastsBetweenDeviceTypes) {
+    const dsl::TensorDesc t = test::activation("in", 21, 5, 3, dsl::ElemType::F16);
+    const dsl::Layer in = dsl::Layer::input(t);
+    auto cast = [](const std::string &name, const dsl::Layer &x, const char *to) {
+        dsl::Attrs a;
+        a.set("to", std::string(to));
+        return algorithms::layer_registry().build("cast", name, {x}, a);
+    };
+    const dsl::Layer i32 = cast("i32", in, "i32");
+    const dsl::Layer u8 = cast("u8", in, "u8");
+    const dsl::Layer back = cast("back", i32, "f16");
+    const dsl::Graph g("casts", {i32, u8, back});
+    Halide::Buffer<Halide::float16_t> x = test::real_halves({21, 5, 3}, -300, 300, 3);
+    x(0, 0, 0) = Halide::float16_t(-2.75f);
+    x(1, 0, 0) = Halide::float16_t(2.75f);
+    x(2, 0, 0) = Halide::float16_t(-0.5f);
+    x(3, 0, 0) = Halide::float16_t(65504.0f);
+    codegen::CheckOptions check;
+    check.inputs = {x};
+    const codegen::CheckResult r =
+        codegen::check_against_reference(g, target::load_target("vpu27"), check);
+    EXPECT_TRUE(r.ok()) << r.report();
+    EXPECT_TRUE(any_shave_task(r));
+    // NHWC: element (c, 0, 0) is the c-th of each output.
+    const auto *ints = reinterpret_cast<const int32_t *>(r.run.outputs.at(0).data());
+    EXPECT_EQ(std::vector<int32_t>(ints, ints + 4), (std::vector<int32_t>{-2, 2, 0, 65504}));
+    const std::vector<uint8_t> &bytes = r.run.outputs.at(1);
+    EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 4),
+              (std::vector<uint8_t>{0, 2, 0, 255}));
+    const auto *halves = reinterpret_cast<const Halide::float16_t *>(r.run.outputs.at(2).data());
+    EXPECT_EQ(float(halves[0]), -2.0f);
+    EXPECT_EQ(float(halves[3]), 65504.0f);
 }
 
 TEST(Network, ConcatAndSliceRefuseWhatTheyCannotDo) {

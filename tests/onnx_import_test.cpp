@@ -46,7 +46,14 @@ INSTANTIATE_TEST_SUITE_P(
         "test_concat_2d_axis_0", "test_concat_3d_axis_negative_3", "test_transpose_default",
         "test_transpose_all_permutations_4", "test_softmax_axis_0", "test_slice",
         "test_split_variable_parts_default_axis", "test_reshape_reordered_all_dims",
-        "test_unsqueeze_axis_0", "test_flatten_axis0", "test_flatten_axis2", "test_squeeze"),
+        "test_unsqueeze_axis_0", "test_flatten_axis0", "test_flatten_axis2", "test_squeeze",
+        // Graph outputs that are constants (int64 and float) or graph inputs.
+        "test_shape", "test_shape_start_1_end_negative_1", "test_constant",
+        "test_constantofshape_int_zeros", "test_constantofshape_float_ones",
+        "test_range_float_type_positive_delta", "test_range_int32_type_negative_delta",
+        "test_identity", "test_cast_FLOAT_to_FLOAT16", "test_cast_DOUBLE_to_FLOAT",
+        "test_dropout_default", "test_dropout_default_mask",
+        "test_training_dropout_zero_ratio_mask"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace
@@ -476,6 +483,80 @@ TEST(OnnxImport, OldGemmAndAddOfIntermediateValuesUpgrade) {
         EXPECT_EQ(result.outcome, frontend::Outcome::Passed)
             << test << ": " << frontend::to_string(result.stage) << ": " << result.reason;
     }
+}
+
+// Dropout drops nothing in inference, nor in training with a ratio of 0: its output is its
+// input and its mask all true, a constant output (u8 on the device). A ratio above 0 in training
+// would draw random numbers: an error naming the node.
+TEST(OnnxImport, DropoutWithoutDroppingPassesItsInputOnWithAMaskOfOnes) {
+    auto model = [](float ratio) {
+        onnx::ModelProto m = conv_model();
+        onnx::GraphProto &g = *m.mutable_graph();
+        onnx::TensorProto &r = *g.add_initializer();
+        r.set_name("ratio");
+        r.set_data_type(onnx::TensorProto::FLOAT);
+        r.add_float_data(ratio);
+        onnx::TensorProto &training = *g.add_initializer();
+        training.set_name("training");
+        training.set_data_type(onnx::TensorProto::BOOL);
+        training.add_int32_data(1);
+        add_node(g, "Dropout", {"y", "ratio", "training"}, "z").add_output("mask");
+        g.mutable_output(0)->set_name("z");
+        onnx::ValueInfoProto &mask = *g.add_output();
+        mask.set_name("mask");
+        mask.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+        for (int64_t d : {1, 16, 4, 4})
+            mask.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(
+                d);
+        return m;
+    };
+    EXPECT_EQ(import_error(model(0.5f)),
+              "model.onnx: node 'z' (Dropout): training mode with ratio 0.5 drops random "
+              "elements, which is not supported (only ratio 0 is)");
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(bytes_of(model(0)), "dropout.onnx");
+    ASSERT_EQ(imported.graph.outputs().size(), 2u);
+    EXPECT_EQ(imported.graph.outputs()[0].op(), "relu");
+    const dsl::Layer &mask = imported.graph.outputs()[1];
+    ASSERT_TRUE(dsl::is_constant(mask));
+    EXPECT_EQ(mask.output().type, dsl::ElemType::U8);
+    EXPECT_EQ(mask.output().shape, dsl::Shape({1, 16, 4, 4}));
+    const dsl::ConstValues ones = dsl::const_values(mask);
+    EXPECT_EQ(ones.ints, std::vector<int64_t>(256, 1));
+    codegen::CheckOptions check;
+    check.tolerance.f16_ulp = 0;
+    const codegen::CheckResult r =
+        codegen::check_against_reference(imported.graph, target::load_target("vpu27"), check);
+    EXPECT_TRUE(r.ok()) << r.report();
+    EXPECT_EQ(r.run.outputs.at(1), std::vector<uint8_t>(256, 1));
+}
+
+// Cast of a computed tensor to an integer type is the registry's cast (INT64 as i32, which holds
+// every value a device tensor has); to bool it is an error naming the node.
+TEST(OnnxImport, CastOfAComputedTensorToIntegers) {
+    auto model = [](onnx::TensorProto::DataType to) {
+        onnx::ModelProto m = conv_model();
+        onnx::GraphProto &g = *m.mutable_graph();
+        onnx::AttributeProto &a = *add_node(g, "Cast", {"y"}, "z").add_attribute();
+        a.set_name("to");
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(to);
+        g.mutable_output(0)->set_name("z");
+        g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(to);
+        return m;
+    };
+    EXPECT_EQ(import_error(model(onnx::TensorProto::BOOL)),
+              "model.onnx: node 'z' (Cast): a cast of a computed tensor to bool is not supported");
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(bytes_of(model(onnx::TensorProto::INT64)), "cast.onnx");
+    const dsl::Layer &z = imported.graph.outputs().at(0);
+    EXPECT_EQ(z.op(), "cast");
+    EXPECT_EQ(z.output().type, dsl::ElemType::I32);
+    codegen::CheckOptions check;
+    check.tolerance.f16_ulp = 0;
+    const codegen::CheckResult r =
+        codegen::check_against_reference(imported.graph, target::load_target("vpu27"), check);
+    EXPECT_TRUE(r.ok()) << r.report();
 }
 
 } // namespace

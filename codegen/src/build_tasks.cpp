@@ -777,6 +777,34 @@ View flat_view(View v) {
     return v;
 }
 
+// The value of constant layer `layer`, dense in row-major order (its tensor's memory order),
+// added to the blob's constant section: a view of it as one row of elements.
+View constant_section_view(LoweringState &s, const dsl::Layer &layer) {
+    const Halide::Buffer<> value = dsl::constant_value(layer).copy();
+    auto &section = s.program.constants;
+    const size_t offset = (section.size() + 63) / 64 * 64;
+    section.resize(offset + value.size_in_bytes(), 0);
+    std::memcpy(section.data() + offset, value.data(), value.size_in_bytes());
+    BufferDecl b;
+    b.name = layer.name() + ".const";
+    b.space = blob::MemSpace::Constant;
+    b.bytes = value.size_in_bytes();
+    b.offset = offset;
+    View v;
+    v.buffer = s.program.add_buffer(b);
+    v.dtype = blob_dtype(layer.output().type);
+    v.dims = {blob::Dim(uint32_t(value.number_of_elements()), 1)};
+    return v;
+}
+
+// A constant (a graph output) is written by one DMA from the blob's constant section.
+void build_constant(LoweringState &s, const LayerPlan &plan) {
+    const std::string &name = plan.layer.name();
+    s.layer_writers[name] = {s.program.add_task(dma_task(
+        name + ".copy0", name, 0,
+        DmaWork{constant_section_view(s, plan.layer), {flat_view(s.tensor_views.at(name))}}, {}))};
+}
+
 // A view layer's tensor is written by the writers of what it shows: a window's or an alias's
 // by its input's (or, for one that is a graph output, by one DMA copying it there), a concat's
 // by its parts' writers, and by one DMA copy for each part not placed in it.
@@ -824,7 +852,8 @@ void build_view(LoweringState &s, const LayerPlan &plan) {
 void build_tasks(LoweringState &s) {
     Builders builders;
     for (const auto &plan : s.plans)
-        builders[plan.layer.name()] = std::make_unique<LayerBuilder>(s, plan, builders);
+        if (!dsl::is_constant(plan.layer)) // no engine computes it
+            builders[plan.layer.name()] = std::make_unique<LayerBuilder>(s, plan, builders);
     for (const auto &plan : s.plans) {
         if (!plan.nest.broadcast) continue;
         std::set<int> tiles = tiles_running(s, plan);
@@ -837,6 +866,10 @@ void build_tasks(LoweringState &s) {
         builders.at(plan.layer.name())->keep_in_cmx(tiles, read_in_groups);
     }
     for (const auto &plan : s.plans) {
+        if (dsl::is_constant(plan.layer)) {
+            build_constant(s, plan);
+            continue;
+        }
         if (plan.view) {
             build_view(s, plan);
             continue;

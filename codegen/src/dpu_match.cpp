@@ -1238,6 +1238,8 @@ Expr Matcher::algorithm_output(bool &is_float) {
 
 DpuOpDesc Matcher::run() {
     if (layer_.is_input()) fail("input", "a graph input has no algorithm");
+    if (dsl::is_constant(layer_))
+        fail("constant", "its value is copied from the blob's constant section, not computed");
     // The DPU computes device views (dsl::device_view): any rank maps onto 4-D.
     const dsl::Shape shape = dsl::device_view(layer_.output()).shape;
     if (shape.rank() != 4)

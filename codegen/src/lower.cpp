@@ -111,6 +111,8 @@ std::string dump(const LoweringState &s, const std::string &pass) {
                 out += "  task tile " + std::to_string(t.tile) + " " + t.region.to_string() + "\n";
             if (plan.view)
                 out += "  view of DDR memory\n";
+            else if (dsl::is_constant(plan.layer))
+                out += "  copy of a constant\n";
             else if (pass != "resolve_schedules" && pass != "plan_views")
                 out += plan.on_shave ? "  shave kernel " + std::to_string(plan.kernel) + "\n"
                                      : "  dpu: " + plan.dpu.to_string() + "\n";
@@ -239,7 +241,8 @@ void resolve_schedules(LoweringState &s) {
 
 void select_engines(LoweringState &s) {
     for (auto &plan : s.plans) {
-        if (plan.view) continue; // no engine computes it
+        // No engine computes a view, nor a constant, which build_tasks copies.
+        if (plan.view || dsl::is_constant(plan.layer)) continue;
         const size_t outputs = plan.layer.outputs().size();
         if (outputs > 1) {
             // One SHAVE kernel computes every output; its tuple_element layers are views of

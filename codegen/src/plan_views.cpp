@@ -1,12 +1,13 @@
 // Pass plan_views: layers that only rearrange data (concat, slice, tuple_element, and a reshape
 // or transpose keeping the bytes' order; the layer registry says where their output lies)
-// become views of DDR memory when they and their inputs are stored there. A slice's tensor is
-// a box of its input's, an alias (reshape, transpose) all of its input's bytes. A concat's
-// producers write their parts of its output in place; a part that cannot be placed there (a graph
-// input or output, a part placed elsewhere already, an input's second use) is copied by one DMA in
-// build_tasks. A view layer computed in CMX stays a SHAVE copy kernel, but one moving whole
-// images (a reshape changing the batch) is a view only, of dense memory: computed in CMX it is
-// an error.
+// become views of DDR memory when they and their inputs are stored there. A constant (a graph
+// output) must be stored in DDR, where build_tasks copies it from the blob's constant section. A
+// slice's tensor is a box of its input's, an alias (reshape, transpose) all of its input's bytes. A
+// concat's producers write their parts of its output in place; a part that cannot be placed there
+// (a graph input or output, a part placed elsewhere already, an input's second use) is copied by
+// one DMA in build_tasks. A view layer computed in CMX stays a SHAVE copy kernel, but one moving
+// whole images (a reshape changing the batch) is a view only, of dense memory: computed in CMX it
+// is an error.
 #include <algorithm>
 #include <set>
 
@@ -47,6 +48,10 @@ void plan_views(LoweringState &s) {
             throw LoweringError("layer '" + layer.name() + "' (tuple_element) is a view of " +
                                 "an output of '" + layer.inputs().at(0).name() +
                                 "' in DDR: it is not computed, in CMX or at a consumer's loop");
+        if (dsl::is_constant(layer) && !stored_in_ddr(plan))
+            throw LoweringError("layer '" + layer.name() +
+                                "' (constant) is copied from the blob's constants into DDR: it "
+                                "is not computed, in CMX or at a consumer's loop");
         if (!view || view->kind == dsl::ViewDef::Kind::Alias || !stored_in_ddr(plan)) continue;
         const auto &inputs = layer.inputs();
         if (!std::all_of(inputs.begin(), inputs.end(),

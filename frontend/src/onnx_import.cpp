@@ -163,6 +163,31 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
     return dsl::Layer::input(t);
 }
 
+// The layer computing graph output `value` on the device: a constant, in its device type
+// (dsl::to_device: i64 as i32, bool as u8, f64 as f32), copied from the blob's constants; a graph
+// input copied by a cast to its own type; any other layer itself. A new layer is named after
+// `output` (unless a node or input has that name).
+dsl::Layer output_layer(const dsl::Layer &value, detail::UniqueNames &names,
+                        const std::string &output, const std::string &what) {
+    try {
+        if (dsl::is_constant(value)) {
+            if (value.output().shape.rank() == 0)
+                throw ModelError(what + ": a scalar constant; the device holds tensors of rank 1 "
+                                        "to 5");
+            return dsl::LayerRegistry::constant(
+                names.take(output), dsl::to_device(value.output(), dsl::constant_value(value)));
+        }
+        if (!value.is_input()) return value;
+        dsl::Attrs attrs;
+        attrs.set("to", std::string(dsl::to_string(value.output().type)));
+        return algorithms::layer_registry().build("cast", names.take(output), {value}, attrs);
+    } catch (const ModelError &) {
+        throw;
+    } catch (const Error &e) {
+        throw ModelError(what + ": " + e.what());
+    }
+}
+
 } // namespace
 
 std::vector<std::string> supported_onnx_ops() {
@@ -238,11 +263,7 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
         const std::string what = path + ": graph output '" + out.name() + "'";
         const auto value = values.find(out.name());
         if (value == values.end()) throw ModelError(what + ": computed by no node");
-        if (dsl::is_constant(value->second))
-            throw ModelError(what + ": a constant, which needs no device to compute");
-        if (value->second.is_input())
-            throw ModelError(what + ": a graph input, computed by nothing");
-        outputs.push_back(value->second);
+        outputs.push_back(output_layer(value->second, names, out.name(), what));
         output_names.push_back(out.name());
     }
     if (outputs.empty()) throw ModelError(path + ": the graph has no outputs");

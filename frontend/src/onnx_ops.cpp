@@ -3,6 +3,7 @@
 // here; shape arithmetic on constants folds as the registry builds it.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "algorithms/registry.h"
@@ -511,32 +512,51 @@ Layers constant_of_shape(NodeImport &node) {
     return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(filled))};
 }
 
-// Cast of constants folds; of an activation, only between float types, which the precision
-// already fixed.
+// Cast of constants folds; of an activation between float types it is the activation itself
+// (the precision fixed its type), else the registry's cast to the target's device type (INT64 as
+// i32, which holds every value of a device tensor).
 Layers cast(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
     const dsl::ElemType to = elem_type(int32_t(node.attr_int("to", 0)), "Cast's 'to'");
     if (dsl::is_constant(x))
         return {dsl::LayerRegistry::constant(
             node.name(), converted(dsl::constant_value(x), to, node.node().input(0)))};
-    const bool float_to_float =
-        (to == dsl::ElemType::F32 || to == dsl::ElemType::F16 || to == dsl::ElemType::F64) &&
-        x.output().type == float_type(node);
-    if (!float_to_float)
-        node.fail("a cast of a computed tensor to " + std::string(dsl::to_string(to)));
-    return {x};
+    const bool to_float =
+        to == dsl::ElemType::F32 || to == dsl::ElemType::F16 || to == dsl::ElemType::F64;
+    const dsl::ElemType device = to_float ? float_type(node) : dsl::device_type(to);
+    if (to == dsl::ElemType::Bool)
+        node.fail("a cast of a computed tensor to bool is not supported");
+    if (device == x.output().type) return {x};
+    dsl::Attrs attrs;
+    attrs.set("to", std::string(dsl::to_string(device)));
+    return {node.build("cast", {x}, attrs)};
 }
 
-// Identity and inference-time Dropout pass their input on.
+// Identity passes its input on, as does Dropout when it drops nothing: in inference (the
+// default), or in training with a ratio of 0. Its mask is then all true.
 Layers pass_through(NodeImport &node) {
-    if (node.node().op_type() == "Dropout") {
-        if (node.has_input(2) && node.constant_ints(2, "training_mode") != std::vector<int64_t>{0})
-            node.fail("training mode is not supported");
-        node.attr_int("seed", 0);
-        if (node.node().output_size() > 1 && !node.node().output(1).empty())
-            node.fail("the mask output is not supported");
+    if (node.node().op_type() != "Dropout") return {node.input(0)};
+    node.attr_int("seed", 0);
+    const bool training =
+        node.has_input(2) && node.constant_ints(2, "training_mode") != std::vector<int64_t>{0};
+    if (training) {
+        const double ratio = scalar_input(node, 1, "ratio", 0.5);
+        if (ratio != 0) {
+            char text[32];
+            std::snprintf(text, sizeof text, "%g", ratio);
+            node.fail(std::string("training mode with ratio ") + text +
+                      " drops random elements, which is not supported (only ratio 0 is)");
+        }
     }
-    return {node.input(0)};
+    const dsl::Layer &x = node.input(0);
+    Layers outputs = {x};
+    if (node.node().output_size() > 1 && !node.node().output(1).empty()) {
+        dsl::ConstValues mask{dsl::ElemType::Bool, x.output().shape.raw(), {}, {}};
+        mask.ints.assign(size_t(x.output().shape.elements()), 1);
+        outputs.push_back(dsl::LayerRegistry::constant(node.unique_name(node.node().output(1)),
+                                                       dsl::const_buffer(mask)));
+    }
+    return outputs;
 }
 
 Layers topk(NodeImport &node) {
