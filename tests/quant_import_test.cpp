@@ -354,6 +354,16 @@ TEST(QuantImport, DequantizeLinearOfAnInt8InputGivesFloats) {
               (std::vector<double>{-25, -24.75, -23.25, 0, 38.75, 7.5, -24.25}));
 }
 
+// QuantizeLinear of the same quantization right after a DequantizeLinear is its int8 tensor.
+TEST(QuantImport, AQuantizeLinearUndoingADequantizeLinearIsNoLayer) {
+    const frontend::ImportedModel m = frontend::import_onnx_bytes(
+        bytes_of(quantize_model(
+            0.5f, onnx::TensorProto::INT8, 3, onnx::TensorProto::FLOAT,
+            {"QuantizeLinear", "DequantizeLinear", "QuantizeLinear", "DequantizeLinear"}, 5)),
+        "qdqdq.onnx");
+    EXPECT_EQ(ops_of(m.graph), (std::vector<std::string>{"quantize", "dequantize"}));
+}
+
 // An op without an int8 form between a DequantizeLinear and a QuantizeLinear runs in fp16.
 TEST(QuantImport, AnOpWithoutAnInt8FormRunsInFp16BetweenDequantizeAndQuantize) {
     constexpr int64_t kCount = 37;
