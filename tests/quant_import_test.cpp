@@ -7,10 +7,12 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <random>
 
 #include "../frontend/src/onnx_internal.h"
+#include "algorithms/registry.h"
 #include "codegen/check.h"
 #include "codegen/lower.h"
 #include "dsl/constant_values.h"
@@ -352,6 +354,46 @@ TEST(QuantImport, DequantizeLinearOfAnInt8InputGivesFloats) {
     ASSERT_EQ(outputs.size(), 1u);
     EXPECT_EQ(reals_of(outputs[0].value),
               (std::vector<double>{-25, -24.75, -23.25, 0, 38.75, 7.5, -24.25}));
+}
+
+// The layers refuse what they cannot compute, naming the layer.
+TEST(QuantImport, QuantizeAndDequantizeLayersRefuseWrongInputs) {
+    const auto input = [](dsl::ElemType type) {
+        dsl::TensorDesc t;
+        t.name = "in";
+        t.shape = dsl::Shape({1, 3, 5, 7});
+        t.type = type;
+        if (dsl::is_quantized_int(type)) t.quant = dsl::Quant::per_tensor(0.5f, 3);
+        return dsl::Layer::input(t);
+    };
+    const auto error = [](const std::function<void()> &build) {
+        try {
+            build();
+        } catch (const dsl::LayerError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    const dsl::Attrs u8 = dsl::Attrs()
+                              .set("output_type", std::string("u8"))
+                              .set("output_scale", 0.5)
+                              .set("output_zero_point", int64_t(-3));
+    EXPECT_NE(error([&] {
+                  algorithms::layer_registry().build("quantize", "q", {input(dsl::ElemType::F16)},
+                                                     u8);
+              }).find("quantize 'q': zero point -3 is outside u8"),
+              std::string::npos);
+    EXPECT_NE(error([&] {
+                  algorithms::layer_registry().build(
+                      "quantize", "q", {input(dsl::ElemType::U8)},
+                      dsl::Attrs(u8).set("output_zero_point", int64_t(3)));
+              }).find("quantize 'q': input 'in' is u8; quantize takes f16 or f32"),
+              std::string::npos);
+    EXPECT_NE(error([&] {
+                  algorithms::layer_registry().build("dequantize", "d", {input(dsl::ElemType::F16)},
+                                                     {});
+              }).find("dequantize 'd': input 'in' is f16"),
+              std::string::npos);
 }
 
 // QuantizeLinear of the same quantization right after a DequantizeLinear is its int8 tensor.
