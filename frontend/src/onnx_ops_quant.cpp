@@ -6,12 +6,11 @@
 // int8 tensor; an op without an int8 form computes in fp16 on it, and a QuantizeLinear of a
 // float tensor that folds into no int8 layer is a quantize layer. DequantizeLinear of a
 // constant folds to its exact real values (f64); the int8 layer recovers the integers and a
-// scale per output channel from them. A Conv, MatMul,
-// Gemm or Add of int8 tensors cannot know its output's scale until the QuantizeLinear after
-// it: it becomes an "awaiting_quantize" layer (i32, the accumulator's scales per channel)
-// around the int8 layer, which that QuantizeLinear rebuilds with the real requantization
-// (Relu and Clip in between fuse into the PPE). Left without one, it fails to lower with an
-// error naming the node.
+// scale per output channel from them. A Conv, MatMul, Gemm or Add of int8 tensors cannot know
+// its output's scale until the QuantizeLinear after it: it becomes an "awaiting_quantize" layer
+// (i32, the accumulator's scales per channel) around the int8 layer, which that QuantizeLinear
+// rebuilds with the real requantization (Relu and Clip in between fuse into the PPE). Left without
+// one, it fails to lower with an error naming the node.
 #include <cmath>
 #include <limits>
 #include <optional>
