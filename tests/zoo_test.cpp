@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>
@@ -51,15 +53,15 @@ const std::vector<uint8_t> &qdq_bytes(const std::string &name) {
     return it->second;
 }
 
+// The QDQ form's file, NAME_qdq.onnx beside the float model's, of those bytes.
 std::string qdq_model_path(const std::string &name) {
-    static std::map<std::string, std::string> written;
-    auto it = written.find(name);
-    if (it == written.end())
-        it = written
-                 .emplace(name, zoo::write_qdq_model(
-                                    name, std::filesystem::path(model_path(name)).parent_path()))
-                 .first;
-    return it->second;
+    const std::string path =
+        (std::filesystem::path(model_path(name)).parent_path() / (name + "_qdq.onnx")).string();
+    const std::vector<uint8_t> &bytes = qdq_bytes(name);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+    EXPECT_TRUE(out.good()) << path;
+    return path;
 }
 
 onnx::ModelProto parse(const std::vector<uint8_t> &bytes) {
@@ -156,9 +158,15 @@ TEST(Zoo, NamesFollowPyTorchsExport) {
 }
 
 // The QDQ forms: deterministic, valid, and as ONNX Runtime writes them.
-TEST(ZooQdq, SameBytesEveryTime) {
+TEST(ZooQdq, SameBytesEveryTimeAndInTheFile) {
     for (const char *name : {"mobilenet_v2", "yolo_tiny"})
         EXPECT_TRUE(zoo::qdq_model_bytes(name) == qdq_bytes(name)) << name;
+    const std::string dir = std::filesystem::path(model_path("yolo_tiny")).parent_path().string();
+    const std::string path = zoo::write_qdq_model("yolo_tiny", dir);
+    EXPECT_EQ(std::filesystem::path(path).filename(), "yolo_tiny_qdq.onnx");
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {}) ==
+                qdq_bytes("yolo_tiny"));
 }
 
 TEST(ZooQdq, ModelsPassOnnxCheckerAndShapeInference) {
@@ -331,8 +339,9 @@ void expect_qdq_close_to_opencv(const std::string &name) {
     for (const dsl::Layer &l : passed.graph.layers()) {
         const bool int8 = dsl::is_quantized_int(l.output().type);
         int8_layers += int8 ? 1 : 0;
-        if (l.op() == "conv2d" || l.op() == "depthwise_conv2d" || l.op() == "matmul")
+        if (l.op() == "conv2d" || l.op() == "depthwise_conv2d" || l.op() == "matmul") {
             EXPECT_TRUE(int8) << l.name();
+        }
     }
     const target::Target target = target::load_target("vpu27");
     sim::Simulator simulator(target, codegen::lower(passed.graph, target));
