@@ -1,13 +1,18 @@
 // Pre-quantized ONNX models compile to int8 layers: QLinearConv and QLinearMatMul of the ONNX
 // backend test data, and a QuantizeLinear / DequantizeLinear (QDQ) conv, match ONNX's results
-// within one step of the output's quantization (docs/onnx.md, "Quantized models").
+// within one step of the output's quantization; a QuantizeLinear or DequantizeLinear that
+// folds into no int8 layer is a quantize or dequantize layer (docs/onnx.md, "Quantized
+// models").
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <iterator>
+#include <random>
 
 #include "../frontend/src/onnx_internal.h"
+#include "algorithms/registry.h"
 #include "codegen/check.h"
 #include "codegen/lower.h"
 #include "dsl/constant_values.h"
@@ -222,37 +227,216 @@ int64_t onnx_output(int oc, int y, int x) {
     return int64_t(std::clamp(q, 0.0, 255.0));
 }
 
+// The real values of a float tensor of the simulator's or a model's.
+std::vector<double> reals_of(const Halide::Buffer<> &t) {
+    return dsl::const_values(t, "result").reals;
+}
+
+// The ops of the graph's layers, in the graph's order.
+std::vector<std::string> ops_of(const dsl::Graph &graph) {
+    std::vector<std::string> ops;
+    for (const dsl::Layer &l : graph.layers()) ops.push_back(l.op());
+    return ops;
+}
+
+// Bit-exact against the CPU reference on random inputs, fp16 results by the SHAVEs' contract.
+void expect_matches_reference(const dsl::Graph &graph) {
+    codegen::CheckOptions options;
+    options.tolerance.f16_ulp = 1;
+    const codegen::CheckResult check =
+        codegen::check_against_reference(graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(check.ok()) << check.report();
+}
+
 TEST(QuantImport, AQdqConvBecomesAnInt8ConvWithinOneStepOfOnnx) {
     const frontend::ImportedModel m =
         frontend::import_onnx_bytes(bytes_of(qdq_conv_model()), "qdq_conv.onnx");
+    // Float in, float out: the input's QuantizeLinear and the output's DequantizeLinear are
+    // layers; the ones around the conv fold into it.
     ASSERT_EQ(m.graph.inputs().size(), 1u);
-    EXPECT_EQ(m.graph.inputs()[0].output().type, dsl::ElemType::U8);
-    EXPECT_EQ(m.graph.inputs()[0].output().quant.zero_point_at(0), kInZero);
-    ASSERT_EQ(m.graph.layers().size(), 1u);
-    const dsl::Layer &conv = m.graph.layers()[0];
-    EXPECT_EQ(conv.op(), "conv2d");
+    EXPECT_EQ(m.graph.inputs()[0].output().type, dsl::ElemType::F16);
+    EXPECT_EQ(ops_of(m.graph), (std::vector<std::string>{"quantize", "conv2d", "dequantize"}));
+    const dsl::Layer &conv = m.graph.layers()[1];
     EXPECT_EQ(conv.attrs().get_tensor("weights").type(), Halide::Int(8));
+    EXPECT_EQ(conv.inputs().at(0).output().type, dsl::ElemType::U8);
+    EXPECT_EQ(conv.inputs().at(0).output().quant.zero_point_at(0), kInZero);
     EXPECT_EQ(conv.output().type, dsl::ElemType::U8);
     EXPECT_EQ(conv.output().quant.zero_point_at(0), kOutZero);
+    EXPECT_EQ(m.graph.outputs().at(0).output().type, dsl::ElemType::F16);
 
-    // Bit-exact against the integer reference, on random inputs.
-    const codegen::CheckResult check =
-        codegen::check_against_reference(m.graph, target::load_target("vpu27"));
-    EXPECT_TRUE(check.ok()) << check.report();
+    expect_matches_reference(m.graph);
 
-    // Within one step of ONNX's rounding, on known inputs.
-    dsl::ConstValues x{dsl::ElemType::U8, {1, kChannels, kSize, kSize}, {}, {}};
+    // Within one step of ONNX's rounding, on inputs that are steps of the input's
+    // quantization (fp16 holds them closer than a tenth of a step).
+    dsl::ConstValues x{dsl::ElemType::F32, {1, kChannels, kSize, kSize}, {}, {}};
     for (int c = 0; c < kChannels; ++c)
         for (int y = 0; y < kSize; ++y)
-            for (int xx = 0; xx < kSize; ++xx) x.ints.push_back(input_value(c, y, xx));
-    dsl::ConstValues expected = x;
-    expected.ints.clear();
-    for (int c = 0; c < kChannels; ++c)
-        for (int y = 0; y < kSize; ++y)
-            for (int xx = 0; xx < kSize; ++xx) expected.ints.push_back(onnx_output(c, y, xx));
+            for (int xx = 0; xx < kSize; ++xx)
+                x.reals.push_back((double(input_value(c, y, xx)) - kInZero) * kInScale);
     const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(x)}});
     ASSERT_EQ(outputs.size(), 1u);
-    EXPECT_LE(max_difference(outputs[0].value, dsl::const_buffer(expected)), 1);
+    const std::vector<double> got = reals_of(outputs[0].value);
+    ASSERT_EQ(got.size(), x.reals.size());
+    double largest = 0;
+    size_t i = 0;
+    for (int c = 0; c < kChannels; ++c)
+        for (int y = 0; y < kSize; ++y)
+            for (int xx = 0; xx < kSize; ++xx, ++i) {
+                const double want = double(onnx_output(c, y, xx) - kOutZero) * kOutScale;
+                largest = std::max(largest, std::abs(got[i] - want));
+            }
+    // One step, and fp16's rounding of values below 10.
+    EXPECT_LE(largest, kOutScale + 0.005);
+}
+
+// x -> QuantizeLinear(scale, zero point of `zero_type`) -> y, or with `dequantize` also
+// DequantizeLinear -> y; or (`input_type` an int type) x -> DequantizeLinear -> y.
+onnx::ModelProto quantize_model(float scale, int zero_type, int zero_point, int input_type,
+                                const std::vector<std::string> &ops, int64_t count) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("quantize");
+    add_tensor_input(*g.add_input(), "x", {1, count});
+    g.mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(input_type);
+    scalar(g, "scale", onnx::TensorProto::FLOAT).add_float_data(scale);
+    scalar(g, "zero", zero_type).add_int32_data(zero_point);
+    std::string tensor = "x";
+    for (size_t i = 0; i < ops.size(); ++i) {
+        const std::string out = i + 1 == ops.size() ? "y" : "t" + std::to_string(i);
+        if (ops[i] == "Sigmoid")
+            node(g, ops[i], {tensor}, out);
+        else
+            node(g, ops[i], {tensor, "scale", "zero"}, out);
+        tensor = out;
+    }
+    add_tensor_input(*g.add_output(), "y", {1, count});
+    g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        ops.back() == "QuantizeLinear" ? zero_type : onnx::TensorProto::FLOAT);
+    return m;
+}
+
+// The stored integers of a QuantizeLinear of exact fractions: round half to even, saturate.
+void expect_quantizes(int zero_type, int zero_point, const std::vector<double> &x,
+                      const std::vector<int64_t> &want) {
+    const frontend::ImportedModel m = frontend::import_onnx_bytes(
+        bytes_of(quantize_model(0.5f, zero_type, zero_point, onnx::TensorProto::FLOAT,
+                                {"QuantizeLinear"}, int64_t(x.size()))),
+        "quantize.onnx");
+    EXPECT_EQ(ops_of(m.graph), std::vector<std::string>{"quantize"});
+    EXPECT_EQ(m.graph.inputs().at(0).output().type, dsl::ElemType::F16);
+    expect_matches_reference(m.graph);
+    const dsl::ConstValues input{dsl::ElemType::F32, {1, int64_t(x.size())}, {}, x};
+    const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(input)}});
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_EQ(dsl::const_values(outputs[0].value, "y").ints, want);
+}
+
+TEST(QuantImport, QuantizeLinearOfAFloatInputRoundsHalfToEvenAndSaturates) {
+    // x / 0.5: 0.5, 1.5, 2.5, -0.5, -1.5, 3.25, 400, -400, 7.
+    const std::vector<double> x = {0.25, 0.75, 1.25, -0.25, -0.75, 1.625, 200, -200, 3.5};
+    expect_quantizes(onnx::TensorProto::UINT8, 10, x, {10, 12, 12, 10, 8, 13, 255, 0, 17});
+    expect_quantizes(onnx::TensorProto::INT8, -3, x, {-3, -1, -1, -3, -5, 0, 127, -128, 4});
+}
+
+TEST(QuantImport, DequantizeLinearOfAnInt8InputGivesFloats) {
+    const std::vector<int64_t> q = {0, 1, 7, 100, 255, 130, 3};
+    const frontend::ImportedModel m = frontend::import_onnx_bytes(
+        bytes_of(quantize_model(0.25f, onnx::TensorProto::UINT8, 100, onnx::TensorProto::UINT8,
+                                {"DequantizeLinear"}, int64_t(q.size()))),
+        "dequantize.onnx");
+    EXPECT_EQ(ops_of(m.graph), std::vector<std::string>{"dequantize"});
+    EXPECT_EQ(m.graph.outputs().at(0).output().type, dsl::ElemType::F16);
+    expect_matches_reference(m.graph);
+    const dsl::ConstValues input{dsl::ElemType::U8, {1, int64_t(q.size())}, q, {}};
+    const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(input)}});
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_EQ(reals_of(outputs[0].value),
+              (std::vector<double>{-25, -24.75, -23.25, 0, 38.75, 7.5, -24.25}));
+}
+
+// The layers refuse what they cannot compute, naming the layer.
+TEST(QuantImport, QuantizeAndDequantizeLayersRefuseWrongInputs) {
+    const auto input = [](dsl::ElemType type) {
+        dsl::TensorDesc t;
+        t.name = "in";
+        t.shape = dsl::Shape({1, 3, 5, 7});
+        t.type = type;
+        if (dsl::is_quantized_int(type)) t.quant = dsl::Quant::per_tensor(0.5f, 3);
+        return dsl::Layer::input(t);
+    };
+    const auto error = [](const std::function<void()> &build) {
+        try {
+            build();
+        } catch (const dsl::LayerError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    const dsl::Attrs u8 = dsl::Attrs()
+                              .set("output_type", std::string("u8"))
+                              .set("output_scale", 0.5)
+                              .set("output_zero_point", int64_t(-3));
+    EXPECT_NE(error([&] {
+                  algorithms::layer_registry().build("quantize", "q", {input(dsl::ElemType::F16)},
+                                                     u8);
+              }).find("quantize 'q': zero point -3 is outside u8"),
+              std::string::npos);
+    EXPECT_NE(error([&] {
+                  algorithms::layer_registry().build(
+                      "quantize", "q", {input(dsl::ElemType::U8)},
+                      dsl::Attrs(u8).set("output_zero_point", int64_t(3)));
+              }).find("quantize 'q': input 'in' is u8; quantize takes f16 or f32"),
+              std::string::npos);
+    EXPECT_NE(error([&] {
+                  algorithms::layer_registry().build("dequantize", "d", {input(dsl::ElemType::F16)},
+                                                     {});
+              }).find("dequantize 'd': input 'in' is f16"),
+              std::string::npos);
+}
+
+// QuantizeLinear of the same quantization right after a DequantizeLinear is its int8 tensor.
+TEST(QuantImport, AQuantizeLinearUndoingADequantizeLinearIsNoLayer) {
+    const frontend::ImportedModel m = frontend::import_onnx_bytes(
+        bytes_of(quantize_model(
+            0.5f, onnx::TensorProto::INT8, 3, onnx::TensorProto::FLOAT,
+            {"QuantizeLinear", "DequantizeLinear", "QuantizeLinear", "DequantizeLinear"}, 5)),
+        "qdqdq.onnx");
+    EXPECT_EQ(ops_of(m.graph), (std::vector<std::string>{"quantize", "dequantize"}));
+}
+
+// An op without an int8 form between a DequantizeLinear and a QuantizeLinear runs in fp16.
+TEST(QuantImport, AnOpWithoutAnInt8FormRunsInFp16BetweenDequantizeAndQuantize) {
+    constexpr int64_t kCount = 37;
+    const frontend::ImportedModel m = frontend::import_onnx_bytes(
+        bytes_of(quantize_model(
+            1.0f / 64, onnx::TensorProto::UINT8, 128, onnx::TensorProto::FLOAT,
+            {"QuantizeLinear", "DequantizeLinear", "Sigmoid", "QuantizeLinear", "DequantizeLinear"},
+            kCount)),
+        "sigmoid.onnx");
+    EXPECT_EQ(ops_of(m.graph), (std::vector<std::string>{"quantize", "dequantize", "sigmoid",
+                                                         "quantize", "dequantize"}));
+    EXPECT_EQ(m.graph.layers()[2].output().type, dsl::ElemType::F16);
+    expect_matches_reference(m.graph);
+    // Random reals in [-2, 2); ONNX's result, the sigmoid of the dequantized input quantized
+    // again, within one step.
+    std::mt19937 random(5);
+    std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
+    dsl::ConstValues x{dsl::ElemType::F32, {1, kCount}, {}, {}};
+    for (int64_t i = 0; i < kCount; ++i) x.reals.push_back(double(uniform(random)));
+    const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(x)}});
+    ASSERT_EQ(outputs.size(), 1u);
+    const std::vector<double> got = reals_of(outputs[0].value);
+    ASSERT_EQ(got.size(), size_t(kCount));
+    for (int64_t i = 0; i < kCount; ++i) {
+        const double step = 1.0 / 64;
+        const double in =
+            std::clamp(std::nearbyint(float(x.reals[size_t(i)]) / step), -128.0, 127.0) * step;
+        const double want =
+            std::clamp(std::nearbyint(1 / (1 + std::exp(-in)) / step), -128.0, 127.0) * step;
+        EXPECT_NEAR(got[size_t(i)], want, step * 1.01) << i;
+    }
 }
 
 TEST(QuantImport, Int8PrecisionWithoutQdqAsksForAPreQuantizedModel) {

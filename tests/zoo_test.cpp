@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>
@@ -41,6 +43,25 @@ std::string model_path(const std::string &name) {
     auto it = written.find(name);
     if (it == written.end()) it = written.emplace(name, zoo::write_model(name, dir)).first;
     return it->second;
+}
+
+// The QDQ form's file and bytes, made once per run of the test program.
+const std::vector<uint8_t> &qdq_bytes(const std::string &name) {
+    static std::map<std::string, std::vector<uint8_t>> made;
+    auto it = made.find(name);
+    if (it == made.end()) it = made.emplace(name, zoo::qdq_model_bytes(name)).first;
+    return it->second;
+}
+
+// The QDQ form's file, NAME_qdq.onnx beside the float model's, of those bytes.
+std::string qdq_model_path(const std::string &name) {
+    const std::string path =
+        (std::filesystem::path(model_path(name)).parent_path() / (name + "_qdq.onnx")).string();
+    const std::vector<uint8_t> &bytes = qdq_bytes(name);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+    EXPECT_TRUE(out.good()) << path;
+    return path;
 }
 
 onnx::ModelProto parse(const std::vector<uint8_t> &bytes) {
@@ -134,6 +155,65 @@ TEST(Zoo, NamesFollowPyTorchsExport) {
     EXPECT_EQ(names.count("/layer1/layer1.0/conv1/Conv"), 1u);
     EXPECT_EQ(names.count("/layer2/layer2.0/downsample/downsample.1/BatchNormalization"), 1u);
     EXPECT_EQ(names.count("/fc/Gemm"), 1u);
+}
+
+// The QDQ forms: deterministic, valid, and as ONNX Runtime writes them.
+TEST(ZooQdq, SameBytesEveryTimeAndInTheFile) {
+    for (const char *name : {"mobilenet_v2", "yolo_tiny"})
+        EXPECT_TRUE(zoo::qdq_model_bytes(name) == qdq_bytes(name)) << name;
+    const std::string dir = std::filesystem::path(model_path("yolo_tiny")).parent_path().string();
+    const std::string path = zoo::write_qdq_model("yolo_tiny", dir);
+    EXPECT_EQ(std::filesystem::path(path).filename(), "yolo_tiny_qdq.onnx");
+    std::ifstream in(path, std::ios::binary);
+    EXPECT_TRUE(std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {}) ==
+                qdq_bytes("yolo_tiny"));
+}
+
+TEST(ZooQdq, ModelsPassOnnxCheckerAndShapeInference) {
+    for (const zoo::ModelInfo &info : zoo::models()) {
+        if (!info.has_qdq_form) continue;
+        SCOPED_TRACE(info.name);
+        onnx::ModelProto model = parse(qdq_bytes(info.name));
+        EXPECT_NO_THROW(onnx::checker::check_model(model));
+        EXPECT_NO_THROW(onnx::shape_inference::InferShapes(
+            model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, true)));
+        ASSERT_EQ(model.graph().input_size(), 1);
+        EXPECT_EQ(model.graph().input(0).name(), info.input_name);
+        std::vector<std::string> outputs;
+        for (const onnx::ValueInfoProto &output : model.graph().output())
+            outputs.push_back(output.name());
+        EXPECT_EQ(outputs, info.output_names);
+    }
+}
+
+TEST(ZooQdq, ResNet18HasInt8WeightsAndQdqOnActivations) {
+    const onnx::ModelProto model = parse(qdq_bytes("resnet18"));
+    std::map<std::string, int> ops;
+    for (const onnx::NodeProto &node : model.graph().node()) ++ops[node.op_type()];
+    EXPECT_EQ(ops["BatchNormalization"], 0);
+    EXPECT_EQ(ops["Conv"], 20);
+    // The input, the 20 convs' results after Relu or not, maxpool, the 8 adds after Relu,
+    // the pool, flatten and logits.
+    EXPECT_EQ(ops["QuantizeLinear"], 1 + 20 + 1 + 8 + 3);
+    // Those, and 21 weights and 21 biases.
+    EXPECT_EQ(ops["DequantizeLinear"], ops["QuantizeLinear"] + 42);
+    std::map<int, int> types;
+    for (const onnx::TensorProto &t : model.graph().initializer()) ++types[t.data_type()];
+    EXPECT_EQ(types[onnx::TensorProto::INT8], 21 + 21);  // weights and their zero points
+    EXPECT_EQ(types[onnx::TensorProto::INT32], 21 + 21); // biases and their zero points
+    EXPECT_EQ(types[onnx::TensorProto::UINT8], ops["QuantizeLinear"]);
+    // The logits are float, after a DequantizeLinear.
+    EXPECT_EQ(model.graph().node(model.graph().node_size() - 1).op_type(), "DequantizeLinear");
+    EXPECT_EQ(model.graph().node(model.graph().node_size() - 1).output(0), "logits");
+}
+
+TEST(ZooQdq, AModelWithoutAQdqFormIsAnError) {
+    try {
+        zoo::qdq_model_bytes("transformer_encoder");
+        FAIL() << "no error";
+    } catch (const zoo::ZooError &e) {
+        EXPECT_NE(std::string(e.what()).find("resnet18"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Zoo, UnknownModelIsAnError) {
@@ -239,6 +319,70 @@ TEST(ZooEndToEnd, MobileNetV2MatchesOpenCv) {
 }
 TEST(ZooEndToEnd, YoloMatchesOpenCv) {
     expect_matches_opencv("yolo_tiny");
+}
+
+// The QDQ form compiled as `vpuc compile --precision int8` does (int8 layers, a quantize of
+// the float input and a dequantize of the logits), simulated on a standard normal input and
+// compared with OpenCV's fp32 result of the fp32 model.
+void expect_qdq_close_to_opencv(const std::string &name) {
+    const zoo::ModelInfo &info = zoo::model_info(name);
+    const NamedTensor input = random_input(info, 7);
+    const std::vector<NamedTensor> reference =
+        zoo::run_opencv(model_path(name), {input}, info.output_names);
+
+    frontend::ImportOptions options;
+    options.precision = frontend::Precision::INT8;
+    const frontend::ImportedModel model = frontend::import_onnx(qdq_model_path(name), options);
+    const frontend::GraphPassState passed = frontend::run_graph_passes(model.graph);
+    // Every convolution and product is int8.
+    int64_t int8_layers = 0;
+    for (const dsl::Layer &l : passed.graph.layers()) {
+        const bool int8 = dsl::is_quantized_int(l.output().type);
+        int8_layers += int8 ? 1 : 0;
+        if (l.op() == "conv2d" || l.op() == "depthwise_conv2d" || l.op() == "matmul") {
+            EXPECT_TRUE(int8) << l.name();
+        }
+    }
+    const target::Target target = target::load_target("vpu27");
+    sim::Simulator simulator(target, codegen::lower(passed.graph, target));
+    const sim::RunResult result = simulator.run(frontend::blob_inputs(simulator.blob(), {input}));
+    const std::vector<NamedTensor> outputs =
+        frontend::blob_outputs(simulator.blob(), result.outputs);
+    std::printf("%s_qdq: %zu layers, %ld of them int8; simulated latency %.0f us\n", name.c_str(),
+                passed.graph.layers().size(), long(int8_layers), result.latency_ns / 1000);
+    ASSERT_EQ(outputs.size(), reference.size());
+    const frontend::Tolerance tolerance{1.0, 1.0, 0.99};
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        SCOPED_TRACE(reference[i].name);
+        const frontend::TensorComparison c =
+            frontend::compare_tensors(outputs[i].value, reference[i].value, tolerance);
+        const std::vector<float> ours = floats_of(outputs[i].value);
+        const std::vector<float> theirs = floats_of(reference[i].value);
+        const auto [low, high] = std::minmax_element(theirs.begin(), theirs.end());
+        std::printf("  %s: cosine %.5f, max abs error %.4g (OpenCV's values span %.3g)\n",
+                    reference[i].name.c_str(), c.cosine, c.max_abs_error, double(*high - *low));
+        EXPECT_GE(c.cosine, 0.99) << c.reason;
+        if (reference[i].name != "logits") continue;
+        const std::vector<size_t> our_top5 = top_k(ours, 5), their_top5 = top_k(theirs, 5);
+        const auto shared = std::count_if(our_top5.begin(), our_top5.end(), [&](size_t k) {
+            return std::find(their_top5.begin(), their_top5.end(), k) != their_top5.end();
+        });
+        std::printf("  top-1 %s, top-5: %ld of 5 shared\n",
+                    our_top5[0] == their_top5[0] ? "the same" : "differs", long(shared));
+    }
+}
+
+TEST(ZooQdqEndToEnd, ResNet18IsCloseToOpenCvsFp32) {
+    expect_qdq_close_to_opencv("resnet18");
+}
+TEST(ZooQdqEndToEnd, ResNet50IsCloseToOpenCvsFp32) {
+    expect_qdq_close_to_opencv("resnet50");
+}
+TEST(ZooQdqEndToEnd, MobileNetV2IsCloseToOpenCvsFp32) {
+    expect_qdq_close_to_opencv("mobilenet_v2");
+}
+TEST(ZooQdqEndToEnd, YoloIsCloseToOpenCvsFp32) {
+    expect_qdq_close_to_opencv("yolo_tiny");
 }
 
 } // namespace

@@ -26,8 +26,8 @@ int zoo_command(const std::vector<std::string> &args) {
         throw std::runtime_error("zoo takes no file arguments (see vpuc zoo --help)");
     if (o.has("--list")) {
         for (const zoo::ModelInfo &m : zoo::models())
-            std::printf("%-20s %-14s %s\n", m.name.c_str(), shape_text(m.input_shape).c_str(),
-                        m.description.c_str());
+            std::printf("%-20s %-14s %-4s %s\n", m.name.c_str(), shape_text(m.input_shape).c_str(),
+                        m.has_qdq_form ? "qdq" : "", m.description.c_str());
         return 0;
     }
     const std::string model = o.get("--model", "all");
@@ -40,10 +40,13 @@ int zoo_command(const std::vector<std::string> &args) {
     std::error_code error;
     std::filesystem::create_directories(dir, error);
     if (error) throw std::runtime_error("--out '" + dir + "': " + error.message());
-    for (const std::string &name : names) {
-        const std::string path = zoo::write_model(name, dir);
+    const auto report = [](const std::string &path) {
         std::printf("%s: %ju bytes\n", path.c_str(),
                     std::uintmax_t(std::filesystem::file_size(path)));
+    };
+    for (const std::string &name : names) {
+        report(zoo::write_model(name, dir));
+        if (zoo::model_info(name).has_qdq_form) report(zoo::write_qdq_model(name, dir));
     }
     return 0;
 }
@@ -52,12 +55,15 @@ const bool registered = register_command(
     {"zoo", "write the model zoo's networks (ResNet, MobileNet, ...) as ONNX files",
      "usage: vpuc zoo [--out DIR] [--model NAME|all] [--list]\n\n"
      "Writes standard networks as ONNX models with deterministic weights, as PyTorch exports\n"
-     "them (batch norms kept), to DIR/NAME.onnx (docs/zoo.md). The same model is the same\n"
-     "bytes on every run.\n\n"
+     "them (batch norms kept), to DIR/NAME.onnx, and the models marked qdq also in their\n"
+     "pre-quantized form, int8 weights and QuantizeLinear/DequantizeLinear on activations\n"
+     "calibrated on 4 standard normal inputs, to DIR/NAME_qdq.onnx (docs/zoo.md). The same\n"
+     "model is the same bytes on every run.\n\n"
      "options:\n"
      "  --out DIR      the directory to write to, created when missing (default .)\n"
      "  --model NAME   one model, or all (the default)\n"
-     "  --list         list the models, their input shapes and what they are; write nothing\n\n"
+     "  --list         list the models, their input shapes, whether they have a QDQ form and\n"
+     "                 what they are; write nothing\n\n"
      "exit status: 0 when every model is written; 1 on an error (an unknown model, a\n"
      "directory that cannot be written), with a one-line reason",
      zoo_command});

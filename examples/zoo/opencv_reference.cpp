@@ -89,10 +89,17 @@ Halide::Buffer<> to_tensor(const cv::Mat &mat, const std::string &what) {
 std::vector<frontend::NamedTensor> run_opencv(const std::string &path,
                                               const std::vector<frontend::NamedTensor> &inputs,
                                               const std::vector<std::string> &output_names) {
+    return run_opencv_bytes(files::read_input_file(path, files::FileKind::Model), path, inputs,
+                            output_names);
+}
+
+std::vector<frontend::NamedTensor>
+run_opencv_bytes(const std::vector<uint8_t> &bytes, const std::string &path,
+                 const std::vector<frontend::NamedTensor> &inputs,
+                 const std::vector<std::string> &output_names) {
     std::vector<cv::Mat> results;
     try {
-        const std::string model =
-            for_opencv(files::read_input_file(path, files::FileKind::Model), path);
+        const std::string model = for_opencv(bytes, path);
         cv::dnn::Net net = cv::dnn::readNetFromONNX(model.data(), model.size());
         net.setPreferableBackend(cv::dnn::DNN_BACKEND_OPENCV);
         net.setPreferableTarget(cv::dnn::DNN_TARGET_CPU);

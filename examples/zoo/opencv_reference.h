@@ -2,6 +2,7 @@
 // every op, written by other people, to compare vpuc's results with (docs/zoo.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,11 @@ class OpenCvReferenceError : public Error {
 std::vector<frontend::NamedTensor> run_opencv(const std::string &path,
                                               const std::vector<frontend::NamedTensor> &inputs,
                                               const std::vector<std::string> &output_names);
+// The same for a model given as its bytes; `what` names it in errors. Outputs may be any
+// node's output tensor, not only the graph's.
+std::vector<frontend::NamedTensor>
+run_opencv_bytes(const std::vector<uint8_t> &bytes, const std::string &what,
+                 const std::vector<frontend::NamedTensor> &inputs,
+                 const std::vector<std::string> &output_names);
 
 } // namespace vpuc::zoo

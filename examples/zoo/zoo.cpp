@@ -1,7 +1,9 @@
 #include "examples/zoo/zoo.h"
 
+#include <Halide.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -11,6 +13,8 @@
 #include <functional>
 #include <map>
 #include <set>
+
+#include "examples/zoo/opencv_reference.h"
 
 namespace vpuc::zoo {
 
@@ -506,6 +510,319 @@ std::vector<uint8_t> transformer_encoder(uint64_t seed) {
     return b.bytes();
 }
 
+// The pre-quantized (QDQ) form of a model, as ONNX Runtime's quantize_static writes it from the
+// model with batch norms folded: QuantizeLinear + DequantizeLinear on every activation (uint8,
+// per tensor, scale and zero point from the calibrated range), DequantizeLinear of int8
+// weights (symmetric, one scale per output channel, axis 0), int32 biases of scale input
+// scale x weight scale. A Relu or Clip right after a Conv, Gemm or Add has no QDQ between them
+// (ONNX Runtime fuses it into the op).
+namespace qdq {
+
+constexpr int kCalibrationInputs = 4;
+constexpr uint64_t kCalibrationSeed = 1000;
+
+std::vector<float> floats_of(const onnx::TensorProto &t) {
+    std::vector<float> values(t.raw_data().size() / sizeof(float));
+    std::memcpy(values.data(), t.raw_data().data(), values.size() * sizeof(float));
+    return values;
+}
+
+template <typename T>
+void set_values(onnx::TensorProto &t, std::string name, int32_t type,
+                const std::vector<int64_t> &dims, const std::vector<T> &values) {
+    t.Clear();
+    t.set_name(name);
+    t.set_data_type(type);
+    for (int64_t d : dims) t.add_dims(d);
+    t.set_raw_data(
+        std::string(reinterpret_cast<const char *>(values.data()), values.size() * sizeof(T)));
+}
+
+// An activation's uint8 quantization: the range widened to hold 0, over 255 steps.
+struct ActivationQuant {
+    float scale = 1;
+    uint8_t zero_point = 0;
+};
+
+ActivationQuant activation_quant(double low, double high) {
+    low = std::min(low, 0.0);
+    high = std::max(high, 0.0);
+    if (high == low) return {};
+    const float scale = float((high - low) / 255);
+    const double zero_point = std::clamp(std::nearbyint(-low / double(scale)), 0.0, 255.0);
+    return {scale, uint8_t(zero_point)};
+}
+
+class QdqWriter {
+  public:
+    QdqWriter(const std::vector<uint8_t> &float_bytes, const ModelInfo &info) : info_(info) {
+        if (!model_.ParseFromArray(float_bytes.data(), int(float_bytes.size())))
+            throw std::logic_error("zoo: model '" + info.name + "' does not parse");
+        for (const onnx::TensorProto &t : model_.graph().initializer()) constants_[t.name()] = t;
+        fold_batch_norms();
+        calibrate(float_bytes);
+    }
+
+    std::vector<uint8_t> bytes() {
+        onnx::GraphProto &graph = *model_.mutable_graph();
+        graph.set_name(graph.name() + "_qdq");
+        std::vector<onnx::NodeProto> nodes;
+        add_qdq(nodes, info_.input_name);
+        for (const onnx::NodeProto &original : graph.node()) {
+            onnx::NodeProto node = original;
+            for (int i = 0; i < node.input_size(); ++i) {
+                const std::string &in = node.input(i);
+                if (dequantized_.count(in)) node.set_input(i, dequantized_.at(in));
+            }
+            if (node.op_type() == "Conv" || node.op_type() == "Gemm")
+                quantize_parameters(nodes, node, original.input(0));
+            nodes.push_back(node);
+            for (const std::string &out : node.output())
+                if (quantized(out)) add_qdq(nodes, out);
+        }
+        graph.clear_node();
+        for (onnx::NodeProto &n : nodes) *graph.add_node() = std::move(n);
+        graph.clear_initializer();
+        for (const std::string &name : used_constants(graph))
+            *graph.add_initializer() = constants_.at(name);
+        std::string text;
+        if (!model_.SerializeToString(&text))
+            throw std::logic_error("zoo: model '" + info_.name + "_qdq' does not serialize");
+        return std::vector<uint8_t>(text.begin(), text.end());
+    }
+
+  private:
+    // The nodes reading each tensor.
+    std::map<std::string, std::vector<const onnx::NodeProto *>> readers() const {
+        std::map<std::string, std::vector<const onnx::NodeProto *>> r;
+        for (const onnx::NodeProto &n : model_.graph().node())
+            for (const std::string &in : n.input()) r[in].push_back(&n);
+        return r;
+    }
+
+    // Conv -> BatchNormalization as one Conv with the scaled weights and a bias.
+    void fold_batch_norms() {
+        onnx::GraphProto &graph = *model_.mutable_graph();
+        std::map<std::string, onnx::NodeProto *> producer;
+        for (onnx::NodeProto &n : *graph.mutable_node()) producer[n.output(0)] = &n;
+        const auto read_by = readers();
+        std::vector<onnx::NodeProto> kept;
+        for (const onnx::NodeProto &bn : graph.node()) {
+            if (bn.op_type() != "BatchNormalization") continue;
+            onnx::NodeProto *conv = producer.at(bn.input(0));
+            if (conv->op_type() != "Conv" || read_by.at(bn.input(0)).size() != 1)
+                throw std::logic_error("zoo: a batch norm after something else than a conv");
+            const std::vector<float> gamma = floats_of(constants_.at(bn.input(1)));
+            const std::vector<float> beta = floats_of(constants_.at(bn.input(2)));
+            const std::vector<float> mean = floats_of(constants_.at(bn.input(3)));
+            const std::vector<float> var = floats_of(constants_.at(bn.input(4)));
+            onnx::TensorProto &w = constants_.at(conv->input(1));
+            std::vector<float> weights = floats_of(w);
+            const size_t channels = gamma.size(), per_channel = weights.size() / channels;
+            std::vector<float> bias(channels, 0.0f);
+            if (conv->input_size() > 2) bias = floats_of(constants_.at(conv->input(2)));
+            for (size_t c = 0; c < channels; ++c) {
+                const double factor =
+                    double(gamma[c]) / std::sqrt(double(var[c]) + kBatchNormEpsilon);
+                for (size_t i = 0; i < per_channel; ++i)
+                    weights[c * per_channel + i] = float(weights[c * per_channel + i] * factor);
+                bias[c] = float((double(bias[c]) - mean[c]) * factor + beta[c]);
+            }
+            const std::vector<int64_t> dims(w.dims().begin(), w.dims().end());
+            set_values(w, w.name(), onnx::TensorProto::FLOAT, dims, weights);
+            const std::string bias_name = bn.input(2) + ".folded";
+            set_values(constants_[bias_name], bias_name, onnx::TensorProto::FLOAT,
+                       {int64_t(channels)}, bias);
+            if (conv->input_size() > 2)
+                conv->set_input(2, bias_name);
+            else
+                conv->add_input(bias_name);
+            conv->set_output(0, bn.output(0));
+        }
+        for (const onnx::NodeProto &n : graph.node())
+            if (n.op_type() != "BatchNormalization") kept.push_back(n);
+        graph.clear_node();
+        for (onnx::NodeProto &n : kept) *graph.add_node() = std::move(n);
+    }
+
+    // Whether activation `tensor` gets a QuantizeLinear: all of them but the result of a Conv,
+    // Gemm or Add whose one reader is a Relu or a Clip.
+    bool quantized(const std::string &tensor) const { return ranges_.count(tensor) != 0; }
+
+    // The range of every quantized activation over the calibration inputs (OpenCV, fp32).
+    void calibrate(const std::vector<uint8_t> &float_bytes) {
+        const auto read_by = readers();
+        std::vector<std::string> names;
+        for (const onnx::NodeProto &n : model_.graph().node()) {
+            const auto r = read_by.find(n.output(0));
+            const bool fused =
+                (n.op_type() == "Conv" || n.op_type() == "Gemm" || n.op_type() == "Add") &&
+                r != read_by.end() && r->second.size() == 1 &&
+                (r->second[0]->op_type() == "Relu" || r->second[0]->op_type() == "Clip");
+            if (!fused) names.push_back(n.output(0));
+        }
+        // OpenCV names a node's layer "onnx_node!" and the node's name, and reads a "." in a
+        // requested name as "layer.output number": in the model it runs, each node and its
+        // output are "t<index>".
+        onnx::ModelProto renamed;
+        renamed.ParseFromArray(float_bytes.data(), int(float_bytes.size()));
+        std::map<std::string, std::string> alias;
+        for (onnx::NodeProto &n : *renamed.mutable_graph()->mutable_node()) {
+            for (int i = 0; i < n.input_size(); ++i)
+                if (alias.count(n.input(i))) n.set_input(i, alias.at(n.input(i)));
+            for (int i = 0; i < n.output_size(); ++i) {
+                const std::string name = "t" + std::to_string(alias.size());
+                alias[n.output(i)] = name;
+                n.set_output(i, name);
+            }
+            n.set_name(n.output(0));
+        }
+        for (onnx::ValueInfoProto &v : *renamed.mutable_graph()->mutable_output())
+            v.set_name(alias.at(v.name()));
+        std::string text;
+        renamed.SerializeToString(&text);
+        const std::vector<uint8_t> renamed_bytes(text.begin(), text.end());
+        std::vector<std::string> aliases;
+        for (const std::string &name : names) aliases.push_back("onnx_node!" + alias.at(name));
+        int64_t count = 1;
+        for (int64_t d : info_.input_shape) count *= d;
+        for (int i = 0; i < kCalibrationInputs; ++i) {
+            Random random(kCalibrationSeed + uint64_t(i));
+            std::vector<int> extents(info_.input_shape.rbegin(), info_.input_shape.rend());
+            Halide::Buffer<float> input(extents);
+            float *data = input.data();
+            for (int64_t k = 0; k < count; ++k) data[k] = float(random.normal(1.0));
+            widen(info_.input_name, input);
+            const std::vector<frontend::NamedTensor> results = run_opencv_bytes(
+                renamed_bytes, info_.name + ".onnx", {{info_.input_name, input}}, aliases);
+            for (size_t k = 0; k < names.size(); ++k) widen(names[k], results.at(k).value);
+        }
+    }
+
+    void widen(const std::string &name, const Halide::Buffer<> &tensor) {
+        const Halide::Buffer<float> values(tensor);
+        auto [it, added] = ranges_.try_emplace(name, values.data()[0], values.data()[0]);
+        for (int64_t k = 0; k < int64_t(values.number_of_elements()); ++k) {
+            it->second.first = std::min(it->second.first, double(values.data()[k]));
+            it->second.second = std::max(it->second.second, double(values.data()[k]));
+        }
+    }
+
+    ActivationQuant quant_of(const std::string &tensor) const {
+        const auto &[low, high] = ranges_.at(tensor);
+        return activation_quant(low, high);
+    }
+
+    // QuantizeLinear and DequantizeLinear after `tensor`; readers take the DequantizeLinear's
+    // output. A graph output keeps its name on the DequantizeLinear.
+    void add_qdq(std::vector<onnx::NodeProto> &nodes, const std::string &tensor) {
+        const ActivationQuant q = quant_of(tensor);
+        set_values(constants_[tensor + "_scale"], tensor + "_scale", onnx::TensorProto::FLOAT, {},
+                   std::vector<float>{q.scale});
+        set_values(constants_[tensor + "_zero_point"], tensor + "_zero_point",
+                   onnx::TensorProto::UINT8, {}, std::vector<uint8_t>{q.zero_point});
+        const bool graph_output =
+            std::count(info_.output_names.begin(), info_.output_names.end(), tensor) != 0;
+        std::string source = tensor;
+        if (graph_output) {
+            source = tensor + "_QuantizeLinear_Input";
+            nodes.back().set_output(0, source);
+        }
+        onnx::NodeProto &quantize = nodes.emplace_back();
+        quantize.set_name(tensor + "_QuantizeLinear");
+        quantize.set_op_type("QuantizeLinear");
+        for (const std::string &in : {source, tensor + "_scale", tensor + "_zero_point"})
+            quantize.add_input(in);
+        quantize.add_output(tensor + "_QuantizeLinear_Output");
+        onnx::NodeProto &dequantize = nodes.emplace_back();
+        dequantize.set_name(tensor + "_DequantizeLinear");
+        dequantize.set_op_type("DequantizeLinear");
+        for (const std::string &in :
+             {tensor + "_QuantizeLinear_Output", tensor + "_scale", tensor + "_zero_point"})
+            dequantize.add_input(in);
+        dequantize.add_output(graph_output ? tensor : tensor + "_DequantizeLinear_Output");
+        if (!graph_output) dequantized_[tensor] = dequantize.output(0);
+    }
+
+    // DequantizeLinear of the int8 weights and the int32 bias of `node` (reading `input`).
+    void quantize_parameters(std::vector<onnx::NodeProto> &nodes, onnx::NodeProto &node,
+                             const std::string &input) {
+        const onnx::TensorProto w = constants_.at(node.input(1));
+        const std::vector<float> weights = floats_of(w);
+        const int64_t channels = w.dims(0);
+        const size_t per_channel = weights.size() / size_t(channels);
+        std::vector<int8_t> ints(weights.size());
+        std::vector<float> scales(static_cast<size_t>(channels));
+        for (size_t c = 0; c < size_t(channels); ++c) {
+            float largest = 0;
+            for (size_t i = 0; i < per_channel; ++i)
+                largest = std::max(largest, std::abs(weights[c * per_channel + i]));
+            scales[c] = largest > 0 ? largest / 127 : 1.0f;
+            for (size_t i = 0; i < per_channel; ++i)
+                ints[c * per_channel + i] = int8_t(
+                    std::clamp(std::nearbyint(double(weights[c * per_channel + i]) / scales[c]),
+                               -127.0, 127.0));
+        }
+        const std::vector<int64_t> dims(w.dims().begin(), w.dims().end());
+        const std::string name = w.name();
+        set_values(constants_[name + "_quantized"], name + "_quantized", onnx::TensorProto::INT8,
+                   dims, ints);
+        set_values(constants_[name + "_scale"], name + "_scale", onnx::TensorProto::FLOAT,
+                   {channels}, scales);
+        set_values(constants_[name + "_zero_point"], name + "_zero_point", onnx::TensorProto::INT8,
+                   {channels}, std::vector<int8_t>(size_t(channels), 0));
+        node.set_input(1, dequantize(nodes, name, "_quantized"));
+        if (node.input_size() < 3) return;
+        const std::vector<float> bias = floats_of(constants_.at(node.input(2)));
+        const float input_scale = quant_of(input).scale;
+        std::vector<int32_t> bias_ints;
+        std::vector<float> bias_scales;
+        for (size_t c = 0; c < size_t(channels); ++c) {
+            bias_scales.push_back(input_scale * scales[c]);
+            bias_ints.push_back(int32_t(std::nearbyint(double(bias[c]) / bias_scales.back())));
+        }
+        const std::string bias_name = node.input(2);
+        set_values(constants_[bias_name + "_quantized"], bias_name + "_quantized",
+                   onnx::TensorProto::INT32, {channels}, bias_ints);
+        set_values(constants_[bias_name + "_scale"], bias_name + "_scale", onnx::TensorProto::FLOAT,
+                   {channels}, bias_scales);
+        set_values(constants_[bias_name + "_zero_point"], bias_name + "_zero_point",
+                   onnx::TensorProto::INT32, {channels}, std::vector<int32_t>(size_t(channels), 0));
+        node.set_input(2, dequantize(nodes, bias_name, "_quantized"));
+    }
+
+    // DequantizeLinear of constant NAME + `suffix` along axis 0; returns its output.
+    std::string dequantize(std::vector<onnx::NodeProto> &nodes, const std::string &name,
+                           const std::string &suffix) {
+        onnx::NodeProto &n = nodes.emplace_back();
+        n.set_name(name + "_DequantizeLinear");
+        n.set_op_type("DequantizeLinear");
+        for (const std::string &in : {name + suffix, name + "_scale", name + "_zero_point"})
+            n.add_input(in);
+        n.add_output(name + "_DequantizeLinear_Output");
+        *n.add_attribute() = int_attr("axis", 0);
+        return n.output(0);
+    }
+
+    // The constants the nodes read, in the order of first use.
+    std::vector<std::string> used_constants(const onnx::GraphProto &graph) const {
+        std::vector<std::string> names;
+        std::set<std::string> seen;
+        for (const onnx::NodeProto &n : graph.node())
+            for (const std::string &in : n.input())
+                if (constants_.count(in) && seen.insert(in).second) names.push_back(in);
+        return names;
+    }
+
+    const ModelInfo &info_;
+    onnx::ModelProto model_;
+    std::map<std::string, onnx::TensorProto> constants_;
+    std::map<std::string, std::pair<double, double>> ranges_; // low, high
+    std::map<std::string, std::string> dequantized_;          // tensor -> its DequantizeLinear's
+};
+
+} // namespace qdq
+
 } // namespace
 
 const std::vector<ModelInfo> &models() {
@@ -514,22 +831,26 @@ const std::vector<ModelInfo> &models() {
          "torchvision's ResNet-18: basic blocks [2, 2, 2, 2]",
          "input",
          {1, 3, 224, 224},
-         {"logits"}},
+         {"logits"},
+         true},
         {"resnet50",
          "torchvision's ResNet-50: bottlenecks [3, 4, 6, 3]",
          "input",
          {1, 3, 224, 224},
-         {"logits"}},
+         {"logits"},
+         true},
         {"mobilenet_v2",
          "torchvision's MobileNet-V2: inverted residuals, depthwise, ReLU6",
          "input",
          {1, 3, 224, 224},
-         {"logits"}},
+         {"logits"},
+         true},
         {"yolo_tiny",
          "a YOLO-style detector: conv backbone, upsample + concat neck, 3 heads",
          "input",
          {1, 3, 256, 256},
-         {"p3", "p4", "p5"}},
+         {"p3", "p4", "p5"},
+         true},
         {"transformer_encoder",
          "a transformer encoder layer: 4-head attention, LayerNorm, GELU MLP, on 64x128",
          "input",
@@ -566,14 +887,38 @@ std::vector<uint8_t> model_bytes(const std::string &name) {
     return builders.at(model_info(name).name)();
 }
 
-std::string write_model(const std::string &name, const std::string &dir) {
-    const std::vector<uint8_t> bytes = model_bytes(name);
-    const std::string path = (std::filesystem::path(dir) / (name + ".onnx")).string();
+std::vector<uint8_t> qdq_model_bytes(const std::string &name) {
+    const ModelInfo &info = model_info(name);
+    if (!info.has_qdq_form) {
+        std::string names;
+        for (const ModelInfo &m : models())
+            if (m.has_qdq_form) names += (names.empty() ? "" : ", ") + m.name;
+        throw ZooError("model '" + name +
+                       "' has no pre-quantized (QDQ) form (models with one: " + names + ")");
+    }
+    return qdq::QdqWriter(model_bytes(name), info).bytes();
+}
+
+namespace {
+
+std::string write_bytes(const std::vector<uint8_t> &bytes, const std::string &dir,
+                        const std::string &file) {
+    const std::string path = (std::filesystem::path(dir) / file).string();
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
     out.close();
     if (!out) throw ZooError("cannot write '" + path + "': " + std::strerror(errno));
     return path;
+}
+
+} // namespace
+
+std::string write_model(const std::string &name, const std::string &dir) {
+    return write_bytes(model_bytes(name), dir, model_info(name).name + ".onnx");
+}
+
+std::string write_qdq_model(const std::string &name, const std::string &dir) {
+    return write_bytes(qdq_model_bytes(name), dir, model_info(name).name + "_qdq.onnx");
 }
 
 } // namespace vpuc::zoo

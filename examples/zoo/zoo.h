@@ -29,6 +29,7 @@ struct ModelInfo {
     std::string input_name;  // each model has one input, of floats
     std::vector<int64_t> input_shape;
     std::vector<std::string> output_names;
+    bool has_qdq_form = false; // qdq_model_bytes gives its pre-quantized form
 };
 
 // Every model of the zoo, in a fixed order.
@@ -42,5 +43,16 @@ std::vector<uint8_t> model_bytes(const std::string &name);
 
 // Writes model `name` to DIR/NAME.onnx and returns that path. The directory must exist.
 std::string write_model(const std::string &name, const std::string &dir);
+
+// The pre-quantized (QDQ) form of model `name`, as ONNX Runtime's quantize_static writes it
+// from the model with its batch norms folded into the convolutions: QuantizeLinear and
+// DequantizeLinear on every activation (uint8, per tensor, from its range over 4 standard
+// normal inputs run through OpenCV DNN), DequantizeLinear of int8 weights (symmetric, one
+// scale per output channel) and of int32 biases. Deterministic like model_bytes. Throws
+// ZooError for a model without one (has_qdq_form).
+std::vector<uint8_t> qdq_model_bytes(const std::string &name);
+
+// Writes it to DIR/NAME_qdq.onnx and returns that path.
+std::string write_qdq_model(const std::string &name, const std::string &dir);
 
 } // namespace vpuc::zoo

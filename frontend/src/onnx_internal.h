@@ -142,7 +142,7 @@ dsl::Attrs conv_geometry(NodeImport &node, const dsl::Layer &x, const dsl::Const
 dsl::ConstValues conv_layout(const dsl::ConstValues &w);
 
 // onnx_ops_quant.cpp: pre-quantized models (QDQ, QLinearConv, QLinearMatMul) as int8 layers.
-bool reads_int8(const NodeImport &node);       // input 0 is a u8/i8 tensor
+bool reads_int8(const NodeImport &node);       // input 0 is a u8/i8 tensor or its dequantize
 bool awaits_quantize(const dsl::Layer &layer); // an int8 result before its QuantizeLinear
 std::vector<dsl::Layer> import_quant_conv(NodeImport &node);
 std::vector<dsl::Layer> import_quant_fully_connected(NodeImport &node); // Gemm, MatMul

@@ -1,14 +1,16 @@
 // Pre-quantized models: QuantizeLinear / DequantizeLinear around Conv, MatMul, Gemm and Add
 // (the QDQ form), and QLinearConv / QLinearMatMul, as the registry's int8 layers.
 //
-// An int8 activation is a u8/i8 layer carrying its dsl::Quant, so DequantizeLinear of one is
-// the layer itself. DequantizeLinear of a constant folds to its exact real values (f64); the
-// int8 layer recovers the integers and a scale per output channel from them. A Conv, MatMul,
-// Gemm or Add of int8 tensors cannot know its output's scale until the QuantizeLinear after
-// it: it becomes an "awaiting_quantize" layer (i32, the accumulator's scales per channel)
-// around the int8 layer, which that QuantizeLinear rebuilds with the real requantization
-// (Relu and Clip in between fuse into the PPE). Left without one, it fails to lower with an
-// error naming the node.
+// An int8 activation is a u8/i8 layer carrying its dsl::Quant. DequantizeLinear of one is a
+// dequantize layer (fp16), which a Conv, MatMul, Gemm or Add reading it looks through to the
+// int8 tensor; an op without an int8 form computes in fp16 on it, and a QuantizeLinear of a
+// float tensor that folds into no int8 layer is a quantize layer. DequantizeLinear of a
+// constant folds to its exact real values (f64); the int8 layer recovers the integers and a
+// scale per output channel from them. A Conv, MatMul, Gemm or Add of int8 tensors cannot know
+// its output's scale until the QuantizeLinear after it: it becomes an "awaiting_quantize" layer
+// (i32, the accumulator's scales per channel) around the int8 layer, which that QuantizeLinear
+// rebuilds with the real requantization (Relu and Clip in between fuse into the PPE). Left without
+// one, it fails to lower with an error naming the node.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -28,6 +30,12 @@ constexpr const char *kAwaitingQuantize = "awaiting_quantize";
 
 bool is_int8(const dsl::Layer &layer) {
     return dsl::is_quantized_int(layer.output().type);
+}
+
+// The tensor an int8 layer reads for `layer`: the int8 input of a dequantize layer (the
+// DequantizeLinear folds into the reader), or the layer itself.
+const dsl::Layer &int8_source(const dsl::Layer &layer) {
+    return layer.op() == "dequantize" ? layer.inputs().at(0) : layer;
 }
 
 // NodeImport::fail's text, for an error raised later (when the graph is lowered).
@@ -350,7 +358,7 @@ Int8Product int8_product(NodeImport &node, const std::string &op, const dsl::Lay
 } // namespace
 
 bool reads_int8(const NodeImport &node) {
-    return node.has_input(0) && is_int8(node.input(0));
+    return node.has_input(0) && is_int8(int8_source(node.input(0)));
 }
 
 bool awaits_quantize(const dsl::Layer &layer) {
@@ -358,7 +366,7 @@ bool awaits_quantize(const dsl::Layer &layer) {
 }
 
 Layers import_quant_conv(NodeImport &node) {
-    const dsl::Layer &x = node.input(0);
+    const dsl::Layer &x = int8_source(node.input(0));
     const dsl::ConstValues w =
         dsl::const_values(node.constant_input(1, "weights"), node.node().input(1));
     bool depthwise = false;
@@ -378,7 +386,7 @@ Layers import_quant_fully_connected(NodeImport &node) {
             node.fail("alpha and beta other than 1 are not supported on int8 tensors");
     }
     const bool trans_b = gemm && node.attr_int("transB", 0) != 0;
-    const dsl::Layer &a = node.input(0);
+    const dsl::Layer &a = int8_source(node.input(0));
     const dsl::ConstValues b =
         dsl::const_values(node.constant_input(1, "weights"), node.node().input(1));
     if (!b.is_float()) node.fail("the weights must be DequantizeLinear'd int8 values");
@@ -390,7 +398,7 @@ Layers import_quant_fully_connected(NodeImport &node) {
 }
 
 Layers import_quant_add(NodeImport &node) {
-    const dsl::Layer &a = node.input(0), &b = node.input(1);
+    const dsl::Layer &a = int8_source(node.input(0)), &b = int8_source(node.input(1));
     if (!is_int8(b) || a.output().quant.empty() || b.output().quant.empty())
         node.fail("an Add of int8 tensors takes two quantized (DequantizeLinear'd) tensors");
     if (a.output().shape != b.output().shape)
@@ -450,12 +458,13 @@ Layers import_quantize_linear(NodeImport &node) {
         return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(stored))};
     }
     if (awaits_quantize(x)) return {quantized(node, x, q)};
-    if (x.is_input() && !is_int8(x)) return {quantized_input(x, q)};
-    if (is_int8(x) && same_quant(x.output(), q)) return {x};
+    if (same_quant(int8_source(x).output(), q)) return {int8_source(x)};
     if (is_int8(x)) return {with_output_quant(node, x, {}, q)};
-    node.fail("input '" + x.name() + "' (" + x.op() +
-              ") is a float tensor computed on the device; only a graph input or the result "
-              "of a Conv, MatMul, Gemm or Add of int8 tensors can be quantized");
+    dsl::Attrs attrs;
+    attrs.set("output_type", std::string(dsl::to_string(q.type)));
+    attrs.set("output_scale", double(q.quant.scale[0]));
+    attrs.set("output_zero_point", int64_t(q.quant.zero_point[0]));
+    return {node.build("quantize", {x}, attrs)};
 }
 
 Layers import_dequantize_linear(NodeImport &node) {
@@ -486,7 +495,7 @@ Layers import_dequantize_linear(NodeImport &node) {
         }
         return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(reals))};
     }
-    return {int8_activation(node, x, activation_quant(node, 1, 2))};
+    return {node.build("dequantize", {int8_activation(node, x, activation_quant(node, 1, 2))}, {})};
 }
 
 Layers import_qlinear_conv(NodeImport &node) {
