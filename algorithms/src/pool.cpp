@@ -135,12 +135,10 @@ dsl::Attrs pool_attrs(bool is_max, const PoolParams &p, const std::optional<Quan
     dsl::Attrs a;
     a.set("kernel_shape", std::vector<int64_t>{p.kernel_h, p.kernel_w});
     a.set("strides", std::vector<int64_t>{p.stride_h, p.stride_w});
-    if (is_max)
-        a.set("dilations", std::vector<int64_t>{p.dilation_h, p.dilation_w});
-    else
-        a.set("count_include_pad", int64_t(p.count_include_pad));
     a.set("pads", std::vector<int64_t>{p.pad_top, p.pad_left, p.pad_bottom, p.pad_right});
     a.set("ceil_mode", int64_t(p.ceil_mode));
+    a.set("dilations", std::vector<int64_t>{p.dilation_h, p.dilation_w});
+    if (!is_max) a.set("count_include_pad", int64_t(p.count_include_pad));
     set_activation(a, p.activation);
     if (out) {
         set_output_quant(a, out->type, out->quant);
@@ -155,7 +153,7 @@ dsl::Layer build_pool(bool is_max, const std::string &name, const dsl::Layer &in
     PoolParams p;
     std::tie(p.kernel_h, p.kernel_w) = pair_of(a, "kernel_shape");
     std::tie(p.stride_h, p.stride_w) = pair_of(a, "strides");
-    if (is_max) std::tie(p.dilation_h, p.dilation_w) = pair_of(a, "dilations");
+    std::tie(p.dilation_h, p.dilation_w) = pair_of(a, "dilations");
     std::tie(p.pad_top, p.pad_left, p.pad_bottom, p.pad_right) = pads_of(a);
     p.ceil_mode = a.get_int("ceil_mode") != 0;
     if (!is_max) p.count_include_pad = a.get_int("count_include_pad") != 0;
@@ -187,16 +185,7 @@ dsl::LayerDef pool_def(bool is_max) {
     def.inputs = {"input"};
     dsl::AttrSpec kernel = pair_spec("kernel_shape", 1, "[h, w]");
     kernel.default_value.reset();
-    def.attrs = {kernel, pair_spec("strides", 1, "[h, w]"), pads_spec(),
-                 flag_spec("ceil_mode", 0,
-                           "1: output extents rounded up, the last window reaching past the "
-                           "padding")};
-    if (is_max)
-        def.attrs.push_back(pair_spec("dilations", 1, "[h, w]"));
-    else
-        def.attrs.push_back(flag_spec("count_include_pad", 1,
-                                      "1: divide by the window's elements in the padded input; "
-                                      "0: by those in the input"));
+    def.attrs = {kernel, pair_spec("strides", 1, "[h, w]"), pads_spec()};
     for (auto &spec : activation_specs()) def.attrs.push_back(spec);
     for (auto &spec : output_quant_specs()) def.attrs.push_back(spec);
     dsl::AttrSpec mult{"requant_mult", dsl::AttrType::Int, std::nullopt, "int8 output: u16",
@@ -213,6 +202,14 @@ dsl::LayerDef pool_def(bool is_max) {
     shift.optional = true;
     def.attrs.push_back(mult);
     def.attrs.push_back(shift);
+    def.attrs.push_back(flag_spec(
+        "ceil_mode", 0, "1: output extents rounded up, the last window reaching past the padding"));
+    def.attrs.push_back(
+        pair_spec("dilations", 1, is_max ? "[h, w]" : "[h, w]: [1, 1], averages are not dilated"));
+    if (!is_max)
+        def.attrs.push_back(flag_spec("count_include_pad", 1,
+                                      "1: divide by the window's elements in the padded input; "
+                                      "0: by those in the input"));
     def.example = [is_max](dsl::ElemType type) {
         PoolParams p;
         p.kernel_w = p.kernel_h = is_max ? 3 : 2;
