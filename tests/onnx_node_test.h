@@ -10,16 +10,21 @@
 
 namespace vpuc::testing {
 
-inline void expect_node_test_passes(const std::string &test) {
+// `test` of a set of the test data: "node", "pytorch-converted", "pytorch-operator".
+inline void expect_backend_test_passes(const std::string &set, const std::string &test) {
     frontend::ConformanceOptions options;
     options.compile = [](const dsl::Graph &graph, const target::Target &target) {
         return codegen::lower(graph, target);
     };
-    const std::string dir = "/usr/share/libonnx-testdata/data/node/" + test;
+    const std::string dir = "/usr/share/libonnx-testdata/data/" + set + "/" + test;
     const frontend::ConformanceResult result =
-        frontend::run_conformance_test({"node/" + test, dir}, options);
+        frontend::run_conformance_test({set + "/" + test, dir}, options);
     EXPECT_EQ(result.outcome, frontend::Outcome::Passed)
         << frontend::to_string(result.stage) << ": " << result.reason;
+}
+
+inline void expect_node_test_passes(const std::string &test) {
+    expect_backend_test_passes("node", test);
 }
 
 } // namespace vpuc::testing

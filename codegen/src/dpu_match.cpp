@@ -1044,6 +1044,11 @@ void Matcher::window(const Update &u, const InputUse &use, std::string &r_kx, st
         if (stride < 1 || dilation < 1)
             fail("input read", "the " + axis + " index `" + show(index) +
                                    "` does not advance with the output and the window");
+        const bool pool = d_.op == DpuOpKind::MaxPool || d_.op == DpuOpKind::AvgPool;
+        if (pool && kernel > 1 && dilation != 1)
+            fail("input read", "the " + axis + " index `" + show(index) +
+                                   "` dilates a pool's window; the DPU pools every element of "
+                                   "the span (a dilated kernel is its span with zero weights)");
         const int64_t in = shape[d == 1 ? dsl::dims::W : dsl::dims::H];
         const int64_t out = d == 1 ? ow_ : oh_;
         const int64_t before = -form->constant;

@@ -125,20 +125,21 @@ std::vector<dsl::Layer> import_linear(NodeImport &node);
 std::vector<dsl::Layer> import_constant_eltwise(NodeImport &node, const std::string &op);
 std::vector<dsl::Layer> import_global_pool(NodeImport &node, bool is_max);
 
-// The convolution geometry readers of onnx_ops.cpp: a 2-entry attribute (H, W), and the pads
-// [top, left, bottom, right] from `pads` or auto_pad.
-std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name,
+// The convolution geometry readers of onnx_ops.cpp: an attribute of one entry per spatial
+// dimension (`dims`, 1 or 2) as (H, W), and the pads [top, left, bottom, right] from `pads` or
+// auto_pad for an input of rank 3 or 4.
+std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name, int dims,
                                std::vector<int64_t> default_value);
 std::vector<int64_t> window_pads(NodeImport &node, const dsl::Shape &input,
                                  const std::vector<int64_t> &kernel,
                                  const std::vector<int64_t> &strides,
                                  const std::vector<int64_t> &dilations);
 // A convolution's geometry attributes (strides, dilations, pads, groups) for an input `x` and
-// weights `w` in ONNX's (oc, icg, kh, kw), checked against each other; `depthwise` when each
-// channel is its own group.
+// weights `w` in ONNX's (oc, icg, kh, kw) or (oc, icg, kw) (1-D), checked against each other;
+// `depthwise` when each channel is its own group.
 dsl::Attrs conv_geometry(NodeImport &node, const dsl::Layer &x, const dsl::ConstValues &w,
                          bool &depthwise);
-// ONNX's weights (oc, icg, kh, kw) as the registry's logical (oc, kh, kw, icg).
+// ONNX's weights (oc, icg, kh, kw) or (oc, icg, kw) as the registry's logical (oc, kh, kw, icg).
 dsl::ConstValues conv_layout(const dsl::ConstValues &w);
 
 // onnx_ops_quant.cpp: pre-quantized models (QDQ, QLinearConv, QLinearMatMul) as int8 layers.

@@ -46,23 +46,47 @@ const dsl::Shape &shape_of(const dsl::Layer &layer) {
 
 } // namespace
 
-// ONNX pads [begin_0, begin_1, end_0, end_1] over (H, W) as the registry's [top, left, bottom,
-// right], from `pads` or the node's auto_pad.
+namespace {
+
+// The spatial dimensions of a conv's or pool's input: 1 (N, C, W) or 2 (N, C, H, W).
+int window_dims(const NodeImport &node, const dsl::Layer &x) {
+    const int rank = shape_of(x).rank();
+    if (rank == 3 || rank == 4) return rank - 2;
+    const std::string where = "a window slides over W of a rank-3 input (N, C, W) or H and W "
+                              "of a rank-4 one (N, C, H, W)";
+    if (rank == 5)
+        node.fail("a 3-D window (an input of rank 5) has no device form, whose H holds D and H "
+                  "together; " +
+                  where);
+    node.fail("the input has rank " + std::to_string(rank) + "; " + where);
+}
+
+} // namespace
+
+// ONNX pads [begin..., end...] over the spatial dimensions as the registry's [top, left, bottom,
+// right], from `pads` or the node's auto_pad; `kernel`, `strides` and `dilations` as (H, W).
 std::vector<int64_t> window_pads(NodeImport &node, const dsl::Shape &input,
                                  const std::vector<int64_t> &kernel,
                                  const std::vector<int64_t> &strides,
                                  const std::vector<int64_t> &dilations) {
+    const int dims = input.rank() - 2;
     const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-    std::vector<int64_t> pads = node.attr_ints("pads", {0, 0, 0, 0});
-    if (pads.size() != 4) node.fail("pads must have 4 entries (a 2-D window)");
+    const std::vector<int64_t> given =
+        node.attr_ints("pads", std::vector<int64_t>(size_t(2 * dims), 0));
+    if (int(given.size()) != 2 * dims)
+        node.fail("pads must have " + std::to_string(2 * dims) + " entries (a " +
+                  std::to_string(dims) + "-D window)");
+    std::vector<int64_t> pads = dims == 1 ? std::vector<int64_t>{0, given[0], 0, given[1]} : given;
     if (auto_pad == "NOTSET") return pads;
     if (node.has_attr("pads")) node.fail("auto_pad " + auto_pad + " together with pads");
     if (auto_pad == "VALID") return {0, 0, 0, 0};
     if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
         node.fail("auto_pad '" + auto_pad +
                   "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    const int64_t extents[2] = {dims == 1 ? 1 : input[dsl::Dim(2)],
+                                input[dsl::Dim(input.rank() - 1)]};
     for (int d = 0; d < 2; ++d) {
-        const int64_t in = input[dsl::Dim(2 + d)];
+        const int64_t in = extents[d];
         const int64_t out = (in + strides[size_t(d)] - 1) / strides[size_t(d)];
         const int64_t span = (kernel[size_t(d)] - 1) * dilations[size_t(d)] + 1;
         const int64_t total = std::max<int64_t>(0, (out - 1) * strides[size_t(d)] + span - in);
@@ -73,30 +97,37 @@ std::vector<int64_t> window_pads(NodeImport &node, const dsl::Shape &input,
     return pads;
 }
 
-// An attribute of 2 entries, one per spatial dimension (H, W).
-std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name,
+// An attribute of one entry per spatial dimension (`dims` of them), as (H, W): a 1-D window is
+// 1 high.
+std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name, int dims,
                                std::vector<int64_t> default_value) {
-    const std::vector<int64_t> v = node.attr_ints(name, std::move(default_value));
-    if (v.size() != 2) node.fail(name + " must have 2 entries (a 2-D window)");
+    std::vector<int64_t> v = node.attr_ints(name, std::move(default_value));
+    if (int(v.size()) != dims)
+        node.fail(name + " must have " + std::to_string(dims) + " entries (a " +
+                  std::to_string(dims) + "-D window)");
+    if (dims == 1) v.insert(v.begin(), 1);
     return v;
 }
 
 dsl::Attrs conv_geometry(NodeImport &node, const dsl::Layer &x, const dsl::ConstValues &w,
                          bool &depthwise) {
-    if (x.output().shape.rank() != 4)
-        node.fail("the input must have rank 4 (only 2-D convolutions are supported)");
-    if (w.shape.size() != 4) node.fail("the weights must have rank 4");
-    const int64_t oc = w.shape[0], icg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+    const int dims = window_dims(node, x);
+    if (int(w.shape.size()) != dims + 2)
+        node.fail("the weights must have rank " + std::to_string(dims + 2) + ", as the input");
+    const int64_t oc = w.shape[0], icg = w.shape[1];
+    const int64_t kh = dims == 2 ? w.shape[2] : 1, kw = w.shape.back();
     const int64_t groups = node.attr_int("group", 1);
     const int64_t channels = x.output().shape[dsl::dims::C];
     if (groups < 1 || channels != icg * groups || oc % groups != 0)
         node.fail("weights of " + std::to_string(icg) + " input channels per group x " +
                   std::to_string(groups) + " groups do not fit an input of " +
                   std::to_string(channels) + " channels and " + std::to_string(oc) + " outputs");
-    const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", {kh, kw});
+    const std::vector<int64_t> kernel = pair_attr(
+        node, "kernel_shape", dims, std::vector<int64_t>(w.shape.begin() + 2, w.shape.end()));
     if (kernel != std::vector<int64_t>{kh, kw}) node.fail("kernel_shape differs from the weights");
-    const std::vector<int64_t> strides = pair_attr(node, "strides", {1, 1});
-    const std::vector<int64_t> dilations = pair_attr(node, "dilations", {1, 1});
+    const std::vector<int64_t> ones(size_t(dims), 1);
+    const std::vector<int64_t> strides = pair_attr(node, "strides", dims, ones);
+    const std::vector<int64_t> dilations = pair_attr(node, "dilations", dims, ones);
     depthwise = groups > 1 && groups == channels && oc == channels;
     dsl::Attrs attrs;
     attrs.set("strides", strides);
@@ -107,7 +138,8 @@ dsl::Attrs conv_geometry(NodeImport &node, const dsl::Layer &x, const dsl::Const
 }
 
 dsl::ConstValues conv_layout(const dsl::ConstValues &w) {
-    const int64_t oc = w.shape[0], icg = w.shape[1], kh = w.shape[2], kw = w.shape[3];
+    const int64_t oc = w.shape[0], icg = w.shape[1];
+    const int64_t kh = w.shape.size() == 4 ? w.shape[2] : 1, kw = w.shape.back();
     return dsl::pick_elements(w, {oc, kh, kw, icg}, [&](const auto &i) {
         return ((i[0] * icg + i[3]) * kh + i[1]) * kw + i[2];
     });
@@ -252,24 +284,26 @@ Layers matmul(NodeImport &node) {
 
 Layers pool(NodeImport &node, const std::string &op) {
     const dsl::Layer &x = node.input(0);
-    require_rank(node, x, 4, "the input (only 2-D pooling is supported)");
+    const int dims = window_dims(node, x);
     dsl::Attrs attrs;
     if (node.node().output_size() > 1 && !node.node().output(1).empty())
         node.fail("the Indices output is not supported");
-    const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", {});
-    const std::vector<int64_t> strides = pair_attr(node, "strides", {1, 1});
-    node.expect_int("ceil_mode", 0, "output sizes round down");
+    const std::vector<int64_t> ones(size_t(dims), 1);
+    const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", dims, {});
+    const std::vector<int64_t> strides = pair_attr(node, "strides", dims, ones);
+    const std::vector<int64_t> dilations = pair_attr(node, "dilations", dims, ones);
     node.expect_int("storage_order", 0, "row-major only");
-    if (pair_attr(node, "dilations", {1, 1}) != std::vector<int64_t>{1, 1})
-        node.fail("dilated pooling is not supported");
-    const std::vector<int64_t> pads = window_pads(node, shape_of(x), kernel, strides, {1, 1});
-    if (op == "avg_pool" && node.attr_int("count_include_pad", 0) == 0 &&
-        pads != std::vector<int64_t>{0, 0, 0, 0})
-        node.fail("count_include_pad = 0 with padding is not supported: the average counts "
-                  "the padding in its area");
     attrs.set("kernel_shape", kernel);
     attrs.set("strides", strides);
-    attrs.set("pads", pads);
+    attrs.set("pads", window_pads(node, shape_of(x), kernel, strides, dilations));
+    attrs.set("ceil_mode", node.attr_int("ceil_mode", 0));
+    if (op == "max_pool") {
+        attrs.set("dilations", dilations);
+    } else {
+        if (dilations != std::vector<int64_t>{1, 1})
+            node.fail("dilated average pooling is not supported");
+        attrs.set("count_include_pad", node.attr_int("count_include_pad", 0));
+    }
     return {node.build(op, {x}, attrs)};
 }
 

@@ -86,7 +86,14 @@ dsl::Layer matmul(const std::string &name, const dsl::Layer &input, const FloatW
 struct PoolParams {
     int kernel_w = 1, kernel_h = 1;
     int stride_w = 1, stride_h = 1;
+    int dilation_w = 1, dilation_h = 1;                           // max pool only
     int pad_left = 0, pad_right = 0, pad_top = 0, pad_bottom = 0; // each < the kernel
+    // The output extent rounded up: the last window may reach past the padding (not past its
+    // start), that part counting as padding.
+    bool ceil_mode = false;
+    // Average pool: the divisor is the window's elements inside the padded input; without,
+    // its elements inside the input (an int8 average takes a divisor the same everywhere).
+    bool count_include_pad = true;
     Activation activation;
 };
 
