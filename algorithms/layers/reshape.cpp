@@ -79,7 +79,7 @@ dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl:
                                       ", not in logical order");
     }
     const dsl::Shape device = dsl::device_view(result).shape;
-    const int64_t oc = device[dsl::dims::C], oh = device[dsl::dims::H], ow = device[dsl::dims::W];
+    const int64_t oh = device[dsl::dims::H], ow = device[dsl::dims::W];
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         // The element's index in the logical order of one image, then where the input has it.
@@ -99,13 +99,6 @@ dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl:
         return f;
     };
     return dsl::Layer::make(op, result, {input}, algorithm);
-}
-
-dsl::Layer build_reshape(const std::string &name, const std::vector<dsl::Layer> &inputs,
-                         const dsl::Attrs &attrs) {
-    const std::string what = "reshape '" + name + "'";
-    return reshape_to("reshape", name, inputs.at(0),
-                      reshaped(what, inputs.at(0).output().shape.raw(), attrs));
 }
 
 // A constant's elements in another shape.
