@@ -254,6 +254,37 @@ TEST(ZooOpenCv, RefusesAnInputOfAnotherType) {
                  zoo::OpenCvReferenceError);
 }
 
+// Each output against OpenCV's: a cosine of at least `min_cosine` (printed with the largest
+// error); for logits, the top-1 and top-5 classes printed and, with `require_top5`, the same
+// top-1 class and at least 4 of the 5 top classes shared.
+void expect_close_to_opencv(const std::vector<NamedTensor> &outputs,
+                            const std::vector<NamedTensor> &reference, double min_cosine,
+                            bool require_top5) {
+    ASSERT_EQ(outputs.size(), reference.size());
+    const frontend::Tolerance tolerance{1.0, 1.0, min_cosine};
+    for (size_t i = 0; i < outputs.size(); ++i) {
+        SCOPED_TRACE(reference[i].name);
+        const frontend::TensorComparison c =
+            frontend::compare_tensors(outputs[i].value, reference[i].value, tolerance);
+        const std::vector<float> ours = floats_of(outputs[i].value);
+        const std::vector<float> theirs = floats_of(reference[i].value);
+        const auto [low, high] = std::minmax_element(theirs.begin(), theirs.end());
+        std::printf("  %s: cosine %.7f, max abs error %.4g (OpenCV's values span %.3g)\n",
+                    reference[i].name.c_str(), c.cosine, c.max_abs_error, double(*high - *low));
+        EXPECT_GE(c.cosine, min_cosine) << c.reason;
+        if (reference[i].name != "logits") continue;
+        const std::vector<size_t> our_top5 = top_k(ours, 5), their_top5 = top_k(theirs, 5);
+        const auto shared = std::count_if(our_top5.begin(), our_top5.end(), [&](size_t k) {
+            return std::find(their_top5.begin(), their_top5.end(), k) != their_top5.end();
+        });
+        std::printf("  top-1 %s, top-5: %ld of 5 shared\n",
+                    our_top5[0] == their_top5[0] ? "the same" : "differs", long(shared));
+        if (!require_top5) continue;
+        EXPECT_EQ(our_top5[0], their_top5[0]);
+        EXPECT_GE(shared, 4);
+    }
+}
+
 // Import, graph passes and lowering for vpu27 as `vpuc compile` does them, then the
 // simulator, on the input OpenCV is given; every output compared with OpenCV's, and for
 // logits the top classes too.
@@ -285,27 +316,7 @@ void expect_matches_opencv(const std::string &name) {
                 name.c_str(), import_s, lower_s, total_s - import_s - lower_s,
                 passed.graph.layers().size(), result.latency_ns / 1000);
     ASSERT_EQ(outputs.size(), reference.size());
-    const frontend::Tolerance tolerance{0.05, 0.05, 0.999};
-    for (size_t i = 0; i < outputs.size(); ++i) {
-        SCOPED_TRACE(reference[i].name);
-        const frontend::TensorComparison c =
-            frontend::compare_tensors(outputs[i].value, reference[i].value, tolerance);
-        const std::vector<float> ours = floats_of(outputs[i].value);
-        const std::vector<float> theirs = floats_of(reference[i].value);
-        const auto [low, high] = std::minmax_element(theirs.begin(), theirs.end());
-        std::printf("  %s: cosine %.7f, max abs error %.4g (OpenCV's values span %.3g)\n",
-                    reference[i].name.c_str(), c.cosine, c.max_abs_error, double(*high - *low));
-        EXPECT_GE(c.cosine, 0.999) << c.reason;
-        if (reference[i].name != "logits") continue;
-        const std::vector<size_t> our_top5 = top_k(ours, 5), their_top5 = top_k(theirs, 5);
-        const auto shared = std::count_if(our_top5.begin(), our_top5.end(), [&](size_t k) {
-            return std::find(their_top5.begin(), their_top5.end(), k) != their_top5.end();
-        });
-        std::printf("  top-1 %s, top-5: %ld of 5 shared\n",
-                    our_top5[0] == their_top5[0] ? "the same" : "differs", long(shared));
-        EXPECT_EQ(our_top5[0], their_top5[0]);
-        EXPECT_GE(shared, 4);
-    }
+    expect_close_to_opencv(outputs, reference, 0.999, true);
 }
 
 TEST(ZooEndToEnd, ResNet18MatchesOpenCv) {
@@ -351,25 +362,7 @@ void expect_qdq_close_to_opencv(const std::string &name) {
     std::printf("%s_qdq: %zu layers, %ld of them int8; simulated latency %.0f us\n", name.c_str(),
                 passed.graph.layers().size(), long(int8_layers), result.latency_ns / 1000);
     ASSERT_EQ(outputs.size(), reference.size());
-    const frontend::Tolerance tolerance{1.0, 1.0, 0.99};
-    for (size_t i = 0; i < outputs.size(); ++i) {
-        SCOPED_TRACE(reference[i].name);
-        const frontend::TensorComparison c =
-            frontend::compare_tensors(outputs[i].value, reference[i].value, tolerance);
-        const std::vector<float> ours = floats_of(outputs[i].value);
-        const std::vector<float> theirs = floats_of(reference[i].value);
-        const auto [low, high] = std::minmax_element(theirs.begin(), theirs.end());
-        std::printf("  %s: cosine %.5f, max abs error %.4g (OpenCV's values span %.3g)\n",
-                    reference[i].name.c_str(), c.cosine, c.max_abs_error, double(*high - *low));
-        EXPECT_GE(c.cosine, 0.99) << c.reason;
-        if (reference[i].name != "logits") continue;
-        const std::vector<size_t> our_top5 = top_k(ours, 5), their_top5 = top_k(theirs, 5);
-        const auto shared = std::count_if(our_top5.begin(), our_top5.end(), [&](size_t k) {
-            return std::find(their_top5.begin(), their_top5.end(), k) != their_top5.end();
-        });
-        std::printf("  top-1 %s, top-5: %ld of 5 shared\n",
-                    our_top5[0] == their_top5[0] ? "the same" : "differs", long(shared));
-    }
+    expect_close_to_opencv(outputs, reference, 0.99, false);
 }
 
 TEST(ZooQdqEndToEnd, ResNet18IsCloseToOpenCvsFp32) {
