@@ -245,9 +245,9 @@ Layers import_linear(NodeImport &node) {
 }
 
 // Add, Sub, Mul, Div, Max or Min (`op`) with one constant operand, kept in float32: the kernel
-// computes in float32 and rounds once, to the output's type; along axis 0 on a leading unit
-// dimension. Div also takes a divisor that is a
-// graph input of a known value (ImportOptions::known_inputs).
+// computes in float32 and rounds once, to the output's type; a constant varying along axis 0
+// on a leading unit dimension. Div also takes a divisor that is a graph input of a known value
+// (ImportOptions::known_inputs).
 Layers import_constant_eltwise(NodeImport &node, const std::string &op) {
     if (node.input_count() != 2) node.fail("takes exactly 2 inputs here");
     const bool known_divisor = op == "div" && node.input(1).is_input() &&
