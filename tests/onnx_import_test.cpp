@@ -386,7 +386,8 @@ onnx::ModelProto graph_model(const std::string &output, std::vector<int64_t> sha
 }
 
 // Gemm adds a C it cannot fold into the matmul's bias after it: a computed C (times beta) by
-// an add, a constant one per row by constant_eltwise, which refuses rows that are images.
+// an add, a constant one varying along the rows (images) by constant_eltwise on a leading unit
+// dimension.
 TEST(OnnxImport, GemmAddsABiasOfRowsAfterTheMatmul) {
     auto gemm = [](bool constant_c, std::vector<int64_t> c_shape) {
         onnx::ModelProto m = graph_model("y", {3, 4});
@@ -423,12 +424,21 @@ TEST(OnnxImport, GemmAddsABiasOfRowsAfterTheMatmul) {
     const codegen::CheckResult r =
         codegen::check_against_reference(computed.graph, target::load_target("vpu27"), {});
     EXPECT_TRUE(r.ok()) << r.report();
-    // A constant [3, 1] varies along the rows, which the device computes one at a time.
-    EXPECT_NE(import_error(gemm(true, {3, 1}))
-                  .find("node 'y' (Gemm): constant_eltwise 'y': the "
-                        "constant varies along axis 0, the batch"),
-              std::string::npos)
-        << import_error(gemm(true, {3, 1}));
+    // A constant [3, 1] or [3, 4] varies along the rows, the batch: added on a leading unit
+    // dimension.
+    for (const std::vector<int64_t> &rows : {std::vector<int64_t>{3, 1}, {3, 4}}) {
+        const frontend::ImportedModel constant =
+            frontend::import_onnx_bytes(bytes_of(gemm(true, rows)), "gemm.onnx");
+        layers.clear();
+        for (const dsl::Layer &layer : constant.graph.layers())
+            layers.push_back(layer.op() + " " + layer.name());
+        EXPECT_EQ(layers,
+                  (std::vector<std::string>{"matmul y.matmul", "unsqueeze y.y.matmul_unbatched",
+                                            "constant_eltwise y.unbatched", "squeeze y"}));
+        const codegen::CheckResult checked =
+            codegen::check_against_reference(constant.graph, target::load_target("vpu27"), {});
+        EXPECT_TRUE(checked.ok()) << checked.report();
+    }
     EXPECT_NE(import_error(gemm(true, {2, 4}))
                   .find("the bias C 2x4 does not broadcast to the "
                         "output [3, 4]"),

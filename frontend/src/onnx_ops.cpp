@@ -195,7 +195,8 @@ dsl::Layer binary(NodeImport &node, const std::string &op, const std::string &la
 // Gemm and MatMul of an activation [M, K] by constant weights [K, N] (or [N, K] transposed),
 // plus a bias C: the registry's matmul, weights of dims (k, n). A constant C of one value or
 // one per column becomes the matmul's bias; any other C (one per row, a full [M, N], or a
-// computed one) is added after it.
+// computed one) is added after it (a constant one, varying along the rows, the batch, on a
+// leading unit dimension).
 Layers fully_connected(NodeImport &node, const dsl::Layer &a, bool trans_b, float alpha,
                        float beta) {
     if (dsl::is_constant(a)) node.fail("input 0 must not be a constant");
@@ -249,7 +250,8 @@ Layers fully_connected(NodeImport &node, const dsl::Layer &a, bool trans_b, floa
         dsl::Attrs add;
         add.set("op", std::string("add"));
         add.set("constant", dsl::const_buffer(c));
-        return {node.build("constant_eltwise", {product}, add)};
+        // Its rows are M > 1 (one row folded into the bias): it varies along axis 0.
+        return {along_unit_batch(node, "constant_eltwise", node.name(), {product}, add)};
     }
     dsl::Layer bias = c_in;
     if (beta != 1.0f) {
