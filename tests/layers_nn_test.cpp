@@ -434,7 +434,9 @@ TEST(OnnxNn, LayerNormalizationOverSeveralAxesWithMeanAndInvStdDev) {
         std::vector<int64_t> stats;
     };
     for (const Case &c : {Case{{2, 5, 3, 7}, 1, {2, 1, 1, 1}}, Case{{3, 4, 9}, -2, {3, 1, 1}},
-                          Case{{1, 6, 5}, 0, {1, 1, 1}}, Case{{2, 3, 11}, 2, {2, 3, 1}}}) {
+                          Case{{1, 6, 5}, 0, {1, 1, 1}}, Case{{2, 3, 11}, 2, {2, 3, 1}},
+                          Case{{3, 5, 7}, 0, {1, 1, 1}}, Case{{2, 3, 4, 5}, -4, {1, 1, 1, 1}},
+                          Case{{2, 3, 2, 3, 5}, 0, {1, 1, 1, 1, 1}}}) {
         SCOPED_TRACE(dsl::to_string(dsl::Shape(c.shape)) + ", axis " + std::to_string(c.axis));
         const int64_t first = c.axis < 0 ? c.axis + int64_t(c.shape.size()) : c.axis;
         const std::vector<int64_t> normalized(c.shape.begin() + first, c.shape.end());
@@ -457,22 +459,40 @@ TEST(OnnxNn, LayerNormalizationOverSeveralAxesWithMeanAndInvStdDev) {
             codegen::check_against_reference(model.graph, target::load_target("vpu27"));
         EXPECT_TRUE(r.ok()) << r.report();
     }
-    // Across a batch of 2: refused, naming the reason.
-    try {
-        onnx::ModelProto m = one_node_model("LayerNormalization", {{2, 3, 5}, {2, 3, 5}}, {2, 3, 5},
-                                            {{1, 1, 1}, {1, 1, 1}});
-        onnx::AttributeProto &axis = *m.mutable_graph()->mutable_node(0)->add_attribute();
-        axis.set_name("axis");
-        axis.set_type(onnx::AttributeProto::INT);
-        axis.set_i(0);
-        import_model(m);
-        ADD_FAILURE() << "normalizing across the batch imported";
-    } catch (const frontend::ModelError &e) {
-        EXPECT_NE(std::string(e.what()).find("normalizing across the batch (axis 0, N = 2) is "
-                                             "not supported"),
-                  std::string::npos)
-            << e.what();
+}
+
+// LayerNormalization over axis 0 normalizes the whole batch as one row: each image as a row
+// [N, 1, rest] (a SHAVE kernel for a 4-D input held NHWC), the images as one [1, 1, all], and
+// the results back in ONNX's shapes.
+TEST(OnnxNn, LayerNormalizationOverAxis0NormalizesTheBatchAsOneRow) {
+    onnx::ModelProto m =
+        one_node_model("LayerNormalization", {{2, 3, 4, 5}, {2, 3, 4, 5}, {2, 3, 4, 5}},
+                       {2, 3, 4, 5}, {{1, 1, 1, 1}, {1, 1, 1, 1}});
+    onnx::AttributeProto &axis = *m.mutable_graph()->mutable_node(0)->add_attribute();
+    axis.set_name("axis");
+    axis.set_type(onnx::AttributeProto::INT);
+    axis.set_i(0);
+    frontend::ImportOptions options;
+    for (int input = 1; input <= 2; ++input) {
+        Halide::Buffer<float> values(5, 4, 3, 2);
+        int i = 0;
+        values.for_each_value([&](float &v) { v = 0.375f * float(i++ % 7) - 0.5f * float(input); });
+        options.known_inputs["x" + std::to_string(input)] = values;
     }
+    const frontend::ImportedModel model = import_model(m, options);
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : model.graph.layers())
+        layers.push_back(layer.op() + " " + layer.name() + " " +
+                         dsl::to_string(layer.output().shape));
+    EXPECT_EQ(layers,
+              (std::vector<std::string>{"reshape node.images 2x1x60", "reshape node.rows 1x1x120",
+                                        "layer_norm node.normalized 1x1x120", "reshape y 2x3x4x5",
+                                        "layer_norm_stats node.statistics 1x1x1",
+                                        "tuple_element y1.rows 1x1x1", "reshape y1 1x1x1x1",
+                                        "tuple_element y2.rows 1x1x1", "reshape y2 1x1x1x1"}));
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"));
+    EXPECT_TRUE(r.ok()) << r.report();
 }
 
 // tf_crop_and_resize crops H and W only: a roi cutting C is refused, naming it.
@@ -576,7 +596,12 @@ INSTANTIATE_TEST_SUITE_P(
         "test_layer_normalization_4d_axis2", "test_layer_normalization_4d_axis3",
         "test_layer_normalization_4d_axis_negative_1",
         "test_layer_normalization_4d_axis_negative_2",
-        "test_layer_normalization_4d_axis_negative_3", "test_layer_normalization_default_axis"),
+        "test_layer_normalization_4d_axis_negative_3", "test_layer_normalization_default_axis",
+        // Over axis 0, the device's batch (docs/onnx.md, "Along axis 0").
+        "test_layer_normalization_2d_axis0", "test_layer_normalization_2d_axis_negative_2",
+        "test_layer_normalization_3d_axis0_epsilon",
+        "test_layer_normalization_3d_axis_negative_3_epsilon", "test_layer_normalization_4d_axis0",
+        "test_layer_normalization_4d_axis_negative_4"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "../frontend/src/onnx_internal.h"
 #include "algorithms/reference.h"
@@ -47,6 +48,7 @@ INSTANTIATE_TEST_SUITE_P(
         "test_transpose_all_permutations_4", "test_softmax_axis_0", "test_slice",
         "test_split_variable_parts_default_axis", "test_reshape_reordered_all_dims",
         "test_unsqueeze_axis_0", "test_flatten_axis0", "test_flatten_axis2", "test_squeeze",
+        "test_gather_0", "test_gemm_transposeA", "test_gemm_all_attributes", "test_div",
         // Graph outputs that are constants (int64 and float) or graph inputs.
         "test_shape", "test_shape_start_1_end_negative_1", "test_constant",
         "test_constantofshape_int_zeros", "test_constantofshape_float_ones",
@@ -384,7 +386,8 @@ onnx::ModelProto graph_model(const std::string &output, std::vector<int64_t> sha
 }
 
 // Gemm adds a C it cannot fold into the matmul's bias after it: a computed C (times beta) by
-// an add, a constant one per row by constant_eltwise, which refuses rows that are images.
+// an add, a constant one varying along the rows (images) by constant_eltwise on a leading unit
+// dimension.
 TEST(OnnxImport, GemmAddsABiasOfRowsAfterTheMatmul) {
     auto gemm = [](bool constant_c, std::vector<int64_t> c_shape) {
         onnx::ModelProto m = graph_model("y", {3, 4});
@@ -421,12 +424,21 @@ TEST(OnnxImport, GemmAddsABiasOfRowsAfterTheMatmul) {
     const codegen::CheckResult r =
         codegen::check_against_reference(computed.graph, target::load_target("vpu27"), {});
     EXPECT_TRUE(r.ok()) << r.report();
-    // A constant [3, 1] varies along the rows, which the device computes one at a time.
-    EXPECT_NE(import_error(gemm(true, {3, 1}))
-                  .find("node 'y' (Gemm): constant_eltwise 'y': the "
-                        "constant varies along axis 0, the batch"),
-              std::string::npos)
-        << import_error(gemm(true, {3, 1}));
+    // A constant [3, 1] or [3, 4] varies along the rows, the batch: added on a leading unit
+    // dimension.
+    for (const std::vector<int64_t> &rows : {std::vector<int64_t>{3, 1}, {3, 4}}) {
+        const frontend::ImportedModel constant =
+            frontend::import_onnx_bytes(bytes_of(gemm(true, rows)), "gemm.onnx");
+        layers.clear();
+        for (const dsl::Layer &layer : constant.graph.layers())
+            layers.push_back(layer.op() + " " + layer.name());
+        EXPECT_EQ(layers,
+                  (std::vector<std::string>{"matmul y.matmul", "unsqueeze y.y.matmul_unbatched",
+                                            "constant_eltwise y.unbatched", "squeeze y"}));
+        const codegen::CheckResult checked =
+            codegen::check_against_reference(constant.graph, target::load_target("vpu27"), {});
+        EXPECT_TRUE(checked.ok()) << checked.report();
+    }
     EXPECT_NE(import_error(gemm(true, {2, 4}))
                   .find("the bias C 2x4 does not broadcast to the "
                         "output [3, 4]"),
@@ -466,6 +478,105 @@ TEST(OnnxImport, OpsOfSeveralInputsChainTwoInputLayers) {
     EXPECT_EQ(import_error(constant),
               "model.onnx: node 'y' (Max): input 2 is a constant; a chain of more than two "
               "inputs (or a Mean) takes computed tensors only");
+}
+
+// A float initializer of `shape` whose element i (row-major) is `value(i)`.
+void add_float_initializer(onnx::GraphProto &g, const std::string &name,
+                           const std::vector<int64_t> &shape,
+                           const std::function<float(int64_t)> &value) {
+    onnx::TensorProto &t = *g.add_initializer();
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    int64_t count = 1;
+    for (int64_t d : shape) t.add_dims(d), count *= d;
+    for (int64_t i = 0; i < count; ++i) t.add_float_data(value(i));
+}
+
+// Gather along axis 0, Gemm with transA and an eltwise op by a constant varying along axis 0
+// run on a leading unit dimension, named after the node (a Gather of data of rank 3 or more
+// on its rows [N, rest], also held NHWC); the results match the reference.
+TEST(OnnxImport, GatherGemmAndEltwiseAlongAxis0RunOnALeadingUnitDimension) {
+    auto gather = [](const std::vector<int64_t> &data, const std::vector<int64_t> &indices_shape,
+                     const std::vector<int64_t> &indices, const std::vector<int64_t> &out) {
+        onnx::ModelProto m = graph_model("y", out);
+        onnx::GraphProto &g = *m.mutable_graph();
+        add_float_input(g, "a", data);
+        onnx::TensorProto &k = *g.add_initializer();
+        k.set_name("k");
+        k.set_data_type(onnx::TensorProto::INT64);
+        for (int64_t d : indices_shape) k.add_dims(d);
+        for (int64_t i : indices) k.add_int64_data(i);
+        add_node(g, "Gather", {"a", "k"}, "y");
+        return m;
+    };
+    onnx::ModelProto gemm = graph_model("y", {3, 4});
+    add_float_input(*gemm.mutable_graph(), "a", {5, 3});
+    add_float_initializer(*gemm.mutable_graph(), "b", {5, 4},
+                          [](int64_t i) { return float(i % 7 - 3) / 8; });
+    onnx::AttributeProto &trans_a =
+        *add_node(*gemm.mutable_graph(), "Gemm", {"a", "b"}, "y").add_attribute();
+    trans_a.set_name("transA");
+    trans_a.set_type(onnx::AttributeProto::INT);
+    trans_a.set_i(1);
+    auto eltwise = [](const std::string &op, const std::vector<int64_t> &shape,
+                      const std::vector<int64_t> &constant, bool constant_first) {
+        onnx::ModelProto m = graph_model("y", shape);
+        add_float_input(*m.mutable_graph(), "a", shape);
+        add_float_initializer(*m.mutable_graph(), "k", constant,
+                              [](int64_t i) { return 0.25f * float(i % 9) + 0.5f; });
+        add_node(*m.mutable_graph(), op,
+                 constant_first ? std::vector<std::string>{"k", "a"}
+                                : std::vector<std::string>{"a", "k"},
+                 "y");
+        return m;
+    };
+    struct Case {
+        std::string what;
+        onnx::ModelProto model;
+        std::vector<std::string> layers;
+    };
+    const Case cases[] = {
+        {"gather of rank 2",
+         gather({9, 4}, {3}, {8, -9, 4}, {3, 4}),
+         {"unsqueeze y.a_unbatched 1x9x4", "gather y.unbatched 1x3x4", "squeeze y 3x4"}},
+        {"gather of rank 4, held NHWC",
+         gather({3, 5, 2, 3}, {2, 2}, {2, 0, -1, 1}, {2, 2, 5, 2, 3}),
+         {"reshape y.rows 3x30", "unsqueeze y.picked.y.rows_unbatched 1x3x30",
+          "gather y.picked.unbatched 1x2x2x30", "squeeze y.picked 2x2x30", "reshape y 2x2x5x2x3"}},
+        {"gemm with transA",
+         gemm,
+         {"unsqueeze y.a_transposed.a_unbatched 1x5x3", "transpose y.a_transposed.unbatched 1x3x5",
+          "squeeze y.a_transposed 3x5", "matmul y 3x4"}},
+        {"div by a constant varying along axis 0",
+         eltwise("Div", {3, 5, 7}, {3, 1, 7}, false),
+         {"unsqueeze y.a_unbatched 1x3x5x7", "constant_eltwise y.unbatched 1x3x5x7",
+          "squeeze y 3x5x7"}},
+        {"a constant minus a tensor",
+         eltwise("Sub", {4, 9}, {4, 1}, true),
+         {"unsqueeze y.a_unbatched 1x4x9", "constant_eltwise y.unbatched 1x4x9", "squeeze y 4x9"}},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.what);
+        const frontend::ImportedModel model =
+            frontend::import_onnx_bytes(bytes_of(c.model), "model.onnx");
+        std::vector<std::string> layers;
+        for (const dsl::Layer &layer : model.graph.layers())
+            layers.push_back(layer.op() + " " + layer.name() + " " +
+                             dsl::to_string(layer.output().shape));
+        EXPECT_EQ(layers, c.layers);
+        const codegen::CheckResult r =
+            codegen::check_against_reference(model.graph, target::load_target("vpu27"), {});
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+    // A 4-D input held NHWC is not in logical order, and one of rank 5 has no room for the
+    // leading unit dimension: errors naming the layer.
+    EXPECT_EQ(import_error(eltwise("Div", {2, 3, 4, 5}, {2, 1, 1, 1}, false)),
+              "model.onnx: node 'y' (Div): unsqueeze 'y.a_unbatched': reshapes 2x3x4x5 to "
+              "1x2x3x4x5, changing the batch (the first extent): on the device that is a view "
+              "of the input's bytes, and 'a' is held NHWC, not in logical order");
+    EXPECT_EQ(import_error(eltwise("Mul", {2, 3, 2, 3, 5}, {2, 1, 1, 1, 5}, false)),
+              "model.onnx: node 'y' (Mul): tensor 'y.a_unbatched' is 1x2x3x2x3x5: the device "
+              "computes tensors of rank 1 to 5");
 }
 
 // Opset-6 models whose Gemm or Add reads an intermediate value upgrade to opset 13: the

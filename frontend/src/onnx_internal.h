@@ -142,6 +142,15 @@ dsl::Attrs conv_geometry(NodeImport &node, const dsl::Layer &x, const dsl::Const
 // ONNX's weights (oc, icg, kh, kw) or (oc, icg, kw) as the registry's logical (oc, kh, kw, icg).
 dsl::ConstValues conv_layout(const dsl::ConstValues &w);
 
+// Whether a layer along logical axis `axis` (negative counts from the end) of `x` would compute
+// along the device's batch: axis 0 of a computed tensor of rank 2 or more.
+bool along_batch(const dsl::Layer &x, int64_t axis);
+// Layers compute image after image, so a layer along axis 0 runs on its inputs with a leading
+// unit dimension (a view moving whole images: the batch becomes axis 1), and its result, `op`
+// with `attrs` along the axis after, loses that dimension again as layer `name`.
+dsl::Layer along_unit_batch(NodeImport &node, const std::string &op, const std::string &name,
+                            const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs);
+
 // onnx_ops_quant.cpp: pre-quantized models (QDQ, QLinearConv, QLinearMatMul) as int8 layers.
 bool reads_int8(const NodeImport &node);       // input 0 is a u8/i8 tensor or its dequantize
 bool awaits_quantize(const dsl::Layer &layer); // an int8 result before its QuantizeLinear

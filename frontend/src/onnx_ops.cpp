@@ -195,9 +195,10 @@ dsl::Layer binary(NodeImport &node, const std::string &op, const std::string &la
 // Gemm and MatMul of an activation [M, K] by constant weights [K, N] (or [N, K] transposed),
 // plus a bias C: the registry's matmul, weights of dims (k, n). A constant C of one value or
 // one per column becomes the matmul's bias; any other C (one per row, a full [M, N], or a
-// computed one) is added after it.
-Layers fully_connected(NodeImport &node, bool trans_b, float alpha, float beta) {
-    const dsl::Layer &a = node.input(0);
+// computed one) is added after it (a constant one, varying along the rows, the batch, on a
+// leading unit dimension).
+Layers fully_connected(NodeImport &node, const dsl::Layer &a, bool trans_b, float alpha,
+                       float beta) {
     if (dsl::is_constant(a)) node.fail("input 0 must not be a constant");
     require_rank(node, a, 2, "input 0 (rows of features)");
     const std::string what = node.node().input(1);
@@ -249,7 +250,8 @@ Layers fully_connected(NodeImport &node, bool trans_b, float alpha, float beta) 
         dsl::Attrs add;
         add.set("op", std::string("add"));
         add.set("constant", dsl::const_buffer(c));
-        return {node.build("constant_eltwise", {product}, add)};
+        // Its rows are M > 1 (one row folded into the bias): it varies along axis 0.
+        return {along_unit_batch(node, "constant_eltwise", node.name(), {product}, add)};
     }
     dsl::Layer bias = c_in;
     if (beta != 1.0f) {
@@ -262,13 +264,20 @@ Layers fully_connected(NodeImport &node, bool trans_b, float alpha, float beta) 
     return {binary(node, "add", node.name(), product, bias)};
 }
 
+// With transA, A [K, M] is transposed to [M, K] first: a transpose moving axis 0, the rows
+// (images) of A, so on a leading unit dimension.
 Layers gemm(NodeImport &node) {
-    node.expect_int("transA", 0,
-                    "A [K, M] would be transposed, and on the device A's rows are images, "
-                    "computed one at a time");
+    dsl::Layer a = node.input(0);
+    if (node.attr_int("transA", 0) != 0) {
+        require_rank(node, a, 2, "input 0 (A, [K, M] transposed)");
+        dsl::Attrs attrs;
+        attrs.set("perm", std::vector<int64_t>{0, 2, 1});
+        a = along_unit_batch(node, "transpose", node.unique_name(node.name() + ".a_transposed"),
+                             {a}, attrs);
+    }
     const bool trans_b = node.attr_int("transB", 0) != 0;
     const float alpha = node.attr_float("alpha", 1.0f), beta = node.attr_float("beta", 1.0f);
-    return fully_connected(node, trans_b, alpha, beta);
+    return fully_connected(node, a, trans_b, alpha, beta);
 }
 
 // Constant (or known) rank-2 weights make a fully connected layer, or a linear one for an input
@@ -277,7 +286,8 @@ Layers matmul(NodeImport &node) {
     const dsl::Layer &b = node.input(1);
     const bool known = b.is_input() && node.options().known_inputs.count(b.name()) > 0;
     const bool rank2 = shape_of(node.input(0)).rank() == 2 && shape_of(node.input(1)).rank() == 2;
-    if ((dsl::is_constant(b) || known) && rank2) return fully_connected(node, false, 1.0f, 1.0f);
+    if ((dsl::is_constant(b) || known) && rank2)
+        return fully_connected(node, node.input(0), false, 1.0f, 1.0f);
     if (dsl::is_constant(b)) return import_linear(node);
     return import_batch_matmul(node);
 }
@@ -370,16 +380,13 @@ Layers clip(NodeImport &node) {
     return unary(node, "clamp", attrs);
 }
 
-// Whether a layer along logical axis `axis` (negative counts from the end) of `x` would compute
-// along the device's batch: axis 0 of a computed tensor of rank 2 or more.
+} // namespace
+
 bool along_batch(const dsl::Layer &x, int64_t axis) {
     const int64_t rank = shape_of(x).rank();
     return !dsl::is_constant(x) && rank >= 2 && (axis == 0 || axis == -rank);
 }
 
-// Layers compute image after image, so a layer along axis 0 runs on its inputs with a leading
-// unit dimension (a view moving whole images: the batch becomes axis 1), and its result, `op`
-// with `attrs` along the axis after, loses that dimension again as layer `name`.
 dsl::Layer along_unit_batch(NodeImport &node, const std::string &op, const std::string &name,
                             const Layers &inputs, const dsl::Attrs &attrs) {
     dsl::Attrs unit;
@@ -392,6 +399,8 @@ dsl::Layer along_unit_batch(NodeImport &node, const std::string &op, const std::
         node.build(op, node.unique_name(name + ".unbatched"), unbatched, attrs);
     return node.build("squeeze", name, {inner}, unit);
 }
+
+namespace {
 
 Layers concat(NodeImport &node) {
     Layers inputs;
@@ -680,6 +689,29 @@ OpImporter direct(const std::string &op, std::vector<std::string> int_attrs,
     };
 }
 
+// Gather along axis 0 of a computed tensor picks images, so on a leading unit dimension: of
+// the data as rows [N, the rest] (a view of logical order, a SHAVE kernel keeping the batch for
+// a tensor held NHWC), whose picked rows then take the output's shape (a view).
+Layers gather(NodeImport &node) {
+    const dsl::Layer &data = node.input(0);
+    if (!along_batch(data, node.attr_int("axis", 0))) return direct("gather", {"axis"})(node);
+    const Halide::Buffer<> &indices = node.constant_input(1, "indices");
+    dsl::Attrs attrs;
+    attrs.set("axis", int64_t(1));
+    attrs.set("indices", indices);
+    const dsl::Shape &shape = shape_of(data);
+    if (shape.rank() == 2) return {along_unit_batch(node, "gather", node.name(), {data}, attrs)};
+    const int64_t n = shape[dsl::Dim(0)];
+    const dsl::Layer rows =
+        node.build("reshape", node.unique_name(node.name() + ".rows"), {data},
+                   dsl::Attrs().set("shape", std::vector<int64_t>{n, shape.elements() / n}));
+    const dsl::Layer picked =
+        along_unit_batch(node, "gather", node.unique_name(node.name() + ".picked"), {rows}, attrs);
+    std::vector<int64_t> out = dsl::const_values(indices, node.node().input(1)).shape;
+    out.insert(out.end(), shape.raw().begin() + 1, shape.raw().end());
+    return {node.build("reshape", {picked}, dsl::Attrs().set("shape", out))};
+}
+
 // Reshape, Flatten, Squeeze and Unsqueeze. One changing the first extent (the batch) is a view
 // of bytes in logical order; a computed 4-D tensor held NHWC with several channels and pixels
 // is not, so it is first reshaped to [N, C*H*W] (a SHAVE kernel keeping the batch, whose
@@ -738,7 +770,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Dropout", pass_through},
         {"Erf", import_erf},
         {"Flatten", reshaping("flatten", {"axis"})},
-        {"Gather", direct("gather", {"axis"})},
+        {"Gather", gather},
         {"DequantizeLinear", import_dequantize_linear},
         {"Gemm",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : gemm(n); }},

@@ -108,9 +108,9 @@ Layers import_resize(NodeImport &node) {
 
 // LayerNormalization over the axes from `axis` on, scale and bias constant (f32 for the
 // kernel). layer_norm normalizes the last axis; over several, the input is reshaped to
-// [N, the extents between N and axis, the normalized ones] and the result back (views of the
-// same bytes). Mean and InvStdDev come from layer_norm_stats, in ONNX's shape: the input's with
-// the normalized axes 1.
+// [N, the extents between N and axis, the normalized ones] (over axis 0 too, [1, 1, all of
+// them]: the batch is one row) and the result back (views of the same bytes). Mean and InvStdDev
+// come from layer_norm_stats, in ONNX's shape: the input's with the normalized axes 1.
 Layers import_layer_norm(NodeImport &node) {
     node.expect_int("stash_type", 1, "statistics are computed in float32");
     const dsl::Layer &x = node.input(0);
@@ -122,9 +122,6 @@ Layers import_layer_norm(NodeImport &node) {
                   std::to_string(rank));
     if (axis < 0) axis += rank;
     const bool several_axes = axis < rank - 1;
-    if (several_axes && axis == 0 && shape[0] != 1)
-        node.fail("normalizing across the batch (axis 0, N = " + std::to_string(shape[0]) +
-                  ") is not supported: the device computes one image at a time");
     int64_t between = 1, normalized = 1;
     for (int64_t d = 0; d < rank; ++d) {
         if (d >= axis)
@@ -137,8 +134,16 @@ Layers import_layer_norm(NodeImport &node) {
         return node.build("reshape", node.unique_name(name), {layer},
                           dsl::Attrs().set("shape", to));
     };
-    const dsl::Layer rows =
-        several_axes ? reshaped(x, node.name() + ".rows", {shape[0], between, normalized}) : x;
+    // Over axis 0 the whole batch is one row: each image as one row first (a view of logical
+    // order, a SHAVE kernel keeping the batch for a tensor held NHWC), then the images as one.
+    const bool across_batch = several_axes && axis == 0 && shape[0] != 1;
+    const dsl::Layer images =
+        across_batch ? reshaped(x, node.name() + ".images", {shape[0], 1, normalized / shape[0]})
+                     : x;
+    const dsl::Layer rows = several_axes
+                                ? reshaped(images, node.name() + ".rows",
+                                           {across_batch ? 1 : shape[0], between, normalized})
+                                : x;
     dsl::Attrs attrs;
     attrs.set("epsilon", double(node.attr_float("epsilon", 1e-5f)));
     const dsl::Attrs stats_attrs = attrs;
@@ -240,8 +245,9 @@ Layers import_linear(NodeImport &node) {
 }
 
 // Add, Sub, Mul, Div, Max or Min (`op`) with one constant operand, kept in float32: the kernel
-// computes in float32 and rounds once, to the output's type. Div also takes a divisor that is a
-// graph input of a known value (ImportOptions::known_inputs).
+// computes in float32 and rounds once, to the output's type; a constant varying along axis 0
+// on a leading unit dimension. Div also takes a divisor that is a graph input of a known value
+// (ImportOptions::known_inputs).
 Layers import_constant_eltwise(NodeImport &node, const std::string &op) {
     if (node.input_count() != 2) node.fail("takes exactly 2 inputs here");
     const bool known_divisor = op == "div" && node.input(1).is_input() &&
@@ -261,7 +267,13 @@ Layers import_constant_eltwise(NodeImport &node, const std::string &op) {
     attrs.set("op", op);
     attrs.set("constant", dsl::const_buffer(value));
     attrs.set("constant_first", int64_t(constant_first ? 1 : 0));
-    return {node.build("constant_eltwise", {node.input(constant_first ? 1 : 0)}, attrs)};
+    const dsl::Layer &x = node.input(constant_first ? 1 : 0);
+    // A constant varying along axis 0 differs from image to image: on a leading unit dimension
+    // of x it varies along axis 1 (the constant broadcasts to it as it is).
+    if (value.shape.size() == size_t(x.output().shape.rank()) && value.shape[0] != 1 &&
+        along_batch(x, 0))
+        return {along_unit_batch(node, "constant_eltwise", node.name(), {x}, attrs)};
+    return {node.build("constant_eltwise", {x}, attrs)};
 }
 
 } // namespace vpuc::frontend::detail
