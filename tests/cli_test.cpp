@@ -1,7 +1,6 @@
 // The vpuc command as a user runs it: the built executable, its output and exit status.
 // Needs the vpuc target built (ctest after a full build).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -21,15 +20,14 @@
 #include "vpu_target/blob_printer.h"
 #include "vpu_target/blob_writer.h"
 
+#include "run_command.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 namespace blob = vpuc::blob;
 
-struct Outcome {
-    int status = -1;    // exit status
-    std::string output; // stdout and stderr
-};
+using Outcome = vpuc::tests::CommandRun;
 
 const fs::path &vpuc() {
     static const fs::path path = fs::path(VPUC_BINARY_DIR) / "tools" / "vpuc";
@@ -47,16 +45,7 @@ const fs::path &scratch() {
 }
 
 Outcome vpuc_run(const std::string &args) {
-    Outcome run;
-    const std::string command = vpuc().string() + " " + args + " 2>&1";
-    FILE *pipe = ::popen(command.c_str(), "r");
-    if (!pipe) return run;
-    char buffer[4096];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-        run.output.append(buffer, n);
-    const int status = ::pclose(pipe);
-    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return run;
+    return vpuc::tests::run_command(vpuc().string() + " " + args);
 }
 
 // `vpuc demo` writing its blob and trace to the scratch directory.

@@ -7,7 +7,6 @@
 // computation, on odd shapes.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -31,6 +30,8 @@
 #include "frontend/tensor_file.h"
 #include "vpu_target/simulator.h"
 #include "vpu_target/target.h"
+
+#include "run_command.h"
 
 namespace vpuc {
 namespace {
@@ -291,26 +292,13 @@ std::string shell_quoted(const std::string &word) {
     return quoted + "'";
 }
 
-struct ScriptRun {
-    int status = -1;    // exit status
-    std::string output; // stdout and stderr
-};
-
 // The script with `args`, node finding its packages in `node_modules`.
-ScriptRun run_ort_script(const std::vector<std::string> &args,
-                         const std::string &node_modules = VPUC_ORT_NODE_MODULES) {
+tests::CommandRun run_ort_script(const std::vector<std::string> &args,
+                                 const std::string &node_modules = VPUC_ORT_NODE_MODULES) {
     std::string command = "NODE_PATH=" + shell_quoted(node_modules) + " " +
                           shell_quoted(VPUC_NODE) + " " + shell_quoted(VPUC_ORT_SCRIPT);
     for (const std::string &arg : args) command += " " + shell_quoted(arg);
-    ScriptRun run;
-    FILE *pipe = ::popen((command + " 2>&1").c_str(), "r");
-    if (!pipe) return run;
-    char buffer[4096];
-    for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;)
-        run.output.append(buffer, n);
-    const int status = ::pclose(pipe);
-    run.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    return run;
+    return tests::run_command(command);
 }
 
 class OnnxRuntimeReference : public ::testing::Test {
@@ -351,7 +339,7 @@ class OnnxRuntimeReference : public ::testing::Test {
             frontend::write_npy(file, input.value);
             args.insert(args.end(), {"--input", input.name + "=" + file});
         }
-        const ScriptRun script = run_ort_script(args);
+        const tests::CommandRun script = run_ort_script(args);
         if (script.status != 0) {
             ADD_FAILURE() << "ort_reference.js exited with status " << script.status << ":\n"
                           << script.output;
@@ -440,7 +428,7 @@ TEST_F(OnnxRuntimeReference, FailuresExitNonZeroNamingTheProblem) {
                   "cannot load onnxruntime-node from NODE_PATH '" + scratch().string() +
                       "': it is not installed; `make deps` installs it"},
          }) {
-        const ScriptRun run = run_ort_script(c.args, c.node_modules);
+        const tests::CommandRun run = run_ort_script(c.args, c.node_modules);
         EXPECT_EQ(run.status, 1) << run.output;
         EXPECT_NE(run.output.find(c.message), std::string::npos) << run.output;
     }

@@ -109,19 +109,25 @@ TEST(Zoo, SameBytesEveryTime) {
         EXPECT_TRUE(zoo::model_bytes(info.name) == zoo::model_bytes(info.name)) << info.name;
 }
 
+// ONNX's checker and strict shape inference accept `model` (shapes inferred into it), and it
+// has the one input and the outputs `info` names.
+void expect_valid_model(onnx::ModelProto &model, const zoo::ModelInfo &info) {
+    EXPECT_NO_THROW(onnx::checker::check_model(model));
+    EXPECT_NO_THROW(onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
+                                                       onnx::ShapeInferenceOptions(true, 1, true)));
+    ASSERT_EQ(model.graph().input_size(), 1);
+    EXPECT_EQ(model.graph().input(0).name(), info.input_name);
+    std::vector<std::string> outputs;
+    for (const onnx::ValueInfoProto &output : model.graph().output())
+        outputs.push_back(output.name());
+    EXPECT_EQ(outputs, info.output_names);
+}
+
 TEST(Zoo, ModelsPassOnnxCheckerAndShapeInference) {
     for (const zoo::ModelInfo &info : zoo::models()) {
         SCOPED_TRACE(info.name);
         onnx::ModelProto model = parse(zoo::model_bytes(info.name));
-        EXPECT_NO_THROW(onnx::checker::check_model(model));
-        EXPECT_NO_THROW(onnx::shape_inference::InferShapes(
-            model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, true)));
-        ASSERT_EQ(model.graph().input_size(), 1);
-        EXPECT_EQ(model.graph().input(0).name(), info.input_name);
-        std::vector<std::string> outputs;
-        for (const onnx::ValueInfoProto &output : model.graph().output())
-            outputs.push_back(output.name());
-        EXPECT_EQ(outputs, info.output_names);
+        expect_valid_model(model, info);
         // Every node produces a value: shape inference gave each intermediate tensor a shape.
         EXPECT_EQ(model.graph().value_info_size() + model.graph().output_size(),
                   model.graph().node_size());
@@ -174,15 +180,7 @@ TEST(ZooQdq, ModelsPassOnnxCheckerAndShapeInference) {
         if (!info.has_qdq_form) continue;
         SCOPED_TRACE(info.name);
         onnx::ModelProto model = parse(qdq_bytes(info.name));
-        EXPECT_NO_THROW(onnx::checker::check_model(model));
-        EXPECT_NO_THROW(onnx::shape_inference::InferShapes(
-            model, onnx::OpSchemaRegistry::Instance(), onnx::ShapeInferenceOptions(true, 1, true)));
-        ASSERT_EQ(model.graph().input_size(), 1);
-        EXPECT_EQ(model.graph().input(0).name(), info.input_name);
-        std::vector<std::string> outputs;
-        for (const onnx::ValueInfoProto &output : model.graph().output())
-            outputs.push_back(output.name());
-        EXPECT_EQ(outputs, info.output_names);
+        expect_valid_model(model, info);
     }
 }
 

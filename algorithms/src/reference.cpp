@@ -204,8 +204,7 @@ std::vector<Halide::Buffer<>> run_reference(const dsl::Graph &graph,
         tensors.push_back(out.output());
     }
     const std::vector<Halide::Buffer<>> computed =
-        outputs.empty() ? std::vector<Halide::Buffer<>>{}
-                        : realize(outputs, tensors, image);
+        outputs.empty() ? std::vector<Halide::Buffer<>>{} : realize(outputs, tensors, image);
     std::vector<Halide::Buffer<>> results;
     size_t next = 0;
     for (const dsl::Layer &out : graph.outputs()) {
