@@ -385,6 +385,56 @@ onnx::ModelProto graph_model(const std::string &output, std::vector<int64_t> sha
     return m;
 }
 
+// A node of domain "vpuc" is the registry's layer of its op_type, attributes by name: a layer
+// ONNX has no op for needs no importer of its own.
+TEST(OnnxImport, ANodeOfTheVpucDomainIsARegistryLayer) {
+    auto model = [](const std::string &op, const std::function<void(onnx::NodeProto &)> &edit) {
+        onnx::ModelProto m = graph_model("y", {1, 5, 3, 7});
+        onnx::OperatorSetIdProto &domain = *m.add_opset_import();
+        domain.set_domain(frontend::kRegistryDomain);
+        domain.set_version(1);
+        onnx::GraphProto &g = *m.mutable_graph();
+        add_float_input(g, "x", {1, 5, 3, 7});
+        onnx::NodeProto &node = add_node(g, op, {"x"}, "y");
+        node.set_domain(frontend::kRegistryDomain);
+        edit(node);
+        return m;
+    };
+    const auto alpha = [](onnx::NodeProto &node) {
+        onnx::AttributeProto &a = *node.add_attribute();
+        a.set_name("alpha");
+        a.set_type(onnx::AttributeProto::FLOAT);
+        a.set_f(0.375f);
+    };
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(bytes_of(model("hard_sigmoid", alpha)), "gate.onnx");
+    const dsl::Layer &gate = imported.graph.outputs().at(0);
+    EXPECT_EQ(gate.op(), "hard_sigmoid");
+    EXPECT_EQ(gate.attrs().get_float("alpha"), 0.375);
+    EXPECT_EQ(gate.attrs().get_float("beta"), 0.5); // the registry's default
+    const codegen::CheckResult r =
+        codegen::check_against_reference(imported.graph, target::load_target("vpu27"));
+    EXPECT_TRUE(r.ok()) << r.report();
+
+    EXPECT_EQ(import_error(model("no_such_layer", [](onnx::NodeProto &) {})),
+              "model.onnx: node 'y' (no_such_layer): op no_such_layer is no layer of the "
+              "registry (`vpuc layers` lists them)");
+    const std::string wrong_type = import_error(model("hard_sigmoid", [](onnx::NodeProto &node) {
+        onnx::AttributeProto &a = *node.add_attribute();
+        a.set_name("alpha");
+        a.set_type(onnx::AttributeProto::STRING);
+        a.set_s("steep");
+    }));
+    EXPECT_NE(wrong_type.find("node 'y' (hard_sigmoid)"), std::string::npos) << wrong_type;
+    EXPECT_NE(wrong_type.find("alpha"), std::string::npos) << wrong_type;
+    onnx::ModelProto other = model("hard_sigmoid", alpha);
+    other.mutable_graph()->mutable_node(0)->set_domain("com.example");
+    other.mutable_opset_import(1)->set_domain("com.example");
+    EXPECT_EQ(import_error(other), "model.onnx: node 'y' (hard_sigmoid): domain 'com.example' is "
+                                   "not supported (only ONNX's, and 'vpuc' for layers of the "
+                                   "registry)");
+}
+
 // Gemm adds a C it cannot fold into the matmul's bias after it: a computed C (times beta) by
 // an add, a constant one varying along the rows (images) by constant_eltwise on a leading unit
 // dimension.
