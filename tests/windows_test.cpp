@@ -766,6 +766,54 @@ TEST(Windows3d, ThreeDimensionalWindowsImportOnOddShapes) {
     }
 }
 
+// What the 3-D and transposed windows do not take is an error naming the layer and why.
+TEST(Windows3d, BadWindowsAreErrorsNamingTheLayer) {
+    auto error = [](const std::string &op, const std::vector<int64_t> &shape, const dsl::Attrs &a,
+                    dsl::ElemType type = dsl::ElemType::F16) {
+        try {
+            registry().build(op, "w1", {input(shape, type)}, a);
+        } catch (const Error &e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    const std::vector<double> ones(2 * 3 * 2 * 2 * 2, 1.0);
+    dsl::Attrs conv;
+    conv.set("weights", onnx_tensor({2, 3, 2, 2, 2}, ones));
+    EXPECT_EQ(error("conv3d", {1, 3, 4, 5, 6}, conv), "");
+    EXPECT_NE(error("conv3d", {1, 3, 5, 6}, conv)
+                  .find("conv3d 'w1': the input is 1x3x5x6; conv3d takes rank 5"),
+              std::string::npos)
+        << error("conv3d", {1, 3, 5, 6}, conv);
+    EXPECT_NE(error("conv3d", {1, 4, 4, 5, 6}, conv).find("do not fit an input of 4 channels"),
+              std::string::npos);
+    EXPECT_NE(error("conv3d", {1, 3, 4, 5, 6}, conv, dsl::ElemType::U8).find("takes f16 or f32"),
+              std::string::npos);
+    conv.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    EXPECT_NE(error("conv3d", {1, 3, 4, 5, 6}, conv).find("pads has 4 values"), std::string::npos);
+
+    dsl::Attrs pool;
+    pool.set("kernel_shape", std::vector<int64_t>{2, 2, 2});
+    pool.set("pads", std::vector<int64_t>{0, 2, 0, 0, 0, 0});
+    EXPECT_NE(error("max_pool3d", {1, 3, 4, 5, 6}, pool).find("max_pool3d 'w1': every pad"),
+              std::string::npos);
+    pool.set("pads", std::vector<int64_t>{0, 0, 0, 1, 1, 1});
+    EXPECT_EQ(error("avg_pool3d", {1, 3, 4, 5, 6}, pool), "");
+    EXPECT_NE(error("avg_pool3d", {1, 3, 4, 5, 6}, pool, dsl::ElemType::U8)
+                  .find("avg_pool3d 'w1': input 'in' is u8"),
+              std::string::npos);
+
+    dsl::Attrs deconv;
+    deconv.set("weights", onnx_tensor({3, 2, 2, 2}, std::vector<double>(24, 1.0)));
+    EXPECT_EQ(error("conv_transpose", {1, 3, 5, 6}, deconv), "");
+    EXPECT_NE(error("conv_transpose", {1, 3, 4, 5, 6}, deconv)
+                  .find("conv_transpose 'w1': weights must be f16 or f32 of rank 5"),
+              std::string::npos);
+    deconv.set("pads", std::vector<int64_t>{3, 3, 3, 3});
+    EXPECT_NE(error("conv_transpose", {1, 3, 2, 2}, deconv).find("the pads leave no output"),
+              std::string::npos);
+}
+
 // ConvTranspose's output_shape sets the pads: the total split with the odd one at the
 // beginning, and an output larger than the natural one ends in output padding.
 TEST(Windows3d, ConvTransposeOutputShapeGivesThePads) {
