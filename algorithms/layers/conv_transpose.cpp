@@ -113,8 +113,12 @@ void register_layer_conv_transpose(dsl::LayerRegistry &registry) {
              return std::get<int64_t>(a) >= 1 ? "" : "must be at least 1";
          }}};
     def.build = build_conv_transpose;
-    // Device row y of a rank-5 tensor holds d and h together.
-    def.unsplittable_dims = [](const dsl::Layer &) { return std::vector<dsl::Dim>{dsl::dims::H}; };
+    // Device row y of a rank-5 tensor holds d and h together: an output row reads rows of other
+    // depths.
+    def.unsplittable_dims = [](const dsl::Layer &layer) {
+        return layer.output().logical_shape().rank() == 5 ? std::vector<dsl::Dim>{dsl::dims::H}
+                                                          : std::vector<dsl::Dim>{};
+    };
     def.example = [](dsl::ElemType type) {
         if (dsl::is_quantized_int(type)) return dsl::Layer();
         dsl::Attrs a;

@@ -123,8 +123,12 @@ void register_layer_max_pool_indices(dsl::LayerRegistry &registry) {
              "1: output extents rounded up, the last window reaching past the padding"),
         flag("storage_order", "0: indices of the spatial axes row-major, 1: column-major")};
     def.build = build_max_pool_indices;
-    // Device row y of a rank-5 tensor holds d and h together.
-    def.unsplittable_dims = [](const dsl::Layer &) { return std::vector<dsl::Dim>{dsl::dims::H}; };
+    // Device row y of a rank-5 tensor holds d and h together: an output row reads rows of other
+    // depths.
+    def.unsplittable_dims = [](const dsl::Layer &layer) {
+        return layer.output().logical_shape().rank() == 5 ? std::vector<dsl::Dim>{dsl::dims::H}
+                                                          : std::vector<dsl::Dim>{};
+    };
     def.example = [](dsl::ElemType type) {
         dsl::Attrs a;
         a.set("kernel_shape", std::vector<int64_t>{3, 2});
