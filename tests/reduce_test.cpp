@@ -128,10 +128,11 @@ struct ReduceCase {
 // element is within one fp16 ulp (plus float32's rounding of the terms' magnitude) of the
 // double-precision result of the same fp16 inputs.
 TEST(Reduce, EveryKindMatchesNumpyInDoublePrecision) {
-    const std::vector<ReduceCase> cases = {{{1, 16, 3, 7}, {1}},      {{1, 5, 9, 11}, {2, 3}},
-                                           {{1, 5, 3, 7}, {1, 2, 3}}, {{1, 5, 3, 7}, {-1}},
-                                           {{1, 13, 17}, {2}},        {{1, 13, 17}, {-2, 2}},
-                                           {{1, 16, 3, 7}, {3, 1}}};
+    const std::vector<ReduceCase> cases = {{{1, 16, 3, 7}, {3, 1}},
+                                           {{1, 5, 9, 11}, {2, 3}},
+                                           {{1, 5, 3, 7}, {1, 2, 3}},
+                                           {{1, 5, 3, 7}, {-1}},
+                                           {{1, 13, 17}, {-2, 2}}};
     for (const std::string &kind : kKinds)
         for (const ReduceCase &c : cases) {
             const dsl::Layer x = input_of(c.shape);
@@ -171,8 +172,7 @@ TEST(Reduce, ExactFractionsAreRoundedOnce) {
     const dsl::Layer x = input_of({1, 16, 5, 9});
     const Halide::Buffer<float16_t> in = fractions(x, 7);
     for (const std::string kind : {"sum", "max", "min", "l1", "sum_square"})
-        for (const std::vector<int64_t> &axes :
-             {std::vector<int64_t>{1}, {2}, {3}, {1, 2, 3}, {1, 3}}) {
+        for (const std::vector<int64_t> &axes : {std::vector<int64_t>{1}, {3}, {1, 2, 3}, {1, 3}}) {
             const Halide::Buffer<float16_t> out(
                 algorithms::run_reference(reduce(x, kind, axes), {in}));
             std::vector<int> dims;
