@@ -226,6 +226,13 @@ TEST(Reduce, ErrorsNameTheLayer) {
                   reduce(input_of({1, 5, 7}, dsl::ElemType::U8), "mean", {1});
               }).find("reduce mean takes f16 or f32 (max and min take int8 too)"),
               std::string::npos);
+    // A 5-D tensor's D and H share the device's H: one of them alone only where the other is 1.
+    EXPECT_NE(message([&] {
+                  reduce(input_of({1, 2, 3, 4, 5}), "sum", {2});
+              }).find("shares the device's H with the other of D and H"),
+              std::string::npos);
+    EXPECT_EQ(reduce(input_of({1, 2, 3, 1, 5}), "sum", {2}).output().shape.raw(),
+              (std::vector<int64_t>{1, 2, 1, 1, 5}));
 }
 
 // Values with many ties: multiples of 1/2 in [-2, 2].
