@@ -750,3 +750,59 @@ TEST(OnnxImport, ReductionsKeepOrSqueezeTheReducedAxes) {
 }
 
 } // namespace
+
+namespace {
+
+// Before opset 13 LogSoftmax and Hardmax took the input as a matrix, the axes before `axis`
+// its rows and the rest its columns; the version converter's upgrade keeps that meaning. Of a
+// [2, 3, 4] input along axis 1 each image's 12 elements are one row.
+TEST(OnnxImport, OldLogSoftmaxAndHardmaxTakeTheInputAsAMatrix) {
+    for (const std::string op : {"LogSoftmax", "Hardmax"}) {
+        SCOPED_TRACE(op);
+        onnx::ModelProto m = graph_model("y", {2, 3, 4});
+        m.mutable_opset_import(0)->set_version(11);
+        add_float_input(*m.mutable_graph(), "a", {2, 3, 4});
+        onnx::AttributeProto &axis = *add_node(*m.mutable_graph(), op, {"a"}, "y").add_attribute();
+        axis.set_name("axis");
+        axis.set_type(onnx::AttributeProto::INT);
+        axis.set_i(1);
+        const frontend::ImportedModel imported =
+            frontend::import_onnx_bytes(bytes_of(m), "model.onnx");
+        ASSERT_EQ(imported.graph.inputs().size(), 1u);
+        if (op == "Hardmax") {
+            const dsl::Layer &y = imported.graph.outputs().at(0);
+            EXPECT_EQ(y.op(), "reshape");
+            const dsl::Layer &rows = y.inputs().at(0);
+            EXPECT_EQ(rows.op() + " " + rows.name() + " " + dsl::to_string(rows.output().shape),
+                      "hardmax y.hardmax 2x12");
+            EXPECT_EQ(rows.inputs().at(0).op() + " " + rows.inputs().at(0).name(),
+                      "flatten y.rows");
+        }
+        Halide::Buffer<Halide::float16_t> x(
+            algorithms::make_buffer(imported.graph.inputs()[0].output()));
+        ASSERT_EQ(x.dimensions(), 4); // (c, x, y, n): C 3, W 4, one row, 2 images
+        // Distinct values, the largest of each image in a different place.
+        x.for_each_element([&](int c, int w, int h, int n) {
+            x(c, w, h, n) = Halide::float16_t(float((c * 4 + w) * (n ? -1 : 1)) / 8);
+        });
+        const Halide::Buffer<Halide::float16_t> y(
+            algorithms::run_reference(imported.graph, {x}).at(0));
+        for (int n = 0; n < 2; ++n) {
+            double top = -INFINITY, sum = 0;
+            for (int c = 0; c < 3; ++c)
+                for (int w = 0; w < 4; ++w) top = std::max(top, double(x(c, w, 0, n)));
+            for (int c = 0; c < 3; ++c)
+                for (int w = 0; w < 4; ++w) sum += std::exp(double(x(c, w, 0, n)) - top);
+            for (int c = 0; c < 3; ++c)
+                for (int w = 0; w < 4; ++w) {
+                    const double v = double(x(c, w, 0, n));
+                    const double want =
+                        op == "Hardmax" ? (v == top ? 1 : 0) : v - top - std::log(sum);
+                    EXPECT_NEAR(double(y(c, w, 0, n)), want, 2e-3)
+                        << "image " << n << " at " << c << "," << w;
+                }
+        }
+    }
+}
+
+} // namespace
