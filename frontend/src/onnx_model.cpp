@@ -265,6 +265,59 @@ void check_layer_norm_axes(const onnx::ModelProto &model, const std::string &pat
     check_layer_norm_axes(model.graph(), copy.graph(), {}, path);
 }
 
+// Before opset 13 Hardmax took its input as a matrix: the axes before `axis` (default 1) its
+// rows, the rest its columns. ONNX 1.12's version converter upgrades the node unchanged (it
+// rewrites Softmax and LogSoftmax, whose meaning changed alike), so each upgraded Hardmax
+// becomes that matrix form at opset 13: its input's Shape, a Flatten at the axis (NODE.rows),
+// the Hardmax along the rows (NODE.hardmax) and a Reshape back to the input's shape, which
+// computes the node's output under its name.
+void upgrade_hardmax(onnx::GraphProto &graph) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    auto axis_attribute = [](onnx::NodeProto &node, int64_t axis) {
+        onnx::AttributeProto &a = *node.add_attribute();
+        a.set_name("axis");
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(axis);
+    };
+    for (const onnx::NodeProto &node : graph.node()) {
+        const bool onnx_domain = node.domain().empty() || node.domain() == "ai.onnx";
+        if (node.op_type() != "Hardmax" || !onnx_domain || node.input_size() != 1 ||
+            node.output_size() != 1) {
+            *nodes.Add() = node;
+            continue;
+        }
+        int64_t axis = 1;
+        for (const onnx::AttributeProto &a : node.attribute())
+            if (a.name() == "axis") axis = a.i();
+        const std::string base = node.name().empty() ? node.output(0) : node.name();
+        const std::string &x = node.input(0), &y = node.output(0);
+        onnx::NodeProto &shape = *nodes.Add();
+        shape.set_op_type("Shape");
+        shape.set_name(base + ".shape");
+        shape.add_input(x);
+        shape.add_output(y + ".shape");
+        onnx::NodeProto &rows = *nodes.Add();
+        rows.set_op_type("Flatten");
+        rows.set_name(base + ".rows");
+        rows.add_input(x);
+        rows.add_output(y + ".rows");
+        axis_attribute(rows, axis);
+        onnx::NodeProto &hardmax = *nodes.Add();
+        hardmax.set_op_type("Hardmax");
+        hardmax.set_name(base + ".hardmax");
+        hardmax.add_input(y + ".rows");
+        hardmax.add_output(y + ".hardmax");
+        axis_attribute(hardmax, 1);
+        onnx::NodeProto &back = *nodes.Add();
+        back.set_op_type("Reshape");
+        back.set_name(node.name());
+        back.add_input(y + ".hardmax");
+        back.add_input(y + ".shape");
+        back.add_output(y);
+    }
+    graph.mutable_node()->Swap(&nodes);
+}
+
 } // namespace
 
 LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
@@ -310,6 +363,7 @@ LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &pat
             fail("ONNX's version converter cannot upgrade opset " + std::to_string(m.opset) +
                  " to " + std::to_string(kUpgradedOpset) + ": " + e.what());
         }
+        upgrade_hardmax(*m.proto.mutable_graph());
         m.notes.push_back("upgraded from opset " + std::to_string(m.opset) + " to " +
                           std::to_string(kUpgradedOpset) + " by ONNX's version converter");
         m.opset = kUpgradedOpset;

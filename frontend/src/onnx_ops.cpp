@@ -592,13 +592,85 @@ Layers concat(NodeImport &node) {
     return {node.build("concat", inputs, attrs)};
 }
 
-Layers softmax(NodeImport &node) {
-    const int64_t axis = node.attr_int("axis", -1);
-    dsl::Attrs attrs;
-    const bool batch = along_batch(node.input(0), axis);
-    attrs.set("axis", batch ? int64_t(1) : axis);
-    if (batch) return {along_unit_batch(node, "softmax", node.name(), {node.input(0)}, attrs)};
-    return unary(node, "softmax", attrs);
+// Softmax, LogSoftmax and Hardmax: `op` along one axis (opset-13 semantics).
+OpImporter along_axis(const std::string &op) {
+    return [op](NodeImport &node) -> Layers {
+        const int64_t axis = node.attr_int("axis", -1);
+        dsl::Attrs attrs;
+        const bool batch = along_batch(node.input(0), axis);
+        attrs.set("axis", batch ? int64_t(1) : axis);
+        if (batch) return {along_unit_batch(node, op, node.name(), {node.input(0)}, attrs)};
+        return unary(node, op, attrs);
+    };
+}
+
+// `axes` of input 0 in [0, rank), each once; fails on one outside the rank.
+std::vector<int64_t> normalized_axes(const NodeImport &node, std::vector<int64_t> axes) {
+    const int64_t rank = shape_of(node.input(0)).rank();
+    for (int64_t &axis : axes) {
+        if (axis < -rank || axis >= rank)
+            node.fail("axis " + std::to_string(axis) + " is outside the input's rank " +
+                      std::to_string(rank));
+        if (axis < 0) axis += rank;
+    }
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+        node.fail("an axis is given twice");
+    return axes;
+}
+
+// A layer `op` reducing input 0 along `axes` (normalized_axes), which `attrs` names as
+// `axes_attr` ("axes", or "axis" for one): with keepdims 1 of the input's rank, the reduced
+// axes of extent 1; with keepdims 0 that result (NODE.kept) squeezed.
+Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_t> &axes,
+               const std::string &axes_attr, dsl::Attrs attrs) {
+    const dsl::Layer &x = node.input(0);
+    const bool keep = node.attr_int("keepdims", 1) != 0;
+    if (!keep && int64_t(axes.size()) == shape_of(x).rank())
+        node.fail("keepdims 0 over every axis gives a tensor of rank 0, which the device has "
+                  "no form of");
+    const std::string name = keep ? node.name() : node.unique_name(node.name() + ".kept");
+    const bool batch = along_batch(x, axes.front());
+    std::vector<int64_t> along = axes;
+    if (batch)
+        for (int64_t &axis : along) ++axis;
+    if (axes_attr == "axis")
+        attrs.set("axis", along.front());
+    else
+        attrs.set("axes", along);
+    const dsl::Layer kept =
+        batch ? along_unit_batch(node, op, name, {x}, attrs) : node.build(op, name, {x}, attrs);
+    if (keep) return {kept};
+    return {node.build("squeeze", {kept}, dsl::Attrs().set("axes", axes))};
+}
+
+// ReduceSum, ReduceMean, ...: the reduce layer of `kind`. No axes are all of them, or with
+// noop_with_empty_axes (ReduceSum's) the input itself.
+OpImporter reduction(const std::string &kind) {
+    return [kind](NodeImport &node) -> Layers {
+        const dsl::Layer &x = node.input(0);
+        std::vector<int64_t> axes =
+            node.has_input(1) ? node.constant_ints(1, "axes") : node.attr_ints("axes", {});
+        if (axes.empty()) {
+            if (node.attr_int("noop_with_empty_axes", 0) != 0) {
+                node.attr_int("keepdims", 1); // nothing is reduced, so nothing is kept
+                return {x};
+            }
+            for (int64_t d = 0; d < shape_of(x).rank(); ++d) axes.push_back(d);
+        }
+        dsl::Attrs attrs;
+        attrs.set("kind", kind);
+        return reduced(node, "reduce", normalized_axes(node, axes), "axes", attrs);
+    };
+}
+
+// ArgMax, ArgMin: i32 indices (INT64's device type, as TopK's).
+OpImporter arg_extreme(const std::string &op) {
+    return [op](NodeImport &node) -> Layers {
+        dsl::Attrs attrs;
+        attrs.set("select_last_index", node.attr_int("select_last_index", 0));
+        return reduced(node, op, normalized_axes(node, {node.attr_int("axis", 0)}), "axis", attrs);
+    };
 }
 
 // A transpose moving axis 0 keeps a leading unit dimension first instead.
@@ -933,6 +1005,8 @@ const std::map<std::string, OpImporter> &op_importers() {
              return reads_int8(n) && !n.input(0).output().quant.empty() ? import_quant_add(n)
                                                                         : eltwise(n, "add");
          }},
+        {"ArgMax", arg_extreme("argmax")},
+        {"ArgMin", arg_extreme("argmin")},
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
         {"Cast", cast},
@@ -955,6 +1029,7 @@ const std::map<std::string, OpImporter> &op_importers() {
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : gemm(n); }},
         {"GlobalAveragePool", [](NodeImport &n) { return import_global_pool(n, false); }},
         {"GlobalMaxPool", [](NodeImport &n) { return import_global_pool(n, true); }},
+        {"Hardmax", along_axis("hardmax")},
         {"HardSigmoid",
          [](NodeImport &n) {
              dsl::Attrs a;
@@ -970,6 +1045,7 @@ const std::map<std::string, OpImporter> &op_importers() {
              a.set("alpha", double(n.attr_float("alpha", 0.01f)));
              return unary(n, "leaky_relu", a);
          }},
+        {"LogSoftmax", along_axis("log_softmax")},
         {"MatMul",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
         {"Max", [](NodeImport &n) { return variadic_eltwise(n, "max"); }},
@@ -981,6 +1057,16 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"QLinearMatMul", import_qlinear_matmul},
         {"QuantizeLinear", import_quantize_linear},
         {"Range", range},
+        {"ReduceL1", reduction("l1")},
+        {"ReduceL2", reduction("l2")},
+        {"ReduceLogSum", reduction("log_sum")},
+        {"ReduceLogSumExp", reduction("log_sum_exp")},
+        {"ReduceMax", reduction("max")},
+        {"ReduceMean", reduction("mean")},
+        {"ReduceMin", reduction("min")},
+        {"ReduceProd", reduction("prod")},
+        {"ReduceSum", reduction("sum")},
+        {"ReduceSumSquare", reduction("sum_square")},
         {"Relu",
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : unary(n, "relu");
@@ -990,7 +1076,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Shape", shape},
         {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
         {"Slice", slice},
-        {"Softmax", softmax},
+        {"Softmax", along_axis("softmax")},
         {"Split", split},
         {"Squeeze", reshaping("squeeze", {})},
         {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
