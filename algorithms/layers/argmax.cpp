@@ -37,7 +37,7 @@ Halide::Expr extreme_index(const std::string &name, const Halide::Func &input, c
         args[size_t(a.dim)] = i;
         return args;
     };
-    Halide::RDom r(0, int(a.extent), Halide::Internal::unique_name(dsl::halide_name(name) + "_r"));
+    Halide::RDom r(0, int(a.extent), detail::rdom_name(name + "_r"));
     const Halide::Expr x = Halide::cast<float>(input(along(r.x))); // exact for every device type
     Halide::Func extreme = detail::named_func(name + "_extreme");
     extreme(all) = largest ? Halide::maximum(x) : Halide::minimum(x);

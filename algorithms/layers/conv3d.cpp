@@ -46,7 +46,7 @@ dsl::Layer build_conv3d(const std::string &name, const std::vector<dsl::Layer> &
                         {0, int(kernel[1])},
                         {0, int(kernel[0])},
                         {0, int(group_channels)}},
-                       Halide::Internal::unique_name(name + "_r"));
+                       detail::rdom_name(name + "_r"));
         const window_nd::Coords o = window_nd::output_coords(out);
         const Halide::Expr taps[3] = {r.z, r.y, r.x};
         window_nd::Coords at;

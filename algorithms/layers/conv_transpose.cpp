@@ -55,7 +55,7 @@ dsl::Layer build_conv_transpose(const std::string &name, const std::vector<dsl::
         const auto &v = dsl::act_vars();
         Halide::RDom r(
             {{0, int(reach[2])}, {0, int(reach[1])}, {0, int(reach[0])}, {0, int(group_channels)}},
-            Halide::Internal::unique_name(name + "_r"));
+            detail::rdom_name(name + "_r"));
         const window_nd::Coords o = window_nd::output_coords(out);
         const Halide::Expr steps[3] = {r.z, r.y, r.x};
         window_nd::Coords at, tap;

@@ -40,7 +40,7 @@ dsl::Layer build_max_pool_indices(const std::string &name, const std::vector<dsl
     }
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        const std::string r_name = Halide::Internal::unique_name(name + "_r");
+        const std::string r_name = detail::rdom_name(name + "_r");
         const window_nd::Coords o = window_nd::output_coords(out);
         // The window's element (d, h, w) at tap `r`.
         auto at = [&](const Halide::RDom &r) {

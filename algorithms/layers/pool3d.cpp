@@ -44,7 +44,7 @@ dsl::Layer build_pool3d(bool is_max, const std::string &name, const std::vector<
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         Halide::RDom r({{0, int(kernel[2])}, {0, int(kernel[1])}, {0, int(kernel[0])}},
-                       Halide::Internal::unique_name(name + "_r"));
+                       detail::rdom_name(name + "_r"));
         const window_nd::Coords o = window_nd::output_coords(out);
         const Halide::Expr taps[3] = {r.z, r.y, r.x};
         window_nd::Coords at;

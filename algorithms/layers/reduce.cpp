@@ -53,7 +53,7 @@ dsl::Layer build_reduce(const std::string &name, const std::vector<dsl::Layer> &
         const std::vector<Halide::Var> all = {v.c, v.x, v.y};
         Halide::Region region;
         for (int d : dims) region.push_back({0, int(extent[size_t(d)])});
-        Halide::RDom r(region, Halide::Internal::unique_name(dsl::halide_name(name) + "_r"));
+        Halide::RDom r(region, detail::rdom_name(name + "_r"));
         std::vector<Halide::Expr> at(all.begin(), all.end());
         for (size_t k = 0; k < dims.size(); ++k) at[size_t(dims[k])] = r[int(k)];
         // Extrema compare the stored values, exact in float32 for every device type.

@@ -110,7 +110,7 @@ dsl::Layer make_softmax(const std::string &name, const dsl::Layer &input, int64_
         std::vector<Halide::Var> others;
         for (int d = 0; d < 3; ++d)
             if (d != dim) others.push_back(all[size_t(d)]);
-        Halide::RDom r(0, extent, Halide::Internal::unique_name(dsl::halide_name(name) + "_r"));
+        Halide::RDom r(0, extent, detail::rdom_name(name + "_r"));
         auto along = [&](Expr at) {
             std::vector<Expr> args(all.begin(), all.end());
             args[size_t(dim)] = at;
