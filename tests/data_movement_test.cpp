@@ -4,11 +4,14 @@
 // here (the reference shares the algorithm); then ONNX's backend tests of their ops.
 #include <gtest/gtest.h>
 
+#include <onnx/onnx_pb.h>
+
 #include <cmath>
 
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
 #include "dsl/constant_values.h"
+#include "frontend/onnx_import.h"
 #include "lowering_fixtures.h"
 #include "onnx_node_test.h"
 
@@ -284,6 +287,95 @@ TEST(DataMovement, SizeFoldsToTheNumberOfElements) {
     EXPECT_EQ(size.type, dsl::ElemType::I64);
     EXPECT_TRUE(size.shape.empty());
     EXPECT_EQ(size.ints, std::vector<int64_t>{105});
+}
+
+// A model of one node `op` on a float input x of `shape`, its other inputs int64 initializers,
+// computing y of `out_shape`.
+onnx::ModelProto
+one_node_model(const std::string &op, const std::vector<int64_t> &shape,
+               const std::vector<int64_t> &out_shape,
+               const std::vector<std::pair<std::string, std::vector<int64_t>>> &constants) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(14);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name(op);
+    onnx::ValueInfoProto &x = *g.add_input();
+    x.set_name("x");
+    x.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape)
+        x.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    onnx::NodeProto &node = *g.add_node();
+    node.set_name("y");
+    node.set_op_type(op);
+    node.add_input("x");
+    for (const auto &[name, values] : constants) {
+        onnx::TensorProto &t = *g.add_initializer();
+        t.set_name(name);
+        t.set_data_type(onnx::TensorProto::INT64);
+        if (values.size() != 1) t.add_dims(int64_t(values.size()));
+        for (int64_t v : values) t.add_int64_data(v);
+        node.add_input(name);
+    }
+    node.add_output("y");
+    g.add_output()->set_name("y");
+    g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::FLOAT);
+    for (int64_t d : out_shape)
+        g.mutable_output(0)
+            ->mutable_type()
+            ->mutable_tensor_type()
+            ->mutable_shape()
+            ->add_dim()
+            ->set_dim_value(d);
+    return m;
+}
+
+// The imported model's layers as "op name shape", and its output for an input of the values
+// 0, 1, 2, ... (in fp16, row-major; a rank-2 buffer holds its elements in that order), checked
+// first to be what vpu27 computes.
+std::pair<std::vector<std::string>, std::vector<float>> import_and_run(const onnx::ModelProto &m) {
+    const std::string bytes = m.SerializeAsString();
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes({bytes.begin(), bytes.end()}, "model.onnx");
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : model.graph.layers())
+        if (!layer.is_input())
+            layers.push_back(layer.op() + " " + layer.name() + " " +
+                             dsl::to_string(layer.output().shape));
+    Halide::Buffer<Halide::float16_t> x(
+        algorithms::make_buffer(model.graph.inputs().at(0).output()));
+    float next = 0;
+    for (Halide::float16_t *p = x.begin(); p != x.end(); ++p) *p = Halide::float16_t(next++);
+    codegen::CheckOptions options;
+    options.inputs = {x};
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+    const Halide::Buffer<Halide::float16_t> y(algorithms::run_reference(model.graph, {x})[0]);
+    std::vector<float> values;
+    for (const Halide::float16_t *p = y.begin(); p != y.end(); ++p) values.push_back(float(*p));
+    return {layers, values};
+}
+
+// Trilu of a rank-2 tensor (its rows the device's batch) and Pad along axis 0 run on a leading
+// unit dimension, named after the node, and compute what ONNX defines.
+TEST(DataMovement, TriluOfRank2AndPadAlongAxis0RunOnALeadingUnitDimension) {
+    const auto [trilu_layers, lower] =
+        import_and_run(one_node_model("Trilu", {4, 5}, {4, 5}, {{"k", {1}}}));
+    EXPECT_EQ(trilu_layers, (std::vector<std::string>{"unsqueeze y.x_unbatched 1x4x5",
+                                                      "trilu y.unbatched 1x4x5", "squeeze y 4x5"}));
+    ASSERT_EQ(lower.size(), 20u);
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 5; ++j)
+            EXPECT_EQ(lower[size_t(i * 5 + j)], j - i >= 1 ? float(i * 5 + j) : 0.0f)
+                << i << ", " << j; // upper (the default) above the main diagonal
+    const auto [pad_layers, padded] =
+        import_and_run(one_node_model("Pad", {3, 2}, {6, 3}, {{"pads", {1, 0, 2, 1}}}));
+    EXPECT_EQ(pad_layers, (std::vector<std::string>{"unsqueeze y.x_unbatched 1x3x2",
+                                                    "pad y.unbatched 1x6x3", "squeeze y 6x3"}));
+    // One row of zeros before, two after, a column of zeros after.
+    EXPECT_EQ(padded, (std::vector<float>{0, 0, 0, 0, 1, 0, 2, 3, 0, 4, 5, 0, 0, 0, 0, 0, 0, 0}));
 }
 
 class DataMovementNodeTest : public ::testing::TestWithParam<std::string> {};
