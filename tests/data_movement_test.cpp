@@ -191,7 +191,8 @@ TEST(DataMovement, TriluKeepsATriangleOfTheLastTwoAxes) {
 }
 
 // CumSum of real fp16 values along C, H and W, forwards and reversed, inclusive and exclusive:
-// within one fp16 rounding of the double-precision sums (float32 accumulation).
+// within one fp16 rounding of the double-precision sums (float32 accumulation); of i32 values,
+// exact.
 TEST(DataMovement, CumSumAddsAlongAnAxisInFloat32) {
     const dsl::Layer in = f16_input("in", 5, 7, 3);
     const Halide::Buffer<Halide::float16_t> x(real_input(in.output(), 17));
@@ -218,6 +219,18 @@ TEST(DataMovement, CumSumAddsAlongAnAxisInFloat32) {
                         << "axis " << axis << " exclusive " << exclusive << " reverse " << reverse;
                 });
             }
+    // i32 sums exactly, wrapping around as numpy's int32 sums do (random 32-bit values).
+    const dsl::Layer ints = dsl::Layer::input(test::activation("i", 5, 7, 3, dsl::ElemType::I32));
+    const Halide::Buffer<int32_t> xi(test::random_input(ints.output(), 29));
+    dsl::Attrs along_w;
+    along_w.set("axis", int64_t(3));
+    const Halide::Buffer<int32_t> sums(
+        run_checked(registry().build("cumsum", "si", {ints}, along_w), xi));
+    sums.for_each_element([&](int c, int w, int h) {
+        uint32_t sum = 0;
+        for (int i = 0; i <= w; ++i) sum += uint32_t(xi(c, i, h));
+        ASSERT_EQ(sums(c, w, h), int32_t(sum));
+    });
     dsl::Attrs batch;
     batch.set("axis", int64_t(0));
     EXPECT_THROW(registry().build("cumsum", "s", {in}, batch), dsl::LayerError);
