@@ -691,45 +691,42 @@ Layers transpose(NodeImport &node) {
     return {along_unit_batch(node, "transpose", node.name(), {x}, attrs)};
 }
 
-// The box [starts, ends) along `axes` of `in`, ONNX's negative and out-of-range indices
-// clamped to the tensor as ONNX does.
+// Every step-th element of [starts, ends) along `axes` of `in`, ONNX's negative and
+// out-of-range indices clamped as the slice layer does; one cutting axis 0 of a computed tensor
+// (the batch) runs on a leading unit dimension.
 Layers slice(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
     const dsl::Shape &shape = shape_of(x);
-    std::vector<int64_t> starts = node.constant_ints(1, "starts"),
-                         ends = node.constant_ints(2, "ends");
+    const std::vector<int64_t> starts = node.constant_ints(1, "starts"),
+                               ends = node.constant_ints(2, "ends");
     std::vector<int64_t> axes;
     if (node.has_input(3)) {
         axes = node.constant_ints(3, "axes");
     } else {
         for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
     }
-    if (node.has_input(4))
-        for (int64_t step : node.constant_ints(4, "steps"))
-            if (step != 1) node.fail("steps other than 1 are not supported");
-    if (starts.size() != ends.size() || starts.size() != axes.size())
-        node.fail("starts, ends and axes differ in length");
+    const std::vector<int64_t> steps =
+        node.has_input(4) ? node.constant_ints(4, "steps") : std::vector<int64_t>(axes.size(), 1);
+    if (starts.size() != ends.size() || starts.size() != axes.size() || steps.size() != axes.size())
+        node.fail("starts, ends, axes and steps differ in length");
+    bool batch = false;
     for (size_t i = 0; i < axes.size(); ++i) {
         const int64_t rank = shape.rank();
         if (axes[i] < -rank || axes[i] >= rank) node.fail("axis out of range");
         if (axes[i] < 0) axes[i] += rank;
-        const int64_t extent = shape[dsl::Dim(axes[i])];
-        auto clamped = [&](int64_t v) {
-            if (v < 0) v += extent;
-            return std::clamp<int64_t>(v, 0, extent);
-        };
-        starts[i] = clamped(starts[i]);
-        ends[i] = std::max(starts[i], clamped(ends[i]));
+        if (axes[i] != 0 || !along_batch(x, 0)) continue;
+        // Whether it keeps the batch whole: steps of 1 from at most 0 to at least its end.
+        const int64_t extent = shape[dsl::Dim(0)];
+        auto index = [&](int64_t v) { return v < 0 ? v + extent : v; };
+        batch = steps[i] != 1 || index(starts[i]) > 0 || index(ends[i]) < extent;
     }
-    bool batch = false;
-    for (size_t i = 0; i < axes.size(); ++i)
-        batch |= axes[i] == 0 && ends[i] - starts[i] != shape[dsl::Dim(0)] && along_batch(x, 0);
     if (batch)
         for (int64_t &axis : axes) ++axis;
     dsl::Attrs attrs;
     attrs.set("starts", starts);
     attrs.set("ends", ends);
     attrs.set("axes", axes);
+    if (node.has_input(4)) attrs.set("steps", steps);
     if (batch) return {along_unit_batch(node, "slice", node.name(), {x}, attrs)};
     return {node.build("slice", {x}, attrs)};
 }
@@ -808,9 +805,8 @@ Layers constant_of_shape(NodeImport &node) {
 // Cast of constants folds; of an activation between float types it is the activation itself
 // (the precision fixed its type), else the registry's cast to the target's device type (INT64 as
 // i32, which holds every value of a device tensor).
-Layers cast(NodeImport &node) {
+Layers cast_to(NodeImport &node, dsl::ElemType to) {
     const dsl::Layer &x = node.input(0);
-    const dsl::ElemType to = elem_type(int32_t(node.attr_int("to", 0)), "Cast's 'to'");
     if (dsl::is_constant(x))
         return {dsl::LayerRegistry::constant(
             node.name(), converted(dsl::constant_value(x), to, node.node().input(0)))};
@@ -823,6 +819,16 @@ Layers cast(NodeImport &node) {
     dsl::Attrs attrs;
     attrs.set("to", std::string(dsl::to_string(device)));
     return {node.build("cast", {x}, attrs)};
+}
+
+Layers cast(NodeImport &node) {
+    return cast_to(node, elem_type(int32_t(node.attr_int("to", 0)), "Cast's 'to'"));
+}
+
+// CastLike: a Cast to the element type of its second input (a computed float tensor holds the
+// precision's type, as a Cast to a float type gives).
+Layers cast_like(NodeImport &node) {
+    return cast_to(node, node.input(1).output().type);
 }
 
 // Identity passes its input on, as does Dropout when it drops nothing: in inference (the
@@ -962,6 +968,109 @@ Layers gather(NodeImport &node) {
     return {node.build("reshape", {picked}, dsl::Attrs().set("shape", out))};
 }
 
+// `op` of `x`, on a leading unit dimension when `batch` (it moves elements along axis 0 of a
+// computed tensor, the device's batch).
+dsl::Layer maybe_unbatched(NodeImport &node, const std::string &op, const dsl::Layer &x, bool batch,
+                           const dsl::Attrs &attrs) {
+    if (batch) return along_unit_batch(node, op, node.name(), {x}, attrs);
+    return node.build(op, {x}, attrs);
+}
+
+// `values` (one per axis) with a leading entry `first` when `batch`.
+std::vector<int64_t> with_unit_batch(std::vector<int64_t> values, bool batch, int64_t first) {
+    if (batch) values.insert(values.begin(), first);
+    return values;
+}
+
+// Pad with constant pads (and constant value): pads along axis 0 of a computed tensor on a
+// leading unit dimension.
+Layers pad(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const int64_t rank = shape_of(x).rank();
+    std::vector<int64_t> pads = node.constant_ints(1, "pads");
+    if (int64_t(pads.size()) != 2 * rank)
+        node.fail(std::to_string(pads.size()) + " pads for an input of rank " +
+                  std::to_string(rank));
+    const bool batch = along_batch(x, 0) && (pads[0] != 0 || pads[size_t(rank)] != 0);
+    if (batch) {
+        pads.insert(pads.begin() + rank, 0);
+        pads.insert(pads.begin(), 0);
+    }
+    dsl::Attrs attrs;
+    attrs.set("pads", pads);
+    attrs.set("mode", node.attr_string("mode", "constant"));
+    attrs.set("value", scalar_input(node, 2, "constant_value", 0));
+    return {maybe_unbatched(node, "pad", x, batch, attrs)};
+}
+
+Layers tile(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const std::vector<int64_t> repeats = node.constant_ints(1, "repeats");
+    const bool batch = along_batch(x, 0) && !repeats.empty() && repeats[0] != 1;
+    dsl::Attrs attrs;
+    attrs.set("repeats", with_unit_batch(repeats, batch, 1));
+    return {maybe_unbatched(node, "tile", x, batch, attrs)};
+}
+
+// Expand to a constant shape by numpy's rules: a shape longer than the input's rank gives the
+// input leading unit dimensions first; one broadcasting axis 0 runs on a leading unit dimension.
+Layers expand(NodeImport &node) {
+    const std::vector<int64_t> to = node.constant_ints(1, "shape");
+    const dsl::Layer x = with_rank(node, node.input(0), int(to.size()), "input");
+    const std::vector<int64_t> &extents = shape_of(x).raw();
+    const size_t skip = extents.size() - std::min(extents.size(), to.size());
+    const bool batch = along_batch(x, 0) && skip == 0 && extents[0] == 1 && to[0] != 1;
+    dsl::Attrs attrs;
+    attrs.set("shape", to);
+    return {maybe_unbatched(node, "expand", x, batch, attrs)};
+}
+
+// Trilu's matrices are the last two axes: of a rank-2 computed tensor the rows are the batch, so
+// on a leading unit dimension.
+Layers trilu(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    dsl::Attrs attrs;
+    attrs.set("upper", node.attr_int("upper", 1));
+    if (node.has_input(1)) {
+        const std::vector<int64_t> k = node.constant_ints(1, "k");
+        if (k.size() != 1) node.fail("k must be one value");
+        attrs.set("k", k[0]);
+    }
+    return {maybe_unbatched(node, "trilu", x, along_batch(x, -2), attrs)};
+}
+
+// CumSum along a constant axis; along axis 0 of a computed tensor on a leading unit dimension.
+Layers cumsum(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const std::vector<int64_t> axis = node.constant_ints(1, "axis");
+    if (axis.size() != 1) node.fail("axis must be one value");
+    const bool batch = along_batch(x, axis[0]);
+    dsl::Attrs attrs;
+    attrs.set("axis", batch ? int64_t(1) : axis[0]);
+    attrs.set("exclusive", node.attr_int("exclusive", 0));
+    attrs.set("reverse", node.attr_int("reverse", 0));
+    return {maybe_unbatched(node, "cumsum", x, batch, attrs)};
+}
+
+// GatherElements with constant indices, which differ per image: a computed tensor of a batch
+// above 1 runs on a leading unit dimension (the indices given one too).
+Layers gather_elements(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    dsl::ConstValues indices =
+        dsl::const_values(node.constant_input(1, "indices"), node.node().input(1));
+    const int64_t rank = shape_of(x).rank();
+    int64_t axis = node.attr_int("axis", 0);
+    if (axis < -rank || axis >= rank) node.fail("axis out of range");
+    if (axis < 0) axis += rank;
+    const bool batch = along_batch(x, 0) && (shape_of(x)[dsl::Dim(0)] != 1 ||
+                                             (!indices.shape.empty() && indices.shape[0] != 1));
+    if (batch) indices.shape.insert(indices.shape.begin(), 1);
+    dsl::Attrs attrs;
+    attrs.set("axis", batch ? axis + 1 : axis);
+    attrs.set("indices", dsl::const_buffer(indices));
+    return {maybe_unbatched(node, "gather_elements", x, batch, attrs)};
+}
+
 // Reshape, Flatten, Squeeze and Unsqueeze. One changing the first extent (the batch) is a view
 // of bytes in logical order; a computed 4-D tensor held NHWC with several channels and pixels
 // is not, so it is first reshaped to [N, C*H*W] (a SHAVE kernel keeping the batch, whose
@@ -1010,6 +1119,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
         {"Cast", cast},
+        {"CastLike", cast_like},
         {"Clip",
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : clip(n);
@@ -1019,11 +1129,21 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"ConstantOfShape", constant_of_shape},
         {"Conv", [](NodeImport &n) { return reads_int8(n) ? import_quant_conv(n) : conv(n); }},
         {"ConvTranspose", conv_transpose},
+        {"CumSum", cumsum},
+        {"DepthToSpace",
+         [](NodeImport &n) {
+             dsl::Attrs a;
+             a.set("blocksize", n.attr_int("blocksize", 0));
+             a.set("mode", n.attr_string("mode", "DCR"));
+             return unary(n, "depth_to_space", a);
+         }},
         {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
         {"Erf", import_erf},
+        {"Expand", expand},
         {"Flatten", reshaping("flatten", {"axis"})},
         {"Gather", gather},
+        {"GatherElements", gather_elements},
         {"DequantizeLinear", import_dequantize_linear},
         {"Gemm",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : gemm(n); }},
@@ -1053,6 +1173,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Mean", mean},
         {"Min", [](NodeImport &n) { return variadic_eltwise(n, "min"); }},
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
+        {"Pad", pad},
         {"QLinearConv", import_qlinear_conv},
         {"QLinearMatMul", import_qlinear_matmul},
         {"QuantizeLinear", import_quantize_linear},
@@ -1075,14 +1196,18 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Resize", import_resize},
         {"Shape", shape},
         {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
+        {"Size", [](NodeImport &n) { return unary(n, "size"); }},
         {"Slice", slice},
         {"Softmax", along_axis("softmax")},
+        {"SpaceToDepth", direct("space_to_depth", {"blocksize"})},
         {"Split", split},
         {"Squeeze", reshaping("squeeze", {})},
         {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
         {"Sum", [](NodeImport &n) { return variadic_eltwise(n, "add"); }},
+        {"Tile", tile},
         {"TopK", topk},
         {"Transpose", transpose},
+        {"Trilu", trilu},
         {"Unsqueeze", reshaping("unsqueeze", {})},
     };
     return importers;
