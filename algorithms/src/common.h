@@ -124,6 +124,9 @@ template <typename T> Halide::Buffer<> vector_tensor(const std::vector<T> &value
 // stored as `type` with `q` (rounded half to even, saturated).
 Halide::Expr dequantize(const Halide::Expr &stored, const InputInfo &in);
 Halide::Expr quantize(const Halide::Expr &value, const dsl::Quant &q, dsl::ElemType type);
+// ONNX's Pow in float32: a negative base to an integer power takes the sign of an odd one, to
+// any other power NaN (eltwise.cpp).
+Halide::Expr onnx_pow(const Halide::Expr &base, const Halide::Expr &exponent);
 // The output quantization of an int8 layer whose results lie in [0, 1] (sigmoid, softmax):
 // `given`, else the type's 256 steps over [0, 1].
 dsl::Quant probability_quant(const InputInfo &in, const std::optional<dsl::Quant> &given);
