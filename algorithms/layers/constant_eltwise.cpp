@@ -45,12 +45,7 @@ Halide::Expr apply(const std::string &op, const Halide::Expr &a, const Halide::E
     if (op == "min") return Halide::min(a, b);
     if (op == "pow") return detail::onnx_pow(a, b);
     if (op == "prelu") return Halide::select(a < 0, a * b, a);
-    // Comparisons keep IEEE semantics: NaN compares unequal and unordered.
-    if (op == "equal") return Halide::strict_float(a == b);
-    if (op == "greater") return Halide::strict_float(a > b);
-    if (op == "greater_or_equal") return Halide::strict_float(a >= b);
-    if (op == "less") return Halide::strict_float(a < b);
-    return Halide::strict_float(a <= b);
+    return detail::compare(op, a, b);
 }
 
 // The constant broadcast over one image of `input` (logical shape `shape`, device extents c, w,
@@ -135,8 +130,8 @@ dsl::Layer build_constant_eltwise(const std::string &name, const std::vector<dsl
         const Halide::Expr x = Halide::cast<float>(funcs.at(0)(v.c, v.x, v.y));
         const Halide::Expr c = values(at(v.c, 0), at(v.x, 1), at(v.y, 2));
         Halide::Func out = detail::named_func(name);
-        out(v.c, v.x, v.y) = Halide::cast(dsl::halide_type(out_type),
-                                          constant_first ? apply(op, c, x) : apply(op, x, c));
+        out(v.c, v.x, v.y) = detail::stored_as(constant_first ? apply(op, c, x) : apply(op, x, c),
+                                               dsl::halide_type(out_type));
         return out;
     };
     return dsl::Layer::make("constant_eltwise",

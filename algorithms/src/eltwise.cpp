@@ -456,7 +456,7 @@ dsl::Layer make_elementwise(const ElementwiseDef &def, const std::string &name,
         else if (result.type().is_float() && !dsl::halide_type(out.type).is_float())
             f(v.c, v.x, v.y) = Halide::cast(dsl::halide_type(out.type), Halide::round(result));
         else
-            f(v.c, v.x, v.y) = Halide::cast(dsl::halide_type(out.type), result);
+            f(v.c, v.x, v.y) = stored_as(result, dsl::halide_type(out.type));
         return f;
     };
     return dsl::Layer::make(def.op, out, inputs, algorithm);
@@ -510,24 +510,18 @@ Halide::Buffer<> fold_elementwise(const ElementwiseDef &def, const std::string &
     return dsl::const_buffer(out);
 }
 
-// Float comparisons keep IEEE semantics (NaN compares unequal and unordered).
-Expr compared(const Expr &condition, const std::vector<Expr> &v) {
-    return v[0].type().is_float() ? Halide::strict_float(condition) : condition;
-}
-
 template <typename Compare> ElementwiseDef comparison(const char *op, const char *doc) {
-    return {op,
-            doc,
-            {"a", "b"},
-            Takes::Numbers,
-            Gives::Bool,
-            [](const std::vector<Expr> &v, const dsl::Attrs &) {
-                return compared(Compare{}(v[0], v[1]), v);
-            },
-            [](const std::vector<double> &v, const dsl::Attrs &) {
-                return Compare{}(v[0], v[1]) ? 1.0 : 0.0;
-            },
-            {}};
+    return {
+        op,
+        doc,
+        {"a", "b"},
+        Takes::Numbers,
+        Gives::Bool,
+        [op](const std::vector<Expr> &v, const dsl::Attrs &) { return compare(op, v[0], v[1]); },
+        [](const std::vector<double> &v, const dsl::Attrs &) {
+            return Compare{}(v[0], v[1]) ? 1.0 : 0.0;
+        },
+        {}};
 }
 
 template <typename Combine> ElementwiseDef logical(const char *op, const char *doc) {
@@ -710,13 +704,35 @@ dsl::LayerDef layer_def(const ElementwiseDef &def) {
 
 Expr detail::onnx_pow(const Expr &base, const Expr &exponent) {
     // |base|^exponent, its sign from an odd integer exponent; a negative base to a power that
-    // is not an integer is NaN.
+    // is not an integer is NaN. Halide's pow approximates and leaves NaN to the caller: as C's,
+    // x^0 and 1^y are 1, any other power of or to a NaN is NaN.
     const Expr magnitude = Halide::pow(Halide::abs(base), exponent);
     const Expr integer = Halide::floor(exponent) == exponent;
     const Expr odd = integer && Halide::floor(exponent * 0.5f) != exponent * 0.5f;
     const Expr nan = Halide::Expr(std::numeric_limits<float>::quiet_NaN());
-    return Halide::strict_float(Halide::select(base >= 0 || Halide::is_nan(base), magnitude,
-                                               !integer, nan, odd, -magnitude, magnitude));
+    return Halide::strict_float(Halide::select(exponent == 0.0f || base == 1.0f, Halide::Expr(1.0f),
+                                               Halide::is_nan(base) || Halide::is_nan(exponent) ||
+                                                   (base < 0.0f && !integer),
+                                               nan, base < 0.0f && odd, -magnitude, magnitude));
+}
+
+Expr detail::stored_as(const Expr &value, const Halide::Type &type) {
+    if (!value.type().is_float() || type != Halide::Float(16)) return Halide::cast(type, value);
+    const Expr quiet_nan = Halide::reinterpret(type, Halide::Expr(uint16_t(0x7e00)));
+    return Halide::strict_float(
+        Halide::select(Halide::is_nan(value), quiet_nan, Halide::cast(type, value)));
+}
+
+Expr detail::compare(const std::string &op, const Expr &a, const Expr &b) {
+    if (op == "equal") return Halide::strict_float(a == b);
+    // Halide may rewrite a >= b as !(a < b), true for a NaN: ordered operands first.
+    const Expr ordered = a.type().is_float() ? !Halide::is_nan(a) && !Halide::is_nan(b)
+                                             : Halide::Internal::const_true();
+    const Expr result = op == "greater"            ? a > b
+                        : op == "greater_or_equal" ? a >= b
+                        : op == "less"             ? a < b
+                                                   : a <= b;
+    return Halide::strict_float(ordered && result);
 }
 
 void detail::register_eltwise_layers(dsl::LayerRegistry &r) {
