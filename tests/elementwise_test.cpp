@@ -421,11 +421,22 @@ TEST_P(ElementwiseNodeTest, MatchesTheExpectedOutputs) {
     vpuc::testing::expect_node_test_passes(GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Onnx, ElementwiseNodeTest,
-                         ::testing::Values("test_equal", "test_greater_bcast", "test_and4d",
-                                           "test_pow"),
-                         [](const ::testing::TestParamInfo<std::string> &info) {
-                             return info.param.substr(5);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Onnx, ElementwiseNodeTest,
+    ::testing::Values("test_equal", "test_equal_bcast", "test_greater_bcast",
+                      "test_greater_equal_expanded", "test_less_equal_bcast", "test_and4d",
+                      "test_or_bcast4v3d", "test_xor_bcast3v1d", "test_bitshift_left_uint8",
+                      "test_bitshift_right_uint8", "test_pow", "test_pow_bcast_scalar",
+                      "test_pow_bcast_array", "test_pow_types_int32_int32",
+                      "test_pow_types_float32_int32", "test_mod_mixed_sign_float32",
+                      "test_mod_mixed_sign_int8", "test_mod_broadcast", "test_mod_uint8",
+                      "test_where_example", "test_prelu_example", "test_prelu_broadcast"),
+    [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
+
+// PyTorch's PReLU of one constant slope, on inputs of rank 3 to 5.
+TEST(ElementwiseBackendTest, PReluOfAConstantSlope) {
+    for (const char *test : {"test_PReLU_1d", "test_PReLU_2d", "test_PReLU_3d"})
+        vpuc::testing::expect_backend_test_passes("pytorch-converted", test);
+}
 
 } // namespace
