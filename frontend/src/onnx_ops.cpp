@@ -48,17 +48,63 @@ const dsl::Shape &shape_of(const dsl::Layer &layer) {
 
 namespace {
 
-// The spatial dimensions of a conv's or pool's input: 1 (N, C, W) or 2 (N, C, H, W).
+// The spatial dimensions of a conv's or pool's input: 1 (N, C, W) or 2 (N, C, H, W) for the
+// DPU's layers; the float ones of rank 5 are conv3d and the 3-D pools (SHAVE), before this.
 int window_dims(const NodeImport &node, const dsl::Layer &x) {
     const int rank = shape_of(x).rank();
     if (rank == 3 || rank == 4) return rank - 2;
-    const std::string where = "a window slides over W of a rank-3 input (N, C, W) or H and W "
-                              "of a rank-4 one (N, C, H, W)";
     if (rank == 5)
-        node.fail("a 3-D window (an input of rank 5) has no device form, whose H holds D and H "
-                  "together; " +
-                  where);
-    node.fail("the input has rank " + std::to_string(rank) + "; " + where);
+        node.fail("a 3-D window (an input of rank 5) of int8 tensors is not supported; 3-D "
+                  "windows compute in float on the SHAVEs");
+    node.fail("the input has rank " + std::to_string(rank) +
+              "; a window slides over the axes after N and C of an input of rank 3 to 5");
+}
+
+// The spatial dimensions of an input of rank 3 to 5, for the SHAVEs' windows of any rank.
+int spatial_dims(const NodeImport &node, const dsl::Layer &x) {
+    const int rank = shape_of(x).rank();
+    if (rank < 3 || rank > 5)
+        node.fail("the input has rank " + std::to_string(rank) +
+                  "; a window slides over the axes after N and C of an input of rank 3 to 5");
+    return rank - 2;
+}
+
+// An attribute of one entry per spatial dimension (`dims` of them), in ONNX's order.
+std::vector<int64_t> spatial_attr(NodeImport &node, const std::string &name, int dims,
+                                  std::vector<int64_t> default_value) {
+    std::vector<int64_t> v = node.attr_ints(name, std::move(default_value));
+    if (int(v.size()) != dims)
+        node.fail(name + " must have " + std::to_string(dims) + " entries (a " +
+                  std::to_string(dims) + "-D window)");
+    return v;
+}
+
+// ONNX's pads [begin..., end...] over the spatial dimensions of `input`, from `pads` or the
+// node's auto_pad; `kernel`, `strides` and `dilations` one per spatial dimension.
+std::vector<int64_t> onnx_pads(NodeImport &node, const dsl::Shape &input,
+                               const std::vector<int64_t> &kernel,
+                               const std::vector<int64_t> &strides,
+                               const std::vector<int64_t> &dilations) {
+    const size_t dims = size_t(input.rank() - 2);
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    std::vector<int64_t> pads =
+        spatial_attr(node, "pads", int(2 * dims), std::vector<int64_t>(2 * dims, 0));
+    if (auto_pad == "NOTSET") return pads;
+    if (node.has_attr("pads")) node.fail("auto_pad " + auto_pad + " together with pads");
+    if (auto_pad == "VALID") return std::vector<int64_t>(2 * dims, 0);
+    if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+        node.fail("auto_pad '" + auto_pad +
+                  "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    for (size_t d = 0; d < dims; ++d) {
+        const int64_t in = input[dsl::Dim(int(d) + 2)];
+        const int64_t out = (in + strides[d] - 1) / strides[d];
+        const int64_t span = (kernel[d] - 1) * dilations[d] + 1;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + span - in);
+        const int64_t small = total / 2, large = total - small;
+        pads[d] = auto_pad == "SAME_UPPER" ? small : large;
+        pads[d + dims] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+    return pads;
 }
 
 } // namespace
@@ -69,42 +115,18 @@ std::vector<int64_t> window_pads(NodeImport &node, const dsl::Shape &input,
                                  const std::vector<int64_t> &kernel,
                                  const std::vector<int64_t> &strides,
                                  const std::vector<int64_t> &dilations) {
-    const int dims = input.rank() - 2;
-    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-    const std::vector<int64_t> given =
-        node.attr_ints("pads", std::vector<int64_t>(size_t(2 * dims), 0));
-    if (int(given.size()) != 2 * dims)
-        node.fail("pads must have " + std::to_string(2 * dims) + " entries (a " +
-                  std::to_string(dims) + "-D window)");
-    std::vector<int64_t> pads = dims == 1 ? std::vector<int64_t>{0, given[0], 0, given[1]} : given;
-    if (auto_pad == "NOTSET") return pads;
-    if (node.has_attr("pads")) node.fail("auto_pad " + auto_pad + " together with pads");
-    if (auto_pad == "VALID") return {0, 0, 0, 0};
-    if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
-        node.fail("auto_pad '" + auto_pad +
-                  "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
-    const int64_t extents[2] = {dims == 1 ? 1 : input[dsl::Dim(2)],
-                                input[dsl::Dim(input.rank() - 1)]};
-    for (int d = 0; d < 2; ++d) {
-        const int64_t in = extents[d];
-        const int64_t out = (in + strides[size_t(d)] - 1) / strides[size_t(d)];
-        const int64_t span = (kernel[size_t(d)] - 1) * dilations[size_t(d)] + 1;
-        const int64_t total = std::max<int64_t>(0, (out - 1) * strides[size_t(d)] + span - in);
-        const int64_t small = total / 2, large = total - small;
-        pads[size_t(d)] = auto_pad == "SAME_UPPER" ? small : large;
-        pads[size_t(d) + 2] = auto_pad == "SAME_UPPER" ? large : small;
-    }
-    return pads;
+    if (input.rank() == 4) return onnx_pads(node, input, kernel, strides, dilations);
+    // A 1-D window: W only, 1 high.
+    const std::vector<int64_t> w =
+        onnx_pads(node, input, {kernel[1]}, {strides[1]}, {dilations[1]});
+    return {0, w[0], 0, w[1]};
 }
 
 // An attribute of one entry per spatial dimension (`dims` of them), as (H, W): a 1-D window is
 // 1 high.
 std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name, int dims,
                                std::vector<int64_t> default_value) {
-    std::vector<int64_t> v = node.attr_ints(name, std::move(default_value));
-    if (int(v.size()) != dims)
-        node.fail(name + " must have " + std::to_string(dims) + " entries (a " +
-                  std::to_string(dims) + "-D window)");
+    std::vector<int64_t> v = spatial_attr(node, name, dims, std::move(default_value));
     if (dims == 1) v.insert(v.begin(), 1);
     return v;
 }
@@ -153,23 +175,129 @@ void require_rank(const NodeImport &node, const dsl::Layer &in, int rank, const 
                   std::to_string(shape_of(in).rank()));
 }
 
+// A convolution's constant bias (input 2) of `count` values, f32, into `attrs`.
+void set_conv_bias(NodeImport &node, int64_t count, dsl::Attrs &attrs) {
+    if (!node.has_input(2)) return;
+    const Halide::Buffer<> &bias = node.constant_input(2, "bias");
+    if (bias.dimensions() != 1 || bias.dim(0).extent() != count)
+        node.fail("the bias must have " + std::to_string(count) + " values");
+    attrs.set("bias", converted(bias, dsl::ElemType::F32, node.node().input(2)));
+}
+
+// The weights of a conv3d or conv_transpose: ONNX's own layout, of the input's rank, whose
+// kernel_shape (if given) they must have.
+dsl::ConstValues window_weights(NodeImport &node, int dims) {
+    const dsl::ConstValues w =
+        dsl::const_values(node.constant_input(1, "weights"), node.node().input(1));
+    if (int(w.shape.size()) != dims + 2)
+        node.fail("the weights must have rank " + std::to_string(dims + 2) + ", as the input");
+    const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+    if (spatial_attr(node, "kernel_shape", dims, kernel) != kernel)
+        node.fail("kernel_shape differs from the weights");
+    return w;
+}
+
+// A Conv over an input of rank 5: conv3d (SHAVE), the weights in ONNX's layout.
+Layers conv3d(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const dsl::ConstValues w = window_weights(node, 3);
+    const int64_t oc = w.shape[0], icg = w.shape[1];
+    const int64_t groups = node.attr_int("group", 1);
+    const int64_t channels = shape_of(x)[dsl::dims::C];
+    if (groups < 1 || channels != icg * groups || oc % groups != 0)
+        node.fail("weights of " + std::to_string(icg) + " input channels per group x " +
+                  std::to_string(groups) + " groups do not fit an input of " +
+                  std::to_string(channels) + " channels and " + std::to_string(oc) + " outputs");
+    const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+    const std::vector<int64_t> strides = spatial_attr(node, "strides", 3, {1, 1, 1});
+    const std::vector<int64_t> dilations = spatial_attr(node, "dilations", 3, {1, 1, 1});
+    dsl::Attrs attrs;
+    attrs.set("weights", converted(dsl::const_buffer(w), float_type(node), node.node().input(1)));
+    set_conv_bias(node, oc, attrs);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", onnx_pads(node, shape_of(x), kernel, strides, dilations));
+    attrs.set("groups", groups);
+    return {node.build("conv3d", {x}, attrs)};
+}
+
 // The weights and bias of a convolution as the registry takes them: weights of dims
 // (ic / groups, kw, kh, oc) in the float type, bias f32.
 Layers conv(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
+    if (shape_of(x).rank() == 5) return conv3d(node);
     const std::string what = node.node().input(1);
     const dsl::ConstValues w = dsl::const_values(node.constant_input(1, "weights"), what);
     bool depthwise = false;
     dsl::Attrs attrs = conv_geometry(node, x, w, depthwise);
     attrs.set("weights", converted(dsl::const_buffer(conv_layout(w)), float_type(node), what));
-    if (node.has_input(2)) {
-        const int64_t oc = w.shape[0];
-        const Halide::Buffer<> &bias = node.constant_input(2, "bias");
-        if (bias.dimensions() != 1 || bias.dim(0).extent() != oc)
-            node.fail("the bias must have " + std::to_string(oc) + " values");
-        attrs.set("bias", converted(bias, dsl::ElemType::F32, node.node().input(2)));
-    }
+    set_conv_bias(node, w.shape[0], attrs);
     return {node.build(depthwise ? "depthwise_conv2d" : "conv2d", {x}, attrs)};
+}
+
+// ConvTranspose over an input of rank 3 to 5: conv_transpose (SHAVE). Its pads come from
+// `pads`, or from output_shape or auto_pad SAME_* (an output of in * stride): the total padding
+// `natural - wanted` split as ONNX does, the odd one at the end for SAME_UPPER and at the
+// beginning otherwise; an output larger than the natural one ends in output padding.
+Layers conv_transpose(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const int dims = spatial_dims(node, x);
+    const dsl::ConstValues w = window_weights(node, dims);
+    const int64_t ic = w.shape[0], ocg = w.shape[1];
+    const int64_t groups = node.attr_int("group", 1);
+    const int64_t channels = shape_of(x)[dsl::dims::C];
+    if (groups < 1 || channels != ic || ic % groups != 0)
+        node.fail("weights for " + std::to_string(ic) + " input channels in " +
+                  std::to_string(groups) + " groups do not fit an input of " +
+                  std::to_string(channels) + " channels");
+    const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+    const std::vector<int64_t> ones(size_t(dims), 1), zeros(size_t(dims), 0);
+    const std::vector<int64_t> strides = spatial_attr(node, "strides", dims, ones);
+    const std::vector<int64_t> dilations = spatial_attr(node, "dilations", dims, ones);
+    std::vector<int64_t> extra = spatial_attr(node, "output_padding", dims, zeros);
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+        auto_pad != "SAME_LOWER")
+        node.fail("auto_pad '" + auto_pad +
+                  "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    std::vector<int64_t> wanted = node.attr_ints("output_shape", {});
+    // A full output shape [N, C, spatial...] names the spatial extents last.
+    if (wanted.size() == size_t(dims + 2)) wanted.erase(wanted.begin(), wanted.begin() + 2);
+    if (!wanted.empty() && wanted.size() != size_t(dims))
+        node.fail("output_shape must have " + std::to_string(dims) + " entries (a " +
+                  std::to_string(dims) + "-D window)");
+    const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    std::vector<int64_t> pads =
+        spatial_attr(node, "pads", 2 * dims, std::vector<int64_t>(size_t(2 * dims), 0));
+    if (auto_pad != "NOTSET" && node.has_attr("pads"))
+        node.fail("auto_pad " + auto_pad + " together with pads");
+    if (!wanted.empty() || same) {
+        if (!wanted.empty() && node.has_attr("pads")) node.fail("output_shape together with pads");
+        for (size_t d = 0; d < size_t(dims); ++d) {
+            const int64_t in = shape_of(x)[dsl::Dim(int(d) + 2)];
+            const int64_t natural =
+                strides[d] * (in - 1) + extra[d] + (kernel[d] - 1) * dilations[d] + 1;
+            const int64_t total = natural - (wanted.empty() ? in * strides[d] : wanted[d]);
+            // A larger output than the natural one ends in more output padding.
+            if (total < 0) extra[d] -= total;
+            const int64_t padding = std::max<int64_t>(0, total);
+            const int64_t begin = auto_pad == "SAME_UPPER" ? padding / 2 : padding - padding / 2;
+            const int64_t end = padding - begin;
+            pads[d] = begin;
+            pads[d + size_t(dims)] = end;
+        }
+    } else if (auto_pad == "VALID") {
+        pads.assign(size_t(2 * dims), 0);
+    }
+    dsl::Attrs attrs;
+    attrs.set("weights", converted(dsl::const_buffer(w), float_type(node), node.node().input(1)));
+    set_conv_bias(node, ocg * groups, attrs);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", pads);
+    attrs.set("output_padding", extra);
+    attrs.set("groups", groups);
+    return {node.build("conv_transpose", {x}, attrs)};
 }
 
 // Numpy broadcasting across ranks: the input of lower rank gets leading unit dimensions.
@@ -303,12 +431,62 @@ Layers matmul(NodeImport &node) {
     return import_batch_matmul(node);
 }
 
+// MaxPool with its Indices output: max_pool_indices (SHAVE, any rank 3 to 5), and a
+// tuple_element per output.
+Layers max_pool_with_indices(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const int dims = spatial_dims(node, x);
+    const std::vector<int64_t> ones(size_t(dims), 1);
+    const std::vector<int64_t> kernel = spatial_attr(node, "kernel_shape", dims, {});
+    const std::vector<int64_t> strides = spatial_attr(node, "strides", dims, ones);
+    const std::vector<int64_t> dilations = spatial_attr(node, "dilations", dims, ones);
+    dsl::Attrs attrs;
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", onnx_pads(node, shape_of(x), kernel, strides, dilations));
+    attrs.set("ceil_mode", node.attr_int("ceil_mode", 0));
+    attrs.set("storage_order", node.attr_int("storage_order", 0));
+    const dsl::Layer both = node.build("max_pool_indices", {x}, attrs);
+    Layers outs;
+    for (int i = 0; i < 2; ++i)
+        outs.push_back(dsl::LayerRegistry::output_of(
+            node.unique_name(node.node().output(i).empty() ? node.name() + "." + std::to_string(i)
+                                                           : node.node().output(i)),
+            both, i));
+    return outs;
+}
+
+// A pool over an input of rank 5: max_pool3d or avg_pool3d (SHAVE), ONNX's attributes as they
+// are.
+Layers pool3d(NodeImport &node, const std::string &op) {
+    const dsl::Layer &x = node.input(0);
+    const std::vector<int64_t> kernel = spatial_attr(node, "kernel_shape", 3, {});
+    const std::vector<int64_t> strides = spatial_attr(node, "strides", 3, {1, 1, 1});
+    const std::vector<int64_t> dilations = spatial_attr(node, "dilations", 3, {1, 1, 1});
+    node.expect_int("storage_order", 0, "row-major only");
+    dsl::Attrs attrs;
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("pads", onnx_pads(node, shape_of(x), kernel, strides, dilations));
+    attrs.set("ceil_mode", node.attr_int("ceil_mode", 0));
+    if (op == "max_pool") {
+        attrs.set("dilations", dilations);
+    } else {
+        if (dilations != std::vector<int64_t>{1, 1, 1})
+            node.fail("dilated average pooling is not supported");
+        attrs.set("count_include_pad", node.attr_int("count_include_pad", 0));
+    }
+    return {node.build(op + "3d", {x}, attrs)};
+}
+
 Layers pool(NodeImport &node, const std::string &op) {
     const dsl::Layer &x = node.input(0);
+    if (node.node().output_size() > 1 && !node.node().output(1).empty())
+        return max_pool_with_indices(node);
+    if (shape_of(x).rank() == 5) return pool3d(node, op);
     const int dims = window_dims(node, x);
     dsl::Attrs attrs;
-    if (node.node().output_size() > 1 && !node.node().output(1).empty())
-        node.fail("the Indices output is not supported");
     const std::vector<int64_t> ones(size_t(dims), 1);
     const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", dims, {});
     const std::vector<int64_t> strides = pair_attr(node, "strides", dims, ones);
@@ -459,13 +637,85 @@ Layers concat(NodeImport &node) {
     return {node.build("concat", inputs, attrs)};
 }
 
-Layers softmax(NodeImport &node) {
-    const int64_t axis = node.attr_int("axis", -1);
-    dsl::Attrs attrs;
-    const bool batch = along_batch(node.input(0), axis);
-    attrs.set("axis", batch ? int64_t(1) : axis);
-    if (batch) return {along_unit_batch(node, "softmax", node.name(), {node.input(0)}, attrs)};
-    return unary(node, "softmax", attrs);
+// Softmax, LogSoftmax and Hardmax: `op` along one axis (opset-13 semantics).
+OpImporter along_axis(const std::string &op) {
+    return [op](NodeImport &node) -> Layers {
+        const int64_t axis = node.attr_int("axis", -1);
+        dsl::Attrs attrs;
+        const bool batch = along_batch(node.input(0), axis);
+        attrs.set("axis", batch ? int64_t(1) : axis);
+        if (batch) return {along_unit_batch(node, op, node.name(), {node.input(0)}, attrs)};
+        return unary(node, op, attrs);
+    };
+}
+
+// `axes` of input 0 in [0, rank), each once; fails on one outside the rank.
+std::vector<int64_t> normalized_axes(const NodeImport &node, std::vector<int64_t> axes) {
+    const int64_t rank = shape_of(node.input(0)).rank();
+    for (int64_t &axis : axes) {
+        if (axis < -rank || axis >= rank)
+            node.fail("axis " + std::to_string(axis) + " is outside the input's rank " +
+                      std::to_string(rank));
+        if (axis < 0) axis += rank;
+    }
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+        node.fail("an axis is given twice");
+    return axes;
+}
+
+// A layer `op` reducing input 0 along `axes` (normalized_axes), which `attrs` names as
+// `axes_attr` ("axes", or "axis" for one): with keepdims 1 of the input's rank, the reduced
+// axes of extent 1; with keepdims 0 that result (NODE.kept) squeezed.
+Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_t> &axes,
+               const std::string &axes_attr, dsl::Attrs attrs) {
+    const dsl::Layer &x = node.input(0);
+    const bool keep = node.attr_int("keepdims", 1) != 0;
+    if (!keep && int64_t(axes.size()) == shape_of(x).rank())
+        node.fail("keepdims 0 over every axis gives a tensor of rank 0, which the device has "
+                  "no form of");
+    const std::string name = keep ? node.name() : node.unique_name(node.name() + ".kept");
+    const bool batch = along_batch(x, axes.front());
+    std::vector<int64_t> along = axes;
+    if (batch)
+        for (int64_t &axis : along) ++axis;
+    if (axes_attr == "axis")
+        attrs.set("axis", along.front());
+    else
+        attrs.set("axes", along);
+    const dsl::Layer kept =
+        batch ? along_unit_batch(node, op, name, {x}, attrs) : node.build(op, name, {x}, attrs);
+    if (keep) return {kept};
+    return {node.build("squeeze", {kept}, dsl::Attrs().set("axes", axes))};
+}
+
+// ReduceSum, ReduceMean, ...: the reduce layer of `kind`. No axes are all of them, or with
+// noop_with_empty_axes (ReduceSum's) the input itself.
+OpImporter reduction(const std::string &kind) {
+    return [kind](NodeImport &node) -> Layers {
+        const dsl::Layer &x = node.input(0);
+        std::vector<int64_t> axes =
+            node.has_input(1) ? node.constant_ints(1, "axes") : node.attr_ints("axes", {});
+        if (axes.empty()) {
+            if (node.attr_int("noop_with_empty_axes", 0) != 0) {
+                node.attr_int("keepdims", 1); // nothing is reduced, so nothing is kept
+                return {x};
+            }
+            for (int64_t d = 0; d < shape_of(x).rank(); ++d) axes.push_back(d);
+        }
+        dsl::Attrs attrs;
+        attrs.set("kind", kind);
+        return reduced(node, "reduce", normalized_axes(node, axes), "axes", attrs);
+    };
+}
+
+// ArgMax, ArgMin: i32 indices (INT64's device type, as TopK's).
+OpImporter arg_extreme(const std::string &op) {
+    return [op](NodeImport &node) -> Layers {
+        dsl::Attrs attrs;
+        attrs.set("select_last_index", node.attr_int("select_last_index", 0));
+        return reduced(node, op, normalized_axes(node, {node.attr_int("axis", 0)}), "axis", attrs);
+    };
 }
 
 // A transpose moving axis 0 keeps a leading unit dimension first instead.
@@ -801,6 +1051,8 @@ const std::map<std::string, OpImporter> &op_importers() {
                                                                         : eltwise(n, "add");
          }},
         {"And", [](NodeImport &n) { return computed_elementwise(n, "and"); }},
+        {"ArgMax", arg_extreme("argmax")},
+        {"ArgMin", arg_extreme("argmin")},
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
         {"BitShift", bit_shift},
@@ -813,6 +1065,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Constant", constant},
         {"ConstantOfShape", constant_of_shape},
         {"Conv", [](NodeImport &n) { return reads_int8(n) ? import_quant_conv(n) : conv(n); }},
+        {"ConvTranspose", conv_transpose},
         {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
         {"Equal", [](NodeImport &n) { return elementwise_or_constant(n, "equal"); }},
@@ -827,6 +1080,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Greater", [](NodeImport &n) { return elementwise_or_constant(n, "greater"); }},
         {"GreaterOrEqual",
          [](NodeImport &n) { return elementwise_or_constant(n, "greater_or_equal"); }},
+        {"Hardmax", along_axis("hardmax")},
         {"HardSigmoid",
          [](NodeImport &n) {
              dsl::Attrs a;
@@ -844,6 +1098,7 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"Less", [](NodeImport &n) { return elementwise_or_constant(n, "less"); }},
         {"LessOrEqual", [](NodeImport &n) { return elementwise_or_constant(n, "less_or_equal"); }},
+        {"LogSoftmax", along_axis("log_softmax")},
         {"MatMul",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
         {"Max", [](NodeImport &n) { return variadic_eltwise(n, "max"); }},
@@ -859,6 +1114,16 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"QLinearMatMul", import_qlinear_matmul},
         {"QuantizeLinear", import_quantize_linear},
         {"Range", range},
+        {"ReduceL1", reduction("l1")},
+        {"ReduceL2", reduction("l2")},
+        {"ReduceLogSum", reduction("log_sum")},
+        {"ReduceLogSumExp", reduction("log_sum_exp")},
+        {"ReduceMax", reduction("max")},
+        {"ReduceMean", reduction("mean")},
+        {"ReduceMin", reduction("min")},
+        {"ReduceProd", reduction("prod")},
+        {"ReduceSum", reduction("sum")},
+        {"ReduceSumSquare", reduction("sum_square")},
         {"Relu",
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : unary(n, "relu");
@@ -868,7 +1133,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Shape", shape},
         {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
         {"Slice", slice},
-        {"Softmax", softmax},
+        {"Softmax", along_axis("softmax")},
         {"Split", split},
         {"Squeeze", reshaping("squeeze", {})},
         {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
