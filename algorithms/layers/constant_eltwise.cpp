@@ -1,8 +1,9 @@
 // constant_eltwise: x OP c (or c OP x), c a constant broadcast to x as numpy broadcasts, in
-// float32 on the SHAVEs: ONNX's Add, Sub, Mul, Div, Max and Min with one constant operand (a
-// bias, a scale, GELU's 1/sqrt(2)). The DPU's eltwise reads two tensors and the lowering takes
-// constants only as attributes, so the kernel carries the constant. Division is a float32
-// division, not a product by the reciprocal, so the one rounding is the final one to fp16.
+// float32 on the SHAVEs: ONNX's Add, Sub, Mul, Div, Max, Min and Pow with one constant operand
+// (a bias, a scale, GELU's 1/sqrt(2), a square), PRelu of a constant slope, and comparisons
+// with a constant (bool results, held as u8 0 and 1). The DPU's eltwise reads two tensors and the
+// lowering takes constants only as attributes, so the kernel carries the constant. Division is a
+// float32 division, not a product by the reciprocal, so the one rounding is the final one to fp16.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -14,8 +15,25 @@ namespace vpuc::algorithms {
 namespace {
 
 const std::vector<std::string> &operations() {
-    static const std::vector<std::string> ops = {"add", "sub", "mul", "div", "max", "min"};
+    static const std::vector<std::string> ops = {"add",
+                                                 "sub",
+                                                 "mul",
+                                                 "div",
+                                                 "max",
+                                                 "min",
+                                                 "pow",
+                                                 "prelu",
+                                                 "equal",
+                                                 "greater",
+                                                 "greater_or_equal",
+                                                 "less",
+                                                 "less_or_equal"};
     return ops;
+}
+
+bool is_comparison(const std::string &op) {
+    return op == "equal" || op == "greater" || op == "greater_or_equal" || op == "less" ||
+           op == "less_or_equal";
 }
 
 Halide::Expr apply(const std::string &op, const Halide::Expr &a, const Halide::Expr &b) {
@@ -24,7 +42,10 @@ Halide::Expr apply(const std::string &op, const Halide::Expr &a, const Halide::E
     if (op == "mul") return a * b;
     if (op == "div") return a / b;
     if (op == "max") return Halide::max(a, b);
-    return Halide::min(a, b);
+    if (op == "min") return Halide::min(a, b);
+    if (op == "pow") return detail::onnx_pow(a, b);
+    if (op == "prelu") return Halide::select(a < 0, a * b, a);
+    return detail::compare(op, a, b);
 }
 
 // The constant broadcast over one image of `input` (logical shape `shape`, device extents c, w,
@@ -97,6 +118,7 @@ dsl::Layer build_constant_eltwise(const std::string &name, const std::vector<dsl
                                   "; constant_eltwise takes f16 or f32");
     const std::string op = attrs.get_string("op");
     const bool constant_first = attrs.get_int("constant_first") != 0;
+    const dsl::ElemType out_type = is_comparison(op) ? dsl::ElemType::U8 : in.type;
     const dsl::ConstValues k = dsl::const_values(attrs.get_tensor("constant"), what);
     const Halide::Buffer<float> values =
         broadcast_constant(what, k, input.output().logical_shape(), in);
@@ -108,12 +130,12 @@ dsl::Layer build_constant_eltwise(const std::string &name, const std::vector<dsl
         const Halide::Expr x = Halide::cast<float>(funcs.at(0)(v.c, v.x, v.y));
         const Halide::Expr c = values(at(v.c, 0), at(v.x, 1), at(v.y, 2));
         Halide::Func out = detail::named_func(name);
-        out(v.c, v.x, v.y) =
-            Halide::cast(in.halide_type, constant_first ? apply(op, c, x) : apply(op, x, c));
+        out(v.c, v.x, v.y) = detail::stored_as(constant_first ? apply(op, c, x) : apply(op, x, c),
+                                               dsl::halide_type(out_type));
         return out;
     };
     return dsl::Layer::make("constant_eltwise",
-                            detail::output_desc(name, input, in.c, in.w, in.h, in.type, {}),
+                            detail::output_desc(name, input, in.c, in.w, in.h, out_type, {}),
                             {input}, algorithm);
 }
 
@@ -125,19 +147,23 @@ void register_layer_constant_eltwise(dsl::LayerRegistry &registry) {
     def.doc = "x op c (or c op x), c a constant broadcast to x, in float32, on the SHAVEs";
     def.inputs = {"input"};
     def.attrs = {
-        {"op", dsl::AttrType::String, std::nullopt, "add, sub, mul, div, max or min",
+        {"op", dsl::AttrType::String, std::nullopt,
+         "add, sub, mul, div, max, min, pow, prelu (x < 0: c * x), or a comparison: equal, "
+         "greater, greater_or_equal, less, less_or_equal (a bool result: u8 0 or 1)",
          [](const dsl::AttrValue &a) -> std::string {
              const auto &ops = operations();
              return std::find(ops.begin(), ops.end(), std::get<std::string>(a)) != ops.end()
                         ? ""
-                        : "must be add, sub, mul, div, max or min";
+                        : "must be add, sub, mul, div, max, min, pow, prelu, equal, greater, "
+                          "greater_or_equal, less or less_or_equal";
          }},
         {"constant",
          dsl::AttrType::Tensor,
          std::nullopt,
          "numbers of a shape that broadcasts to the input's (numpy's rules), not along the batch",
          {}},
-        {"constant_first", dsl::AttrType::Int, int64_t(0), "1: c op x (sub, div); 0: x op c",
+        {"constant_first", dsl::AttrType::Int, int64_t(0),
+         "1: c op x (sub, div, pow, a comparison); 0: x op c",
          [](const dsl::AttrValue &a) -> std::string {
              const int64_t v = std::get<int64_t>(a);
              return v == 0 || v == 1 ? "" : "must be 0 or 1";

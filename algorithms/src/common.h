@@ -127,6 +127,15 @@ template <typename T> Halide::Buffer<> vector_tensor(const std::vector<T> &value
 // stored as `type` with `q` (rounded half to even, saturated).
 Halide::Expr dequantize(const Halide::Expr &stored, const InputInfo &in);
 Halide::Expr quantize(const Halide::Expr &value, const dsl::Quant &q, dsl::ElemType type);
+// A float32 result stored as `type`, an fp16 NaN as the quiet NaN 0x7e00 (Halide's conversion
+// to f16 makes a NaN an infinity) (eltwise.cpp).
+Halide::Expr stored_as(const Halide::Expr &value, const Halide::Type &type);
+// ONNX's comparisons (op equal, greater, greater_or_equal, less or less_or_equal) of two values
+// of one type: floats with IEEE semantics, a NaN unequal and unordered (eltwise.cpp).
+Halide::Expr compare(const std::string &op, const Halide::Expr &a, const Halide::Expr &b);
+// ONNX's Pow in float32: a negative base to an integer power takes the sign of an odd one, to
+// any other power NaN (eltwise.cpp).
+Halide::Expr onnx_pow(const Halide::Expr &base, const Halide::Expr &exponent);
 // The output quantization of an int8 layer whose results lie in [0, 1] (sigmoid, softmax):
 // `given`, else the type's 256 steps over [0, 1].
 dsl::Quant probability_quant(const InputInfo &in, const std::optional<dsl::Quant> &given);

@@ -1,6 +1,10 @@
-// Elementwise binary ops with numpy broadcasting, and the DPU's int8 eltwise arithmetic.
+// Elementwise ops of several inputs with numpy broadcasting (add, sub, mul, max and min, with
+// the DPU's int8 eltwise arithmetic; comparisons, logical ops, bit shifts, pow, mod, where and
+// prelu on the SHAVEs).
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 
 #include "algorithms/layers.h"
 #include "algorithms/registry.h"
@@ -56,25 +60,52 @@ int64_t broadcast(const std::string &what, const char *dim, int64_t a, int64_t b
     return std::max(a, b);
 }
 
-// The output tensor: numpy broadcasting of two inputs of one rank, in the memory order of
-// `batched`, the one of them with the batch.
-dsl::TensorDesc broadcast_tensor(const std::string &what, const std::string &name,
-                                 const dsl::Layer &a, const dsl::Layer &b,
-                                 const dsl::Layer &batched) {
-    const dsl::TensorDesc &ta = a.output(), &tb = b.output();
-    if (ta.shape.rank() != tb.shape.rank())
-        invalid(what, "input '" + ta.name + "' is " + dsl::to_string(ta.shape) + " and '" +
-                          tb.name + "' " + dsl::to_string(tb.shape) +
-                          "; give them one rank (unsqueeze the smaller: numpy prepends "
-                          "unit dimensions)");
-    std::vector<int64_t> extents;
-    for (int d = 0; d < ta.shape.rank(); ++d)
-        extents.push_back(broadcast(what, ("axis " + std::to_string(d)).c_str(),
-                                    ta.shape[dsl::Dim(d)], tb.shape[dsl::Dim(d)]));
-    dsl::TensorDesc out = batched.output();
-    out.name = name;
-    out.shape = dsl::Shape(extents);
-    return out;
+// Numpy broadcasting of inputs of one rank: their facts, the output's device extents and the
+// output tensor, in the memory order of the input with the batch.
+struct Broadcast {
+    std::vector<InputInfo> inputs;
+    int64_t c = 1, w = 1, h = 1;
+    dsl::TensorDesc out;
+};
+
+Broadcast broadcast_inputs(const std::string &what, const std::string &name,
+                           const std::vector<dsl::Layer> &inputs, bool takes_i32) {
+    Broadcast b;
+    const dsl::TensorDesc &first = inputs.at(0).output();
+    std::vector<int64_t> extents = first.shape.raw();
+    size_t batched = 0;
+    int64_t n = 1;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const dsl::TensorDesc &t = inputs[i].output();
+        b.inputs.push_back(input_info(what, inputs[i], takes_i32));
+        if (t.shape.rank() != first.shape.rank())
+            invalid(what, "input '" + first.name + "' is " + dsl::to_string(first.shape) +
+                              " and '" + t.name + "' " + dsl::to_string(t.shape) +
+                              "; give them one rank (unsqueeze the smaller: numpy prepends "
+                              "unit dimensions)");
+        for (int d = 0; d < t.shape.rank(); ++d)
+            extents[size_t(d)] = broadcast(what, ("axis " + std::to_string(d)).c_str(),
+                                           extents[size_t(d)], t.shape[dsl::Dim(d)]);
+        const InputInfo &in = b.inputs.back();
+        if (in.n > b.inputs[batched].n) batched = i;
+        n = broadcast(what, "N", n, in.n); // a tensor without batch serves every image
+        b.c = broadcast(what, "C", b.c, in.c);
+        b.w = broadcast(what, "W", b.w, in.w);
+        b.h = broadcast(what, "H", b.h, in.h);
+    }
+    b.out = inputs[batched].output();
+    b.out.name = name;
+    b.out.shape = dsl::Shape(extents);
+    b.out.quant = {};
+    const dsl::Shape device = dsl::device_view(b.out).shape;
+    if (device != dsl::Shape{device[dsl::dims::N], b.c, b.h, b.w}) {
+        std::string shapes;
+        for (const dsl::Layer &in : inputs)
+            shapes += (shapes.empty() ? "" : " with ") + dsl::to_string(in.output().shape);
+        invalid(what, "broadcasting " + shapes +
+                          " along D or H of a 5-D tensor, which share the device's H");
+    }
+    return b;
 }
 
 dsl::TensorDesc with_type(dsl::TensorDesc t, dsl::ElemType type, dsl::Quant quant) {
@@ -83,11 +114,12 @@ dsl::TensorDesc with_type(dsl::TensorDesc t, dsl::ElemType type, dsl::Quant quan
     return t;
 }
 
-// Where an input is read for output (c, x, y): index 0 along the dims it is broadcast in.
-std::vector<Expr> broadcast_at(const InputInfo &in, int64_t c, int64_t w, int64_t h) {
+// Where input i is read for output (c, x, y): index 0 along the dims it is broadcast in.
+std::vector<Expr> broadcast_at(const Broadcast &b, size_t i) {
     const auto &v = dsl::act_vars();
-    return {in.c == c ? Expr(v.c) : Expr(0), in.w == w ? Expr(v.x) : Expr(0),
-            in.h == h ? Expr(v.y) : Expr(0)};
+    const InputInfo &in = b.inputs.at(i);
+    return {in.c == b.c ? Expr(v.c) : Expr(0), in.w == b.w ? Expr(v.x) : Expr(0),
+            in.h == b.h ? Expr(v.y) : Expr(0)};
 }
 
 // (v - zero point) * mult, saturated to int32 as the DPU does to each scaled operand.
@@ -127,7 +159,8 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
                         const dsl::Layer &b, const Activation &activation,
                         const std::optional<QuantEltwise> &quant) {
     const std::string what = std::string(op_name(op)) + " '" + name + "'";
-    const InputInfo ia = input_info(what, a, true), ib = input_info(what, b, true);
+    const Broadcast bc = broadcast_inputs(what, name, {a, b}, true);
+    const InputInfo &ia = bc.inputs[0], &ib = bc.inputs[1];
     // Integers without a quantization (ONNX's uint8, int8 and int32 tensors).
     auto plain_integers = [](const InputInfo &in, const dsl::Layer &layer) {
         return (in.quantized || in.type == dsl::ElemType::I32) && layer.output().quant.empty();
@@ -139,17 +172,6 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
                           b.output().name + "' " + b.output().describe() +
                           "; integers without a quantization combine only with their own type");
     if (ia.quantized != ib.quantized) invalid(what, "one input is int8 and the other is not");
-    const dsl::Layer &batched = ia.n >= ib.n ? a : b;
-    const dsl::TensorDesc out_logical = broadcast_tensor(what, name, a, b, batched);
-    broadcast(what, "N", ia.n, ib.n); // a tensor without batch serves every image
-    const int64_t c = broadcast(what, "C", ia.c, ib.c);
-    const int64_t w = broadcast(what, "W", ia.w, ib.w);
-    const int64_t h = broadcast(what, "H", ia.h, ib.h);
-    const dsl::Shape device = dsl::device_view(out_logical).shape;
-    if (device != dsl::Shape{device[dsl::dims::N], c, h, w})
-        invalid(what, "broadcasting " + dsl::to_string(a.output().shape) + " with " +
-                          dsl::to_string(b.output().shape) +
-                          " along D or H of a 5-D tensor, which share the device's H");
 
     // Integers combine exactly in their own type, sums and products wrapping around as
     // numpy's do (int32's in uint32, where Halide defines the wrap): a SHAVE kernel.
@@ -160,8 +182,8 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
         dsl::Algorithm algorithm = [=](const std::vector<Func> &inputs) {
             const auto &v = dsl::act_vars();
             Func out = named_func(name);
-            Expr va = inputs.at(0)(broadcast_at(ia, c, w, h));
-            Expr vb = inputs.at(1)(broadcast_at(ib, c, w, h));
+            Expr va = inputs.at(0)(broadcast_at(bc, 0));
+            Expr vb = inputs.at(1)(broadcast_at(bc, 1));
             const bool wraps =
                 ia.type == dsl::ElemType::I32 && op != EltwiseOp::Max && op != EltwiseOp::Min;
             out(v.c, v.x, v.y) = wraps ? Halide::cast<int32_t>(apply(op, Halide::cast<uint32_t>(va),
@@ -169,8 +191,7 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
                                        : apply(op, va, vb);
             return out;
         };
-        return dsl::Layer::make(op_name(op), with_type(out_logical, ia.type, {}), {a, b},
-                                algorithm);
+        return dsl::Layer::make(op_name(op), with_type(bc.out, ia.type, {}), {a, b}, algorithm);
     }
 
     if (!ia.quantized) {
@@ -178,14 +199,13 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
         const Halide::Type out_type = ia.halide_type;
         dsl::Algorithm algorithm = [=](const std::vector<Func> &inputs) {
             const auto &v = dsl::act_vars();
-            Expr va = Halide::cast<float>(inputs.at(0)(broadcast_at(ia, c, w, h)));
-            Expr vb = Halide::cast<float>(inputs.at(1)(broadcast_at(ib, c, w, h)));
+            Expr va = Halide::cast<float>(inputs.at(0)(broadcast_at(bc, 0)));
+            Expr vb = Halide::cast<float>(inputs.at(1)(broadcast_at(bc, 1)));
             Func out = named_func(name);
             out(v.c, v.x, v.y) = apply_float_ppe(apply(op, va, vb) * 1.0f, ppe, out_type);
             return out;
         };
-        return dsl::Layer::make(op_name(op), with_type(out_logical, ia.type, {}), {a, b},
-                                algorithm);
+        return dsl::Layer::make(op_name(op), with_type(bc.out, ia.type, {}), {a, b}, algorithm);
     }
 
     if (!quant) invalid(what, "int8 inputs need the QuantEltwise parameters");
@@ -194,10 +214,8 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
     const Halide::Type out_type = dsl::halide_type(q.out.type);
     dsl::Algorithm algorithm = [=](const std::vector<Func> &inputs) {
         const auto &v = dsl::act_vars();
-        Expr va =
-            scaled_operand(inputs.at(0)(broadcast_at(ia, c, w, h)), ia.zero_point, q.in1_mult);
-        Expr vb =
-            scaled_operand(inputs.at(1)(broadcast_at(ib, c, w, h)), ib.zero_point, q.in2_mult);
+        Expr va = scaled_operand(inputs.at(0)(broadcast_at(bc, 0)), ia.zero_point, q.in1_mult);
+        Expr vb = scaled_operand(inputs.at(1)(broadcast_at(bc, 1)), ib.zero_point, q.in2_mult);
         // The int64 result wraps to 32 bits, like the DPU's accumulator.
         Expr acc = Halide::cast<int32_t>(apply(op, va, vb));
         Func out = named_func(name);
@@ -205,7 +223,7 @@ dsl::Layer make_eltwise(const std::string &name, EltwiseOp op, const dsl::Layer 
             requantize(acc, Expr(q.out.requant.mult), Expr(q.out.requant.shift), ppe, out_type);
         return out;
     };
-    return dsl::Layer::make(op_name(op), with_type(out_logical, q.out.type, q.out.quant), {a, b},
+    return dsl::Layer::make(op_name(op), with_type(bc.out, q.out.type, q.out.quant), {a, b},
                             algorithm);
 }
 
@@ -322,10 +340,404 @@ dsl::LayerDef eltwise_def(EltwiseOp op) {
     return def;
 }
 
+// ---- ONNX's other elementwise ops of several inputs: SHAVE kernels ----------------------
+//
+// Comparisons (bool results, held as u8 0 and 1), logical ops on bools (u8, nonzero true),
+// bit shifts of u8, Pow, Mod, Where and PRelu, with numpy broadcasting. Floats compute in
+// float32, integers exactly in their own type; each op also folds constants at compile time.
+
+// What an op takes: `Numbers` one type for all inputs, float or integers without a
+// quantization; `Bools` and `Bytes` u8 without a quantization (bools nonzero as true);
+// `Powers` a float or plain integer base and exponent of any such types; `Select` a u8
+// condition, then two values of one type and quantization; `Floats` float of one type.
+enum class Takes { Numbers, Bools, Bytes, Powers, Select, Floats };
+// The result's type: bool (u8 0 or 1), or the type (and quantization) of the first value
+// (input 0; Where's input 1).
+enum class Gives { Bool, Value };
+
+struct ElementwiseDef {
+    const char *op;
+    const char *doc;
+    std::vector<std::string> inputs;
+    Takes takes;
+    Gives gives;
+    // The result from the operands as stored (floats as float32), and the same on numbers at
+    // compile time (integers exact as doubles up to 2^53).
+    std::function<Expr(const std::vector<Expr> &, const dsl::Attrs &)> compute;
+    std::function<double(const std::vector<double> &, const dsl::Attrs &)> fold;
+    std::vector<dsl::AttrSpec> attrs;
+};
+
+bool is_float_type(dsl::ElemType t) {
+    return t == dsl::ElemType::F16 || t == dsl::ElemType::F32 || t == dsl::ElemType::F64;
+}
+
+// Integers without a quantization: u8, i8 and i32 on the device; i64 and bool constants fold.
+bool is_plain_integer(const dsl::TensorDesc &t) {
+    return !is_float_type(t.type) && t.quant.empty();
+}
+
+// Refuses inputs the op does not take, naming them.
+void check_operands(const std::string &what, const ElementwiseDef &def,
+                    const std::vector<dsl::Layer> &inputs) {
+    auto refuse = [&](const dsl::TensorDesc &t, const std::string &takes) {
+        invalid(what,
+                "input '" + t.name + "' is " + t.describe() + "; " + def.op + " takes " + takes);
+    };
+    const dsl::TensorDesc &first = inputs.at(0).output();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        const dsl::TensorDesc &t = inputs[i].output();
+        switch (def.takes) {
+        case Takes::Numbers:
+            if (!is_float_type(t.type) && !is_plain_integer(t))
+                refuse(t, "floats, or u8, i8 and i32 without a quantization");
+            if (t.type != first.type)
+                refuse(t, std::string("inputs of one type, as '") + first.name + "' (" +
+                              dsl::to_string(first.type) + ")");
+            break;
+        case Takes::Bools:
+        case Takes::Bytes:
+            if (!(t.type == dsl::ElemType::U8 ||
+                  (def.takes == Takes::Bools && t.type == dsl::ElemType::Bool)) ||
+                !t.quant.empty())
+                refuse(t, def.takes == Takes::Bools ? "bools (u8 without a quantization)"
+                                                    : "u8 without a quantization");
+            break;
+        case Takes::Powers:
+            if (!is_float_type(t.type) && !is_plain_integer(t))
+                refuse(t, "floats, or u8, i8 and i32 without a quantization");
+            break;
+        case Takes::Select: {
+            if (i == 0 && ((t.type != dsl::ElemType::U8 && t.type != dsl::ElemType::Bool) ||
+                           !t.quant.empty()))
+                refuse(t, "a bool condition (u8 without a quantization)");
+            const dsl::TensorDesc &x = inputs.at(1).output();
+            if (i == 2 && (t.type != x.type || t.quant.scale != x.quant.scale ||
+                           t.quant.zero_point != x.quant.zero_point))
+                refuse(t, "two values of one type and quantization, as '" + x.name + "' (" +
+                              x.describe() + ")");
+            break;
+        }
+        case Takes::Floats:
+            if (!is_float_type(t.type) || t.type != first.type) refuse(t, "floats of one type");
+            break;
+        }
+    }
+}
+
+dsl::Layer make_elementwise(const ElementwiseDef &def, const std::string &name,
+                            const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
+    const std::string what = std::string(def.op) + " '" + name + "'";
+    check_operands(what, def, inputs);
+    const Broadcast bc = broadcast_inputs(what, name, inputs, true);
+    const size_t value = def.takes == Takes::Select ? 1 : 0;
+    const dsl::TensorDesc &first = inputs[value].output();
+    // PRelu's slope broadcasts to x, not x to it.
+    if (def.takes == Takes::Floats && bc.out.shape != first.shape)
+        invalid(what, "'" + inputs[1].output().name + "' " +
+                          dsl::to_string(inputs[1].output().shape) + " broadcasts to '" +
+                          first.name + "' " + dsl::to_string(first.shape) +
+                          " only if the result keeps the shape of '" + first.name + "'");
+    const dsl::TensorDesc out = def.gives == Gives::Bool
+                                    ? with_type(bc.out, dsl::ElemType::U8, {})
+                                    : with_type(bc.out, first.type, first.quant);
+    const auto compute = def.compute;
+    dsl::Algorithm algorithm = [=](const std::vector<Func> &funcs) {
+        const auto &v = dsl::act_vars();
+        std::vector<Expr> operands;
+        for (size_t i = 0; i < funcs.size(); ++i) {
+            Expr stored = funcs[i](broadcast_at(bc, i));
+            operands.push_back(stored.type().is_float() ? Halide::cast<float>(stored) : stored);
+        }
+        Expr result = compute(operands, attrs);
+        Func f = named_func(name);
+        if (def.gives == Gives::Bool)
+            f(v.c, v.x, v.y) = Halide::cast<uint8_t>(result);
+        else if (result.type().is_float() && !dsl::halide_type(out.type).is_float())
+            f(v.c, v.x, v.y) = Halide::cast(dsl::halide_type(out.type), Halide::round(result));
+        else
+            f(v.c, v.x, v.y) = stored_as(result, dsl::halide_type(out.type));
+        return f;
+    };
+    return dsl::Layer::make(def.op, out, inputs, algorithm);
+}
+
+// Constants combined at compile time, with numpy's broadcasting over any rank.
+Halide::Buffer<> fold_elementwise(const ElementwiseDef &def, const std::string &name,
+                                  const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
+    const std::string what = std::string(def.op) + " '" + name + "'";
+    check_operands(what, def, inputs);
+    std::vector<dsl::ConstValues> values;
+    size_t rank = 0;
+    for (const dsl::Layer &in : inputs) {
+        values.push_back(dsl::const_values(in));
+        rank = std::max(rank, values.back().shape.size());
+    }
+    // Shapes aligned at their last dimension, as numpy broadcasts.
+    std::vector<std::vector<int64_t>> shapes;
+    dsl::ConstValues out;
+    out.shape.assign(rank, 1);
+    for (const dsl::ConstValues &v : values) {
+        std::vector<int64_t> padded(rank - v.shape.size(), 1);
+        padded.insert(padded.end(), v.shape.begin(), v.shape.end());
+        for (size_t d = 0; d < rank; ++d)
+            out.shape[d] = broadcast(what, ("dimension " + std::to_string(d)).c_str(), out.shape[d],
+                                     padded[d]);
+        shapes.push_back(padded);
+    }
+    const dsl::ConstValues &first = values[def.takes == Takes::Select ? 1 : 0];
+    out.type = def.gives == Gives::Bool ? dsl::ElemType::Bool : first.type;
+    std::vector<double> operands(values.size());
+    for (int64_t i = 0; i < out.elements(); ++i) {
+        for (size_t k = 0; k < values.size(); ++k) {
+            // The element of input k that output element i reads.
+            int64_t rest = i, at = 0, stride = 1;
+            for (size_t d = rank; d-- > 0;) {
+                const int64_t index = rest % out.shape[d];
+                rest /= out.shape[d];
+                at += (shapes[k][d] == 1 ? 0 : index) * stride;
+                stride *= shapes[k][d];
+            }
+            operands[k] = values[k].is_float() ? values[k].reals[size_t(at)]
+                                               : double(values[k].ints[size_t(at)]);
+        }
+        const double result = def.fold(operands, attrs);
+        if (out.is_float())
+            out.reals.push_back(result);
+        else
+            out.ints.push_back(int64_t(std::nearbyint(result)));
+    }
+    return dsl::const_buffer(out);
+}
+
+template <typename Compare> ElementwiseDef comparison(const char *op, const char *doc) {
+    return {
+        op,
+        doc,
+        {"a", "b"},
+        Takes::Numbers,
+        Gives::Bool,
+        [op](const std::vector<Expr> &v, const dsl::Attrs &) { return compare(op, v[0], v[1]); },
+        [](const std::vector<double> &v, const dsl::Attrs &) {
+            return Compare{}(v[0], v[1]) ? 1.0 : 0.0;
+        },
+        {}};
+}
+
+template <typename Combine> ElementwiseDef logical(const char *op, const char *doc) {
+    return {op,
+            doc,
+            {"a", "b"},
+            Takes::Bools,
+            Gives::Bool,
+            [](const std::vector<Expr> &v, const dsl::Attrs &) {
+                return Combine{}(v[0] != 0, v[1] != 0);
+            },
+            [](const std::vector<double> &v, const dsl::Attrs &) {
+                return Combine{}(v[0] != 0, v[1] != 0) ? 1.0 : 0.0;
+            },
+            {}};
+}
+
+struct NotEqual {
+    template <typename T> auto operator()(const T &a, const T &b) const { return a != b; }
+};
+
+// Numpy's remainder (fmod 0: the sign of the divisor) or C's fmod (fmod 1: the dividend's).
+Expr remainder(const std::vector<Expr> &v, const dsl::Attrs &attrs) {
+    const Expr &a = v[0], &b = v[1];
+    const bool c_fmod = attrs.get_int("fmod") != 0;
+    if (a.type().is_float())
+        return Halide::strict_float(a - b * (c_fmod ? Halide::trunc(a / b) : Halide::floor(a / b)));
+    // Halide's % is never negative (and 0 for a divisor of 0, as numpy's).
+    const Expr r = a % b;
+    if (a.type().is_uint()) return r;
+    const Expr zero = Halide::Internal::make_zero(a.type());
+    if (c_fmod)
+        return Halide::select(r != zero && a < zero, r + Halide::select(b < zero, b, -b), r);
+    return Halide::select(r != zero && b < zero, r + b, r);
+}
+
+double remainder(const std::vector<double> &v, const dsl::Attrs &attrs) {
+    const double a = v[0], b = v[1];
+    if (attrs.get_int("fmod") != 0) return std::fmod(a, b);
+    if (b == 0) return std::floor(a) == a ? 0 : std::nan("");
+    const double r = std::fmod(a, b);
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+Expr shifted(const std::vector<Expr> &v, const dsl::Attrs &attrs) {
+    const Expr a = Halide::cast<uint32_t>(v[0]), by = Halide::cast<uint32_t>(v[1]);
+    const Expr moved = attrs.get_string("direction") == "LEFT" ? a << by : a >> by;
+    return Halide::select(by >= 8, Halide::Internal::make_zero(moved.type()), moved & 255);
+}
+
+double shifted(const std::vector<double> &v, const dsl::Attrs &attrs) {
+    if (v[1] >= 8) return 0;
+    const uint32_t a = uint32_t(v[0]), by = uint32_t(v[1]);
+    return double((attrs.get_string("direction") == "LEFT" ? a << by : a >> by) & 255);
+}
+
+const std::vector<ElementwiseDef> &elementwise_defs() {
+    using Binary = std::vector<std::string>;
+    static const std::vector<ElementwiseDef> defs = {
+        comparison<std::equal_to<>>("equal", "a == b with numpy broadcasting: bool (u8 0 or 1)"),
+        comparison<std::greater<>>("greater", "a > b with numpy broadcasting: bool (u8 0 or 1)"),
+        comparison<std::greater_equal<>>("greater_or_equal",
+                                         "a >= b with numpy broadcasting: bool (u8 0 or 1)"),
+        comparison<std::less<>>("less", "a < b with numpy broadcasting: bool (u8 0 or 1)"),
+        comparison<std::less_equal<>>("less_or_equal",
+                                      "a <= b with numpy broadcasting: bool (u8 0 or 1)"),
+        logical<std::logical_and<>>("and", "a and b of bools with numpy broadcasting"),
+        logical<std::logical_or<>>("or", "a or b of bools with numpy broadcasting"),
+        logical<NotEqual>("xor", "a xor b of bools with numpy broadcasting"),
+        {"bit_shift",
+         "u8 a shifted by b bits (LEFT or RIGHT) with numpy broadcasting",
+         Binary{"a", "b"},
+         Takes::Bytes,
+         Gives::Value,
+         [](const std::vector<Expr> &v, const dsl::Attrs &a) { return shifted(v, a); },
+         [](const std::vector<double> &v, const dsl::Attrs &a) { return shifted(v, a); },
+         {{"direction", dsl::AttrType::String, std::nullopt, "LEFT or RIGHT",
+           [](const dsl::AttrValue &a) -> std::string {
+               const std::string &d = std::get<std::string>(a);
+               return d == "LEFT" || d == "RIGHT" ? "" : "must be LEFT or RIGHT";
+           }}}},
+        {"pow",
+         "a to the power b (ONNX's Pow) in float32, of a's type, with numpy broadcasting",
+         Binary{"a", "b"},
+         Takes::Powers,
+         Gives::Value,
+         [](const std::vector<Expr> &v, const dsl::Attrs &) {
+             return onnx_pow(Halide::cast<float>(v[0]), Halide::cast<float>(v[1]));
+         },
+         [](const std::vector<double> &v, const dsl::Attrs &) { return std::pow(v[0], v[1]); },
+         {}},
+        {"mod",
+         "a mod b (ONNX's Mod: fmod 0 the divisor's sign, 1 the dividend's) with numpy "
+         "broadcasting",
+         Binary{"a", "b"},
+         Takes::Numbers,
+         Gives::Value,
+         [](const std::vector<Expr> &v, const dsl::Attrs &a) { return remainder(v, a); },
+         [](const std::vector<double> &v, const dsl::Attrs &a) { return remainder(v, a); },
+         {{"fmod", dsl::AttrType::Int, int64_t(0),
+           "0: the sign of the divisor (numpy's remainder); 1: of the dividend (C's fmod)",
+           [](const dsl::AttrValue &a) -> std::string {
+               const int64_t f = std::get<int64_t>(a);
+               return f == 0 || f == 1 ? "" : "must be 0 or 1";
+           }}}},
+        {"where",
+         "x where condition, else y, with numpy broadcasting of all three",
+         Binary{"condition", "x", "y"},
+         Takes::Select,
+         Gives::Value,
+         [](const std::vector<Expr> &v, const dsl::Attrs &) {
+             return Halide::select(v[0] != 0, v[1], v[2]);
+         },
+         [](const std::vector<double> &v, const dsl::Attrs &) { return v[0] != 0 ? v[1] : v[2]; },
+         {}},
+        {"prelu",
+         "x, or slope * x where x < 0 (ONNX's PRelu), the slope broadcast to x, in float32",
+         Binary{"x", "slope"},
+         Takes::Floats,
+         Gives::Value,
+         [](const std::vector<Expr> &v, const dsl::Attrs &) {
+             return Halide::select(v[0] < 0, v[0] * v[1], v[0]);
+         },
+         [](const std::vector<double> &v, const dsl::Attrs &) {
+             return v[0] < 0 ? v[0] * v[1] : v[0];
+         },
+         {}},
+    };
+    return defs;
+}
+
+// An input of the registry examples: u8 values without a quantization (integers, bools), else
+// example_input's.
+dsl::Layer plain_example_input(const std::string &name, int64_t c, int64_t w, int64_t h,
+                               dsl::ElemType type) {
+    dsl::TensorDesc t = example_input(name, c, w, h, type).output();
+    t.quant = {};
+    return dsl::Layer::input(t);
+}
+
+// Broadcasting both ways on odd extents: a varies along C and H, b along W and H (and a
+// condition along all three).
+dsl::Layer elementwise_example(const ElementwiseDef &def, dsl::ElemType type) {
+    const bool bytes = def.takes == Takes::Bools || def.takes == Takes::Bytes;
+    if (type == dsl::ElemType::U8 ? def.takes == Takes::Powers || def.takes == Takes::Floats
+                                  : bytes)
+        return dsl::Layer();
+    std::vector<dsl::Layer> inputs;
+    if (def.takes == Takes::Select) {
+        inputs = {plain_example_input("condition", 21, 9, 7, dsl::ElemType::U8),
+                  example_input("x", 21, 1, 7, type), example_input("y", 1, 9, 7, type)};
+    } else if (def.takes == Takes::Floats) {
+        inputs = {example_input("x", 21, 9, 7, type), example_input("slope", 21, 1, 1, type)};
+    } else {
+        inputs = {plain_example_input("a", 21, 1, 7, type),
+                  plain_example_input("b", 1, 9, 7, type)};
+    }
+    dsl::Attrs attrs;
+    if (def.op == std::string("bit_shift")) attrs.set("direction", std::string("LEFT"));
+    return layer_registry().build(def.op, def.op, inputs, attrs);
+}
+
+dsl::LayerDef layer_def(const ElementwiseDef &def) {
+    dsl::LayerDef d;
+    d.op = def.op;
+    d.doc = def.doc;
+    d.inputs = def.inputs;
+    d.attrs = def.attrs;
+    d.build = [&def](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                     const dsl::Attrs &attrs) {
+        return make_elementwise(def, name, inputs, attrs);
+    };
+    d.fold = [&def](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                    const dsl::Attrs &attrs) { return fold_elementwise(def, name, inputs, attrs); };
+    d.example = [&def](dsl::ElemType type) { return elementwise_example(def, type); };
+    return d;
+}
+
 } // namespace
+
+Expr detail::onnx_pow(const Expr &base, const Expr &exponent) {
+    // |base|^exponent, its sign from an odd integer exponent; a negative base to a power that
+    // is not an integer is NaN. Halide's pow approximates and leaves NaN to the caller: as C's,
+    // x^0 and 1^y are 1, any other power of or to a NaN is NaN.
+    const Expr magnitude = Halide::pow(Halide::abs(base), exponent);
+    const Expr integer = Halide::floor(exponent) == exponent;
+    const Expr odd = integer && Halide::floor(exponent * 0.5f) != exponent * 0.5f;
+    const Expr nan = Halide::Expr(std::numeric_limits<float>::quiet_NaN());
+    return Halide::strict_float(Halide::select(exponent == 0.0f || base == 1.0f, Halide::Expr(1.0f),
+                                               Halide::is_nan(base) || Halide::is_nan(exponent) ||
+                                                   (base < 0.0f && !integer),
+                                               nan, base < 0.0f && odd, -magnitude, magnitude));
+}
+
+Expr detail::stored_as(const Expr &value, const Halide::Type &type) {
+    if (!value.type().is_float() || type != Halide::Float(16)) return Halide::cast(type, value);
+    const Expr quiet_nan = Halide::reinterpret(type, Halide::Expr(uint16_t(0x7e00)));
+    return Halide::strict_float(
+        Halide::select(Halide::is_nan(value), quiet_nan, Halide::cast(type, value)));
+}
+
+Expr detail::compare(const std::string &op, const Expr &a, const Expr &b) {
+    if (op == "equal") return Halide::strict_float(a == b);
+    // Halide may rewrite a >= b as !(a < b), true for a NaN: ordered operands first.
+    const Expr ordered = a.type().is_float() ? !Halide::is_nan(a) && !Halide::is_nan(b)
+                                             : Halide::Internal::const_true();
+    const Expr result = op == "greater"            ? a > b
+                        : op == "greater_or_equal" ? a >= b
+                        : op == "less"             ? a < b
+                                                   : a <= b;
+    return Halide::strict_float(ordered && result);
+}
 
 void detail::register_eltwise_layers(dsl::LayerRegistry &r) {
     for (EltwiseOp op : kEltwiseOps) r.add(eltwise_def(op));
+    for (const ElementwiseDef &def : elementwise_defs()) r.add(layer_def(def));
 }
 
 dsl::Layer eltwise(const std::string &name, EltwiseOp op, const dsl::Layer &a, const dsl::Layer &b,

@@ -149,6 +149,7 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
                         " in the model and f16 on the device (precision fp16)");
         t.type = dsl::ElemType::F16;
     }
+    if (t.type == dsl::ElemType::Bool) t.type = dsl::ElemType::U8; // the device's bools: 0, 1
     if (!type.has_shape()) throw ModelError(what + ": no shape; give one with --input-shape");
     std::vector<int64_t> shape;
     for (int i = 0; i < type.shape().dim_size(); ++i) {

@@ -312,12 +312,23 @@ dsl::Layer with_rank(NodeImport &node, const dsl::Layer &in, int rank, const std
                       attrs);
 }
 
-// Layer `op` of two computed tensors (or two constants, folded), named `layer_name`.
+// Layer `op` of computed tensors (or of constants, folded) broadcast as numpy broadcasts,
+// named `layer_name`.
+dsl::Layer broadcasting(NodeImport &node, const std::string &op, const std::string &layer_name,
+                        const Layers &inputs, const dsl::Attrs &attrs = {}) {
+    int rank = 0;
+    for (const dsl::Layer &in : inputs) rank = std::max(rank, shape_of(in).rank());
+    Layers ranked;
+    for (size_t i = 0; i < inputs.size(); ++i)
+        ranked.push_back(with_rank(node, inputs[i], rank,
+                                   inputs.size() == 2 ? std::string(i ? "b" : "a")
+                                                      : "input" + std::to_string(i)));
+    return node.build(op, layer_name, ranked, attrs);
+}
+
 dsl::Layer binary(NodeImport &node, const std::string &op, const std::string &layer_name,
                   const dsl::Layer &a, const dsl::Layer &b) {
-    const int rank = std::max(shape_of(a).rank(), shape_of(b).rank());
-    return node.build(op, layer_name,
-                      {with_rank(node, a, rank, "a"), with_rank(node, b, rank, "b")}, {});
+    return broadcasting(node, op, layer_name, {a, b});
 }
 
 // Gemm and MatMul of an activation [M, K] by constant weights [K, N] (or [N, K] transposed),
@@ -500,6 +511,40 @@ Layers eltwise(NodeImport &node, const std::string &op) {
     if (dsl::is_constant(node.input(0)) != dsl::is_constant(node.input(1)))
         return import_constant_eltwise(node, op);
     return {binary(node, op, node.name(), node.input(0), node.input(1))};
+}
+
+// An op of computed tensors with numpy broadcasting; of constants only, it folds.
+Layers computed_elementwise(NodeImport &node, const std::string &op, const dsl::Attrs &attrs = {}) {
+    Layers inputs;
+    size_t constants = 0;
+    for (size_t i = 0; i < node.input_count(); ++i) {
+        inputs.push_back(node.input(i));
+        constants += dsl::is_constant(inputs.back()) ? 1 : 0;
+    }
+    if (constants > 0 && constants < inputs.size())
+        node.fail("has constant and computed inputs; it takes computed tensors only (or "
+                  "constants only, folded)");
+    return {broadcasting(node, op, node.name(), inputs, attrs)};
+}
+
+// Pow, PRelu and the comparisons: with one constant operand, constant_eltwise carries it.
+Layers elementwise_or_constant(NodeImport &node, const std::string &op) {
+    if (node.input_count() == 2 &&
+        dsl::is_constant(node.input(0)) != dsl::is_constant(node.input(1)))
+        return import_constant_eltwise(node, op);
+    return computed_elementwise(node, op);
+}
+
+Layers mod(NodeImport &node) {
+    dsl::Attrs attrs;
+    attrs.set("fmod", node.attr_int("fmod", 0));
+    return computed_elementwise(node, "mod", attrs);
+}
+
+Layers bit_shift(NodeImport &node) {
+    dsl::Attrs attrs;
+    attrs.set("direction", node.attr_string("direction", ""));
+    return computed_elementwise(node, "bit_shift", attrs);
 }
 
 // Max, Min or Sum (Mean's sum) of any number of inputs: a chain of two-input layers of
@@ -1114,10 +1159,12 @@ const std::map<std::string, OpImporter> &op_importers() {
              return reads_int8(n) && !n.input(0).output().quant.empty() ? import_quant_add(n)
                                                                         : eltwise(n, "add");
          }},
+        {"And", [](NodeImport &n) { return computed_elementwise(n, "and"); }},
         {"ArgMax", arg_extreme("argmax")},
         {"ArgMin", arg_extreme("argmin")},
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
+        {"BitShift", bit_shift},
         {"Cast", cast},
         {"CastLike", cast_like},
         {"Clip",
@@ -1139,6 +1186,7 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
+        {"Equal", [](NodeImport &n) { return elementwise_or_constant(n, "equal"); }},
         {"Erf", import_erf},
         {"Expand", expand},
         {"Flatten", reshaping("flatten", {"axis"})},
@@ -1149,6 +1197,9 @@ const std::map<std::string, OpImporter> &op_importers() {
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : gemm(n); }},
         {"GlobalAveragePool", [](NodeImport &n) { return import_global_pool(n, false); }},
         {"GlobalMaxPool", [](NodeImport &n) { return import_global_pool(n, true); }},
+        {"Greater", [](NodeImport &n) { return elementwise_or_constant(n, "greater"); }},
+        {"GreaterOrEqual",
+         [](NodeImport &n) { return elementwise_or_constant(n, "greater_or_equal"); }},
         {"Hardmax", along_axis("hardmax")},
         {"HardSigmoid",
          [](NodeImport &n) {
@@ -1165,6 +1216,8 @@ const std::map<std::string, OpImporter> &op_importers() {
              a.set("alpha", double(n.attr_float("alpha", 0.01f)));
              return unary(n, "leaky_relu", a);
          }},
+        {"Less", [](NodeImport &n) { return elementwise_or_constant(n, "less"); }},
+        {"LessOrEqual", [](NodeImport &n) { return elementwise_or_constant(n, "less_or_equal"); }},
         {"LogSoftmax", along_axis("log_softmax")},
         {"MatMul",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
@@ -1172,8 +1225,12 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"MaxPool", [](NodeImport &n) { return pool(n, "max_pool"); }},
         {"Mean", mean},
         {"Min", [](NodeImport &n) { return variadic_eltwise(n, "min"); }},
+        {"Mod", mod},
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
+        {"Or", [](NodeImport &n) { return computed_elementwise(n, "or"); }},
+        {"PRelu", [](NodeImport &n) { return elementwise_or_constant(n, "prelu"); }},
         {"Pad", pad},
+        {"Pow", [](NodeImport &n) { return elementwise_or_constant(n, "pow"); }},
         {"QLinearConv", import_qlinear_conv},
         {"QLinearMatMul", import_qlinear_matmul},
         {"QuantizeLinear", import_quantize_linear},
@@ -1209,6 +1266,8 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Transpose", transpose},
         {"Trilu", trilu},
         {"Unsqueeze", reshaping("unsqueeze", {})},
+        {"Where", [](NodeImport &n) { return computed_elementwise(n, "where"); }},
+        {"Xor", [](NodeImport &n) { return computed_elementwise(n, "xor"); }},
     };
     return importers;
 }
