@@ -433,9 +433,12 @@ INSTANTIATE_TEST_SUITE_P(
                       "test_where_example", "test_prelu_example", "test_prelu_broadcast"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
-// PyTorch's PReLU of one constant slope, on inputs of rank 3 to 5.
+// PyTorch's PReLU of one constant slope, on inputs of rank 3 to 5; and of one slope per
+// channel (opset 6's form, [C], upgraded to broadcast along axis 1).
 TEST(ElementwiseBackendTest, PReluOfAConstantSlope) {
-    for (const char *test : {"test_PReLU_1d", "test_PReLU_2d", "test_PReLU_3d"})
+    for (const char *test :
+         {"test_PReLU_1d", "test_PReLU_2d", "test_PReLU_3d", "test_PReLU_1d_multiparam",
+          "test_PReLU_2d_multiparam", "test_PReLU_3d_multiparam"})
         vpuc::testing::expect_backend_test_passes("pytorch-converted", test);
 }
 

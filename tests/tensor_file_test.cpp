@@ -697,6 +697,22 @@ TEST(Compare, NaNOnEitherSideFails) {
     }
 }
 
+// ONNX's backend test runner (numpy.testing.assert_allclose) takes a NaN where a NaN is
+// expected; still never a NaN against a number, either way.
+TEST(Compare, NaNMatchesNaNOnlyWhenTheToleranceSaysSo) {
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    Tolerance onnx_runner;
+    onnx_runner.min_cosine = -1;
+    onnx_runner.nan_equals_nan = true;
+    EXPECT_EQ(
+        compare_tensors(floats({2}, {0.5f, nan}), floats({2}, {0.5f, nan}), onnx_runner).mismatches,
+        0);
+    for (const auto &[a, b] : {std::pair{nan, 1.0f}, {1.0f, nan}})
+        EXPECT_EQ(
+            compare_tensors(floats({2}, {0.5f, a}), floats({2}, {0.5f, b}), onnx_runner).mismatches,
+            1);
+}
+
 TEST(Compare, InfinitiesAreCloseOnlyToThemselves) {
     const float inf = std::numeric_limits<float>::infinity();
     const TensorComparison same = compare_tensors(floats({2}, {inf, 1}), floats({2}, {inf, 1}));

@@ -156,6 +156,8 @@ TensorComparison compare_tensors(const Halide::Buffer<> &actual, const Halide::B
                 close = a.integer(i) == b.integer(i);
             else if (std::isinf(x) || std::isinf(y))
                 close = x == y;
+            else if (std::isnan(x) && std::isnan(y))
+                close = tolerance.nan_equals_nan;
             else // false for a NaN
                 close = error <= tolerance.atol + tolerance.rtol * std::abs(y);
             if (close) continue;

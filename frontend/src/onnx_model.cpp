@@ -318,6 +318,41 @@ void upgrade_hardmax(onnx::GraphProto &graph) {
     graph.mutable_node()->Swap(&nodes);
 }
 
+// Before opset 7 PRelu's slope was one value or one per channel (axis 1), where opset 7 on
+// broadcasts it from the last axis; ONNX 1.12's version converter upgrades the node unchanged.
+// So a constant slope of C values for an input of rank 3 or more becomes a copy of shape
+// [C, 1, ...] (NAME.per_channel), which broadcasts along axis 1. The input's rank comes from the
+// shape inference before the upgrade.
+void upgrade_prelu_slopes(onnx::GraphProto &graph) {
+    std::map<std::string, int> ranks;
+    for (const auto *values : {&graph.input(), &graph.value_info()})
+        for (const onnx::ValueInfoProto &v : *values)
+            if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+                ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+    std::map<std::string, const onnx::TensorProto *> initializers;
+    for (const onnx::TensorProto &t : graph.initializer()) initializers[t.name()] = &t;
+    std::vector<onnx::TensorProto> per_channel;
+    for (onnx::NodeProto &node : *graph.mutable_node()) {
+        const bool onnx_domain = node.domain().empty() || node.domain() == "ai.onnx";
+        if (node.op_type() != "PRelu" || !onnx_domain || node.input_size() != 2) continue;
+        const auto rank = ranks.find(node.input(0));
+        const auto slope = initializers.find(node.input(1));
+        if (rank == ranks.end() || rank->second < 3 || slope == initializers.end() ||
+            slope->second->dims_size() != 1 || slope->second->dims(0) < 2)
+            continue;
+        onnx::TensorProto copy = *slope->second;
+        copy.set_name(slope->first + ".per_channel");
+        for (int d = 2; d < rank->second; ++d) copy.add_dims(1);
+        node.set_input(1, copy.name());
+        per_channel.push_back(std::move(copy));
+    }
+    for (onnx::TensorProto &t : per_channel) {
+        if (initializers.count(t.name())) continue; // a slope two PRelus share: copied once
+        initializers[t.name()] = nullptr;
+        *graph.add_initializer() = std::move(t);
+    }
+}
+
 } // namespace
 
 LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
@@ -357,6 +392,7 @@ LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &pat
             fail(std::string("ONNX's shape inference fails before the upgrade to opset ") +
                  std::to_string(kUpgradedOpset) + ": " + e.what());
         }
+        if (m.opset < 7) upgrade_prelu_slopes(*m.proto.mutable_graph());
         try {
             m.proto = onnx::version_conversion::ConvertVersion(m.proto, int(kUpgradedOpset));
         } catch (const std::exception &e) {

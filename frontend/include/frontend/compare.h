@@ -20,6 +20,9 @@ struct Tolerance {
     double atol = 1e-2;
     double rtol = 1e-2;
     double min_cosine = 0.99; // floats only
+    // A NaN is close to a NaN at the same element (numpy.testing.assert_allclose's rule, which
+    // ONNX's backend test runner uses); otherwise a NaN is never close.
+    bool nan_equals_nan = false;
 };
 
 struct TensorComparison {
