@@ -364,6 +364,18 @@ Layers unary(NodeImport &node, const std::string &op, dsl::Attrs attrs = {}) {
     return {node.build(op, {node.input(0)}, attrs)};
 }
 
+// The importer of a unary layer whose float attributes are named as ONNX's: the node's values,
+// else ONNX's defaults.
+OpImporter unary_layer(const std::string &op,
+                       const std::vector<std::pair<std::string, float>> &defaults = {}) {
+    return [=](NodeImport &node) {
+        dsl::Attrs attrs;
+        for (const auto &[name, value] : defaults)
+            attrs.set(name, double(node.attr_float(name, value)));
+        return unary(node, op, attrs);
+    };
+}
+
 double scalar_input(NodeImport &node, size_t i, const std::string &role, double default_value) {
     if (!node.has_input(i)) return default_value;
     const dsl::ConstValues v =
@@ -749,15 +761,24 @@ OpImporter reshaping(const std::string &op, std::vector<std::string> int_attrs) 
 
 const std::map<std::string, OpImporter> &op_importers() {
     static const std::map<std::string, OpImporter> importers = {
+        {"Abs", unary_layer("abs")},
+        {"Acos", unary_layer("acos")},
+        {"Acosh", unary_layer("acosh")},
         {"Add",
          [](NodeImport &n) {
              // uint8 and int8 without a quantization are plain integers.
              return reads_int8(n) && !n.input(0).output().quant.empty() ? import_quant_add(n)
                                                                         : eltwise(n, "add");
          }},
+        {"Asin", unary_layer("asin")},
+        {"Asinh", unary_layer("asinh")},
+        {"Atan", unary_layer("atan")},
+        {"Atanh", unary_layer("atanh")},
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
         {"Cast", cast},
+        {"Ceil", unary_layer("ceil")},
+        {"Celu", unary_layer("celu", {{"alpha", 1.0f}})},
         {"Clip",
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : clip(n);
@@ -766,10 +787,15 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Constant", constant},
         {"ConstantOfShape", constant_of_shape},
         {"Conv", [](NodeImport &n) { return reads_int8(n) ? import_quant_conv(n) : conv(n); }},
+        {"Cos", unary_layer("cos")},
+        {"Cosh", unary_layer("cosh")},
         {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
+        {"Elu", unary_layer("elu", {{"alpha", 1.0f}})},
         {"Erf", import_erf},
+        {"Exp", unary_layer("exp")},
         {"Flatten", reshaping("flatten", {"axis"})},
+        {"Floor", unary_layer("floor")},
         {"Gather", gather},
         {"DequantizeLinear", import_dequantize_linear},
         {"Gemm",
@@ -783,7 +809,16 @@ const std::map<std::string, OpImporter> &op_importers() {
              a.set("beta", double(n.attr_float("beta", 0.5f)));
              return unary(n, "hard_sigmoid", a);
          }},
+        {"HardSwish", unary_layer("hard_swish")},
         {"Identity", pass_through},
+        {"IsInf",
+         [](NodeImport &n) {
+             dsl::Attrs a;
+             a.set("detect_negative", n.attr_int("detect_negative", 1));
+             a.set("detect_positive", n.attr_int("detect_positive", 1));
+             return unary(n, "is_inf", a);
+         }},
+        {"IsNaN", unary_layer("is_nan")},
         {"LayerNormalization", import_layer_norm},
         {"LeakyRelu",
          [](NodeImport &n) {
@@ -791,6 +826,7 @@ const std::map<std::string, OpImporter> &op_importers() {
              a.set("alpha", double(n.attr_float("alpha", 0.01f)));
              return unary(n, "leaky_relu", a);
          }},
+        {"Log", unary_layer("log")},
         {"MatMul",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
         {"Max", [](NodeImport &n) { return variadic_eltwise(n, "max"); }},
@@ -798,24 +834,40 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Mean", mean},
         {"Min", [](NodeImport &n) { return variadic_eltwise(n, "min"); }},
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
+        {"Neg", unary_layer("neg")},
+        {"Not", unary_layer("not")},
         {"QLinearConv", import_qlinear_conv},
         {"QLinearMatMul", import_qlinear_matmul},
         {"QuantizeLinear", import_quantize_linear},
         {"Range", range},
+        {"Reciprocal", unary_layer("reciprocal")},
         {"Relu",
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : unary(n, "relu");
          }},
         {"Reshape", reshaping("reshape", {"allowzero"})},
         {"Resize", import_resize},
+        {"Round", unary_layer("round")},
+        {"Selu", unary_layer("selu", {{"alpha", 1.67326319217681884765625f},
+                                      {"gamma", 1.05070102214813232421875f}})},
         {"Shape", shape},
+        {"Shrink", unary_layer("shrink", {{"bias", 0.0f}, {"lambd", 0.5f}})},
         {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
+        {"Sign", unary_layer("sign")},
+        {"Sin", unary_layer("sin")},
+        {"Sinh", unary_layer("sinh")},
         {"Slice", slice},
         {"Softmax", softmax},
+        {"Softplus", unary_layer("softplus")},
+        {"Softsign", unary_layer("softsign")},
         {"Split", split},
+        {"Sqrt", unary_layer("sqrt")},
         {"Squeeze", reshaping("squeeze", {})},
         {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
         {"Sum", [](NodeImport &n) { return variadic_eltwise(n, "add"); }},
+        {"Tan", unary_layer("tan")},
+        {"Tanh", unary_layer("tanh")},
+        {"ThresholdedRelu", unary_layer("thresholded_relu", {{"alpha", 1.0f}})},
         {"TopK", topk},
         {"Transpose", transpose},
         {"Unsqueeze", reshaping("unsqueeze", {})},
