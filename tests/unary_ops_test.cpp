@@ -17,6 +17,7 @@
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
 #include "codegen/check.h"
+#include "dsl/constant_values.h"
 #include "frontend/onnx_import.h"
 #include "onnx_node_test.h"
 #include "vpu_target/target.h"
@@ -389,6 +390,59 @@ TEST(UnaryMath, RefusedInputsAndAttributes) {
               std::string::npos);
     EXPECT_NE(build_error("abs", plain_u8, dsl::Attrs().set("output_scale", 0.5))
                   .find("no output quantization"),
+              std::string::npos);
+}
+
+dsl::Layer constant(dsl::ElemType type, std::vector<int64_t> ints, std::vector<double> reals) {
+    const int64_t count = int64_t(std::max(ints.size(), reals.size()));
+    return dsl::LayerRegistry::constant(
+        "c", dsl::const_buffer({type, {count}, std::move(ints), std::move(reals)}));
+}
+
+// A layer of constants is their value at compile time: integers (int64 of shape arithmetic
+// too) exactly, floats as the layer computes them, predicates as bool.
+TEST(UnaryMath, ConstantsFoldAtCompileTime) {
+    const int64_t min = std::numeric_limits<int64_t>::min();
+    auto folded = [](const dsl::Layer &layer) {
+        EXPECT_TRUE(dsl::is_constant(layer)) << layer.op();
+        return dsl::const_values(layer);
+    };
+    const dsl::Layer i64 = constant(dsl::ElemType::I64, {min, -3, 0, 5}, {});
+    EXPECT_EQ(folded(build("neg", i64)).ints, (std::vector<int64_t>{min, 3, 0, -5}));
+    EXPECT_EQ(folded(build("abs", i64)).ints, (std::vector<int64_t>{min, 3, 0, 5}));
+    EXPECT_EQ(folded(build("sign", i64)).ints, (std::vector<int64_t>{-1, -1, 0, 1}));
+    const dsl::ConstValues abs_i8 =
+        folded(build("abs", constant(dsl::ElemType::I8, {-128, -7}, {})));
+    EXPECT_EQ(abs_i8.type, dsl::ElemType::I8);
+    EXPECT_EQ(abs_i8.ints, (std::vector<int64_t>{-128, 7}));
+
+    const dsl::ConstValues sqrt =
+        folded(build("sqrt", constant(dsl::ElemType::F32, {}, {6.25, -1, kNaN})));
+    EXPECT_EQ(sqrt.type, dsl::ElemType::F32);
+    expect_values(sqrt.reals, {2.5, kNaN, kNaN});
+    const dsl::ConstValues exp16 =
+        folded(build("exp", constant(dsl::ElemType::F16, {}, {0, 12, kNaN})));
+    EXPECT_EQ(exp16.type, dsl::ElemType::F16);
+    expect_values(exp16.reals, {1, kInf, kNaN}); // e^12 is beyond fp16's 65504
+    expect_values(folded(build("round", constant(dsl::ElemType::F64, {}, {2.5, -0.5, 3.5}))).reals,
+                  {2, 0, 4});
+
+    const dsl::ConstValues nan =
+        folded(build("is_nan", constant(dsl::ElemType::F32, {}, {kNaN, 1, kInf})));
+    EXPECT_EQ(nan.type, dsl::ElemType::Bool);
+    EXPECT_EQ(nan.ints, (std::vector<int64_t>{1, 0, 0}));
+    EXPECT_EQ(folded(build("is_inf", constant(dsl::ElemType::F32, {}, {kNaN, -kInf, kInf}),
+                           dsl::Attrs().set("detect_positive", int64_t(0))))
+                  .ints,
+              (std::vector<int64_t>{0, 1, 0}));
+    EXPECT_EQ(folded(build("not", constant(dsl::ElemType::Bool, {1, 0, 1}, {}))).ints,
+              (std::vector<int64_t>{0, 1, 0}));
+
+    EXPECT_NE(build_error("exp", constant(dsl::ElemType::I64, {1}, {})).find("exp 'exp_bad'"),
+              std::string::npos);
+    EXPECT_NE(build_error("neg", constant(dsl::ElemType::U8, {1}, {})).find("u8"),
+              std::string::npos);
+    EXPECT_NE(build_error("not", constant(dsl::ElemType::F32, {}, {1})).find("bool"),
               std::string::npos);
 }
 

@@ -59,6 +59,13 @@ Expr stored_float(const Expr &y, const Halide::Type &type) {
     return Halide::select(Halide::is_nan(y), nan, Halide::cast(type, y));
 }
 
+// The float32 result of `u` at `x`, in IEEE arithmetic: Halide's fast math would assume no NaN
+// and no infinity, which these ops give (a square root of a negative, a logarithm of 0).
+// Halide's exp and log do not propagate NaN: it passes explicitly.
+Expr float_result(const UnaryOp &u, const Expr &x, const dsl::Attrs &attrs) {
+    return Halide::strict_float(Halide::select(Halide::is_nan(x), x, u.math(x, attrs)));
+}
+
 dsl::Layer build_unary(const UnaryOp &u, const std::string &name,
                        const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
     const std::string what = u.op + " '" + name + "'";
@@ -83,22 +90,14 @@ dsl::Layer build_unary(const UnaryOp &u, const std::string &name,
     dsl::Quant q;
     if (in.quantized && !integers)
         q = detail::probability_quant_of(attrs).value_or(input.output().quant);
-    const IntegerMath integer = u.integer;
-    const FloatMath math = u.math;
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         const Expr stored = funcs.at(0)(v.c, v.x, v.y);
         Halide::Func out = detail::named_func(name);
         if (integers) {
-            out(v.c, v.x, v.y) = integer(stored, in.type);
+            out(v.c, v.x, v.y) = u.integer(stored, in.type);
         } else {
-            // IEEE float32: Halide's fast math would assume no NaN and no infinity, which
-            // these ops give (a square root of a negative, a logarithm of 0). Halide's exp and
-            // log do not propagate NaN: it passes explicitly.
-            const Expr x = detail::dequantize(stored, in);
-            const Expr value = math(x, attrs);
-            const Expr y = Halide::strict_float(
-                in.quantized ? value : Halide::select(Halide::is_nan(x), x, value));
+            const Expr y = float_result(u, detail::dequantize(stored, in), attrs);
             out(v.c, v.x, v.y) =
                 in.quantized ? detail::quantize(y, q, in.type) : stored_float(y, in.halide_type);
         }
@@ -106,6 +105,41 @@ dsl::Layer build_unary(const UnaryOp &u, const std::string &name,
     };
     return dsl::Layer::make(u.op, detail::output_desc(name, input, in.c, in.w, in.h, in.type, q),
                             {input}, algorithm);
+}
+
+bool is_float_type(dsl::ElemType t) {
+    return t == dsl::ElemType::F16 || t == dsl::ElemType::F32 || t == dsl::ElemType::F64;
+}
+
+// A constant's value through `f`, element by element, computed on the CPU at compile time.
+Halide::Buffer<> fold_elementwise(const dsl::Layer &constant,
+                                  const std::function<Expr(const Expr &value)> &f) {
+    const Halide::Buffer<> &value = dsl::constant_value(constant);
+    std::vector<Halide::Var> vars(size_t(value.dimensions()));
+    std::vector<int> extents;
+    for (int d = 0; d < value.dimensions(); ++d) extents.push_back(value.dim(d).extent());
+    Halide::Func folded;
+    folded(vars) = f(value(std::vector<Expr>(vars.begin(), vars.end())));
+    return folded.realize(extents);
+}
+
+// The layer's value for a constant input: float math as the layer computes it, stored in the
+// constant's type; integers (int64 too, as shape arithmetic holds them) exactly.
+Halide::Buffer<> fold_unary(const UnaryOp &u, const std::string &name,
+                            const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
+    const dsl::Layer &constant = inputs.at(0);
+    const dsl::ElemType type = constant.output().type;
+    if (is_float_type(type))
+        return fold_elementwise(constant, [&](const Expr &v) {
+            return stored_float(float_result(u, Halide::cast<float>(v), attrs), v.type());
+        });
+    const bool integer = type == dsl::ElemType::U8 || type == dsl::ElemType::I8 ||
+                         type == dsl::ElemType::I32 || type == dsl::ElemType::I64;
+    if (!integer || !u.integer || (!u.unsigned_integers && type == dsl::ElemType::U8))
+        detail::invalid(u.op + " '" + name + "'", "constant '" + constant.name() + "' is " +
+                                                      dsl::to_string(type) + "; " + u.op +
+                                                      " does not take it");
+    return fold_elementwise(constant, [&](const Expr &v) { return u.integer(v, type); });
 }
 
 // Unsigned integers have no negatives: abs is the value itself. Abs of a signed minimum wraps
@@ -262,47 +296,58 @@ dsl::Layer make_bool_output(const std::string &op, const std::string &name, cons
         algorithm);
 }
 
-// IsNaN and IsInf read floats; int8 holds neither.
-detail::InputInfo float_input(const std::string &what, const dsl::Layer &input) {
-    const detail::InputInfo in = detail::input_info(what, input);
-    if (in.quantized)
-        detail::invalid(what, "input '" + input.output().name + "' is " + dsl::to_string(in.type) +
-                                  "; it takes f16 or f32");
-    return in;
+using Predicate = std::function<Expr(const Expr &stored, const dsl::Attrs &attrs)>;
+
+Expr is_nan_of(const Expr &stored, const dsl::Attrs &) {
+    return Halide::is_nan(Halide::cast<float>(stored));
 }
 
-dsl::Layer build_is_nan(const std::string &name, const std::vector<dsl::Layer> &inputs,
-                        const dsl::Attrs &) {
-    const detail::InputInfo in = float_input("is_nan '" + name + "'", inputs.at(0));
-    return make_bool_output("is_nan", name, inputs.at(0), in,
-                            [](const Expr &x) { return Halide::is_nan(Halide::cast<float>(x)); });
-}
-
-dsl::Layer build_is_inf(const std::string &name, const std::vector<dsl::Layer> &inputs,
-                        const dsl::Attrs &attrs) {
-    const detail::InputInfo in = float_input("is_inf '" + name + "'", inputs.at(0));
+// Halide's float comparisons assume no NaN and no infinity (fast math): is_inf and the sign bit
+// are exact.
+Expr is_inf_of(const Expr &stored, const dsl::Attrs &attrs) {
     const bool negative = attrs.get_int("detect_negative") != 0;
     const bool positive = attrs.get_int("detect_positive") != 0;
-    // Halide's float comparisons assume no NaN and no infinity (fast math): is_inf and the sign
-    // bit are exact.
-    return make_bool_output("is_inf", name, inputs.at(0), in, [=](const Expr &stored) {
-        const Expr x = Halide::cast<float>(stored);
-        const Expr sign_bit = Halide::reinterpret<uint32_t>(x) >> 31;
-        return Halide::is_inf(x) && ((negative && sign_bit == 1) || (positive && sign_bit == 0));
-    });
+    const Expr x = Halide::cast<float>(stored);
+    const Expr sign_bit = Halide::reinterpret<uint32_t>(x) >> 31;
+    return Halide::is_inf(x) && ((negative && sign_bit == 1) || (positive && sign_bit == 0));
 }
 
-// Not of ONNX's bool, held as u8 0 or 1 without a quantization.
-dsl::Layer build_not(const std::string &name, const std::vector<dsl::Layer> &inputs,
-                     const dsl::Attrs &) {
-    const std::string what = "not '" + name + "'";
-    const dsl::Layer &input = inputs.at(0);
-    const detail::InputInfo in = detail::input_info(what, input);
-    if (in.type != dsl::ElemType::U8 || !input.output().quant.empty())
-        detail::invalid(what, "input '" + input.output().name + "' is " +
-                                  input.output().describe() +
-                                  "; not takes bool, held as u8 without a quantization");
-    return make_bool_output("not", name, input, in, [](const Expr &x) { return x == 0; });
+Expr not_of(const Expr &stored, const dsl::Attrs &) {
+    return Halide::cast<uint8_t>(stored) == 0;
+}
+
+// IsNaN and IsInf take floats (int8 holds neither), Not bool: on the device u8 without a
+// quantization, as a constant bool or u8.
+dsl::LayerDef predicate_def(const std::string &op, const std::string &doc, Predicate predicate) {
+    const bool logical = op == "not";
+    auto refuse = [op](const std::string &name, const dsl::TensorDesc &t) {
+        detail::invalid(
+            op + " '" + name + "'",
+            "input '" + t.name + "' is " + t.describe() + "; " + op + " takes " +
+                (op == "not" ? "bool (u8 without a quantization on the device)" : "f16 or f32"));
+    };
+    dsl::LayerDef def;
+    def.op = op;
+    def.doc = doc;
+    def.inputs = {"input"};
+    def.build = [=](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                    const dsl::Attrs &attrs) {
+        const dsl::Layer &input = inputs.at(0);
+        const detail::InputInfo in = detail::input_info(op + " '" + name + "'", input);
+        const bool plain_u8 = in.type == dsl::ElemType::U8 && input.output().quant.empty();
+        if (logical ? !plain_u8 : in.quantized) refuse(name, input.output());
+        return make_bool_output(op, name, input, in,
+                                [=](const Expr &x) { return predicate(x, attrs); });
+    };
+    def.fold = [=](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                   const dsl::Attrs &attrs) {
+        const dsl::ElemType type = inputs.at(0).output().type;
+        const bool takes = logical ? type == dsl::ElemType::Bool || type == dsl::ElemType::U8
+                                   : is_float_type(type);
+        if (!takes) refuse(name, inputs.at(0).output());
+        return fold_elementwise(inputs.at(0), [&](const Expr &x) { return predicate(x, attrs); });
+    };
+    return def;
 }
 
 dsl::AttrSpec flag_attr(const std::string &name, const std::string &doc) {
@@ -328,6 +373,8 @@ void register_layer_unary_math(dsl::LayerRegistry &registry) {
             }
         def.build = [u](const std::string &name, const std::vector<dsl::Layer> &inputs,
                         const dsl::Attrs &attrs) { return build_unary(u, name, inputs, attrs); };
+        def.fold = [u](const std::string &name, const std::vector<dsl::Layer> &inputs,
+                       const dsl::Attrs &attrs) { return fold_unary(u, name, inputs, attrs); };
         def.example = [u](dsl::ElemType type) {
             if (dsl::is_quantized_int(type) && !u.takes_int8) return dsl::Layer();
             dsl::Layer in = detail::example_input("in", 19, 11, 7, type);
@@ -337,11 +384,8 @@ void register_layer_unary_math(dsl::LayerRegistry &registry) {
         registry.add(std::move(def));
     }
 
-    dsl::LayerDef is_nan;
-    is_nan.op = "is_nan";
-    is_nan.doc = "1 where x is NaN, else 0 (bool, as u8), on the SHAVEs";
-    is_nan.inputs = {"input"};
-    is_nan.build = build_is_nan;
+    dsl::LayerDef is_nan =
+        predicate_def("is_nan", "1 where x is NaN, else 0 (bool, as u8), on the SHAVEs", is_nan_of);
     is_nan.example = [](dsl::ElemType type) {
         if (dsl::is_quantized_int(type)) return dsl::Layer();
         // The logarithm of negative inputs is NaN.
@@ -351,13 +395,12 @@ void register_layer_unary_math(dsl::LayerRegistry &registry) {
     };
     registry.add(std::move(is_nan));
 
-    dsl::LayerDef is_inf;
-    is_inf.op = "is_inf";
-    is_inf.doc = "1 where x is an infinity of a detected sign, else 0 (bool, as u8), on the SHAVEs";
-    is_inf.inputs = {"input"};
+    dsl::LayerDef is_inf = predicate_def(
+        "is_inf",
+        "1 where x is an infinity of a detected sign, else 0 (bool, as u8), on the SHAVEs",
+        is_inf_of);
     is_inf.attrs = {flag_attr("detect_negative", "1: -inf counts"),
                     flag_attr("detect_positive", "1: +inf counts")};
-    is_inf.build = build_is_inf;
     is_inf.example = [](dsl::ElemType type) {
         if (dsl::is_quantized_int(type)) return dsl::Layer();
         // e^(e^x) overflows to +inf for x above 2.4 in f16.
@@ -368,11 +411,8 @@ void register_layer_unary_math(dsl::LayerRegistry &registry) {
     };
     registry.add(std::move(is_inf));
 
-    dsl::LayerDef logical_not;
-    logical_not.op = "not";
-    logical_not.doc = "logical not of bool (u8 0 or 1), on the SHAVEs";
-    logical_not.inputs = {"input"};
-    logical_not.build = build_not;
+    dsl::LayerDef logical_not =
+        predicate_def("not", "logical not of bool (u8 0 or 1), on the SHAVEs", not_of);
     logical_not.example = [](dsl::ElemType type) {
         if (type != dsl::ElemType::U8) return dsl::Layer();
         dsl::TensorDesc t = detail::example_input("in", 19, 11, 7, type).output();
