@@ -411,6 +411,11 @@ TEST(UnaryMath, ConstantsFoldAtCompileTime) {
     EXPECT_EQ(folded(build("neg", i64)).ints, (std::vector<int64_t>{min, 3, 0, -5}));
     EXPECT_EQ(folded(build("abs", i64)).ints, (std::vector<int64_t>{min, 3, 0, 5}));
     EXPECT_EQ(folded(build("sign", i64)).ints, (std::vector<int64_t>{-1, -1, 0, 1}));
+    const dsl::Layer scalar =
+        dsl::LayerRegistry::constant("s", dsl::const_buffer({dsl::ElemType::I64, {}, {7}, {}}));
+    const dsl::ConstValues neg_scalar = folded(build("neg", scalar));
+    EXPECT_TRUE(neg_scalar.shape.empty());
+    EXPECT_EQ(neg_scalar.ints, std::vector<int64_t>{-7});
     const dsl::ConstValues abs_i8 =
         folded(build("abs", constant(dsl::ElemType::I8, {-128, -7}, {})));
     EXPECT_EQ(abs_i8.type, dsl::ElemType::I8);
@@ -446,7 +451,8 @@ TEST(UnaryMath, ConstantsFoldAtCompileTime) {
               std::string::npos);
 }
 
-onnx::ModelProto one_node_model(const std::string &op, const std::vector<int64_t> &shape) {
+onnx::ModelProto one_node_model(const std::string &op, const std::vector<int64_t> &shape,
+                                int32_t elem_type = onnx::TensorProto::FLOAT) {
     onnx::ModelProto m;
     m.set_ir_version(8);
     m.add_opset_import()->set_version(17);
@@ -460,7 +466,7 @@ onnx::ModelProto one_node_model(const std::string &op, const std::vector<int64_t
     for (auto [v, name] : {std::pair{g.add_input(), "x"}, std::pair{g.add_output(), "y"}}) {
         v->set_name(name);
         onnx::TypeProto_Tensor &t = *v->mutable_type()->mutable_tensor_type();
-        t.set_elem_type(onnx::TensorProto::FLOAT);
+        t.set_elem_type(elem_type);
         for (int64_t d : shape) t.mutable_shape()->add_dim()->set_dim_value(d);
     }
     return m;
@@ -496,6 +502,20 @@ TEST(UnaryMath, ImportsOnnxAttributes) {
     } catch (const Error &e) {
         EXPECT_NE(std::string(e.what()).find("node 'node' (Celu)"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("alpha"), std::string::npos) << e.what();
+    }
+}
+
+// ONNX's int32 tensors: Abs, Neg and Sign exactly in int32 on the device.
+TEST(UnaryMath, ImportsIntegerTensors) {
+    for (const char *op : {"Abs", "Neg", "Sign"}) {
+        SCOPED_TRACE(op);
+        const frontend::ImportedModel model =
+            import_model(one_node_model(op, {3, 5, 7}, onnx::TensorProto::INT32));
+        ASSERT_EQ(model.graph.outputs().size(), 1u);
+        EXPECT_EQ(model.graph.outputs()[0].output().type, dsl::ElemType::I32);
+        const codegen::CheckResult r =
+            codegen::check_against_reference(model.graph, target::load_target("vpu27"));
+        EXPECT_TRUE(r.ok()) << r.report();
     }
 }
 
