@@ -363,7 +363,7 @@ void register_layer_unary_math(dsl::LayerRegistry &registry) {
     for (const UnaryOp &u : unary_ops()) {
         dsl::LayerDef def;
         def.op = u.op;
-        def.doc = u.doc + (u.integer ? ", on the SHAVEs" : " in float32, on the SHAVEs");
+        def.doc = u.doc + (u.integer ? ", on the SHAVEs" : "; float32, on the SHAVEs");
         def.inputs = {"input"};
         def.attrs = u.attrs;
         if (u.takes_int8)
