@@ -55,7 +55,16 @@ INSTANTIATE_TEST_SUITE_P(
         "test_range_float_type_positive_delta", "test_range_int32_type_negative_delta",
         "test_identity", "test_cast_FLOAT_to_FLOAT16", "test_cast_DOUBLE_to_FLOAT",
         "test_dropout_default", "test_dropout_default_mask",
-        "test_training_dropout_zero_ratio_mask"),
+        "test_training_dropout_zero_ratio_mask",
+        // Reductions (axes as an attribute, ReduceSum's as an input), kept or not, over every
+        // axis (the batch too); ArgMax and ArgMin ties; Hardmax; LogSoftmax along axis 0.
+        "test_reduce_mean_do_not_keepdims_random", "test_reduce_sum_keepdims_random",
+        "test_reduce_sum_empty_axes_input_noop_random", "test_reduce_l2_keep_dims_random",
+        "test_reduce_log_sum_exp_default_axes_keepdims_random",
+        "test_reduce_prod_do_not_keepdims_random", "test_reduce_min_negative_axes_keepdims_random",
+        "test_reduce_log_sum_desc_axes", "test_argmax_no_keepdims_example_select_last_index",
+        "test_argmin_keepdims_random", "test_argmax_default_axis_random", "test_hardmax_one_hot",
+        "test_hardmax_axis_0", "test_logsoftmax_axis_0"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace
@@ -385,6 +394,56 @@ onnx::ModelProto graph_model(const std::string &output, std::vector<int64_t> sha
     return m;
 }
 
+// A node of domain "vpuc" is the registry's layer of its op_type, attributes by name: a layer
+// ONNX has no op for needs no importer of its own.
+TEST(OnnxImport, ANodeOfTheVpucDomainIsARegistryLayer) {
+    auto model = [](const std::string &op, const std::function<void(onnx::NodeProto &)> &edit) {
+        onnx::ModelProto m = graph_model("y", {1, 5, 3, 7});
+        onnx::OperatorSetIdProto &domain = *m.add_opset_import();
+        domain.set_domain(frontend::kRegistryDomain);
+        domain.set_version(1);
+        onnx::GraphProto &g = *m.mutable_graph();
+        add_float_input(g, "x", {1, 5, 3, 7});
+        onnx::NodeProto &node = add_node(g, op, {"x"}, "y");
+        node.set_domain(frontend::kRegistryDomain);
+        edit(node);
+        return m;
+    };
+    const auto alpha = [](onnx::NodeProto &node) {
+        onnx::AttributeProto &a = *node.add_attribute();
+        a.set_name("alpha");
+        a.set_type(onnx::AttributeProto::FLOAT);
+        a.set_f(0.375f);
+    };
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(bytes_of(model("hard_sigmoid", alpha)), "gate.onnx");
+    const dsl::Layer &gate = imported.graph.outputs().at(0);
+    EXPECT_EQ(gate.op(), "hard_sigmoid");
+    EXPECT_EQ(gate.attrs().get_float("alpha"), 0.375);
+    EXPECT_EQ(gate.attrs().get_float("beta"), 0.5); // the registry's default
+    const codegen::CheckResult r =
+        codegen::check_against_reference(imported.graph, target::load_target("vpu27"));
+    EXPECT_TRUE(r.ok()) << r.report();
+
+    EXPECT_EQ(import_error(model("no_such_layer", [](onnx::NodeProto &) {})),
+              "model.onnx: node 'y' (no_such_layer): op no_such_layer is no layer of the "
+              "registry (`vpuc layers` lists them)");
+    const std::string wrong_type = import_error(model("hard_sigmoid", [](onnx::NodeProto &node) {
+        onnx::AttributeProto &a = *node.add_attribute();
+        a.set_name("alpha");
+        a.set_type(onnx::AttributeProto::STRING);
+        a.set_s("steep");
+    }));
+    EXPECT_NE(wrong_type.find("node 'y' (hard_sigmoid)"), std::string::npos) << wrong_type;
+    EXPECT_NE(wrong_type.find("alpha"), std::string::npos) << wrong_type;
+    onnx::ModelProto other = model("hard_sigmoid", alpha);
+    other.mutable_graph()->mutable_node(0)->set_domain("com.example");
+    other.mutable_opset_import(1)->set_domain("com.example");
+    EXPECT_EQ(import_error(other), "model.onnx: node 'y' (hard_sigmoid): domain 'com.example' is "
+                                   "not supported (only ONNX's, and 'vpuc' for layers of the "
+                                   "registry)");
+}
+
 // Gemm adds a C it cannot fold into the matmul's bias after it: a computed C (times beta) by
 // an add, a constant one varying along the rows (images) by constant_eltwise on a leading unit
 // dimension.
@@ -668,6 +727,132 @@ TEST(OnnxImport, CastOfAComputedTensorToIntegers) {
     const codegen::CheckResult r =
         codegen::check_against_reference(imported.graph, target::load_target("vpu27"), check);
     EXPECT_TRUE(r.ok()) << r.report();
+}
+
+} // namespace
+
+namespace {
+
+// The Reduce ops, ArgMax and ArgMin keep the reduced axes with extent 1 (keepdims 1) or squeeze
+// the kept result, NODE.kept (keepdims 0); along axis 0 they run on a leading unit dimension.
+// A result of rank 0 has no device form: an error naming the node.
+TEST(OnnxImport, ReductionsKeepOrSqueezeTheReducedAxes) {
+    auto model = [](const std::string &op, const std::vector<int64_t> &shape,
+                    const std::vector<int64_t> &axes, int64_t keepdims,
+                    const std::vector<int64_t> &out) {
+        onnx::ModelProto m = graph_model("y", out);
+        onnx::GraphProto &g = *m.mutable_graph();
+        const bool arg = op.rfind("Arg", 0) == 0;
+        onnx::TypeProto::Tensor &y = *g.mutable_output(0)->mutable_type()->mutable_tensor_type();
+        y.mutable_shape(); // of rank 0 when `out` is empty
+        if (arg) y.set_elem_type(onnx::TensorProto::INT64);
+        add_float_input(g, "a", shape);
+        onnx::NodeProto &n = add_node(g, op, {"a"}, "y");
+        onnx::AttributeProto &keep = *n.add_attribute();
+        keep.set_name("keepdims");
+        keep.set_type(onnx::AttributeProto::INT);
+        keep.set_i(keepdims);
+        onnx::AttributeProto &along = *n.add_attribute();
+        along.set_name(arg ? "axis" : "axes");
+        along.set_type(arg ? onnx::AttributeProto::INT : onnx::AttributeProto::INTS);
+        if (arg)
+            along.set_i(axes.at(0));
+        else
+            for (int64_t axis : axes) along.add_ints(axis);
+        return m;
+    };
+    struct Case {
+        std::string what;
+        onnx::ModelProto model;
+        std::vector<std::string> layers;
+    };
+    const Case cases[] = {
+        {"a mean over the last axis, kept",
+         model("ReduceMean", {3, 5, 7}, {2}, 1, {3, 5, 1}),
+         {"reduce y 3x5x1"}},
+        {"an L2 norm over axes 0 and -1, not kept",
+         model("ReduceL2", {3, 5, 7}, {0, -1}, 0, {5}),
+         {"unsqueeze y.kept.a_unbatched 1x3x5x7", "reduce y.kept.unbatched 1x1x5x1",
+          "squeeze y.kept 1x5x1", "squeeze y 5"}},
+        {"an argmax, not kept",
+         model("ArgMax", {4, 9}, {1}, 0, {4}),
+         {"argmax y.kept 4x1", "squeeze y 4"}},
+        {"an argmin along axis 0, kept",
+         model("ArgMin", {4, 9}, {0}, 1, {1, 9}),
+         {"unsqueeze y.a_unbatched 1x4x9", "argmin y.unbatched 1x1x9", "squeeze y 1x9"}},
+    };
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.what);
+        const frontend::ImportedModel imported =
+            frontend::import_onnx_bytes(bytes_of(c.model), "model.onnx");
+        std::vector<std::string> layers;
+        for (const dsl::Layer &layer : imported.graph.layers())
+            layers.push_back(layer.op() + " " + layer.name() + " " +
+                             dsl::to_string(layer.output().shape));
+        EXPECT_EQ(layers, c.layers);
+        const codegen::CheckResult r =
+            codegen::check_against_reference(imported.graph, target::load_target("vpu27"), {});
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+    EXPECT_EQ(import_error(model("ReduceMax", {3, 5}, {0, 1}, 0, {})),
+              "model.onnx: node 'y' (ReduceMax): keepdims 0 over every axis gives a tensor of "
+              "rank 0, which the device has no form of");
+}
+
+} // namespace
+
+namespace {
+
+// Before opset 13 LogSoftmax and Hardmax took the input as a matrix, the axes before `axis`
+// its rows and the rest its columns; the version converter's upgrade keeps that meaning. Of a
+// [2, 3, 4] input along axis 1 each image's 12 elements are one row.
+TEST(OnnxImport, OldLogSoftmaxAndHardmaxTakeTheInputAsAMatrix) {
+    for (const std::string op : {"LogSoftmax", "Hardmax"}) {
+        SCOPED_TRACE(op);
+        onnx::ModelProto m = graph_model("y", {2, 3, 4});
+        m.mutable_opset_import(0)->set_version(11);
+        add_float_input(*m.mutable_graph(), "a", {2, 3, 4});
+        onnx::AttributeProto &axis = *add_node(*m.mutable_graph(), op, {"a"}, "y").add_attribute();
+        axis.set_name("axis");
+        axis.set_type(onnx::AttributeProto::INT);
+        axis.set_i(1);
+        const frontend::ImportedModel imported =
+            frontend::import_onnx_bytes(bytes_of(m), "model.onnx");
+        ASSERT_EQ(imported.graph.inputs().size(), 1u);
+        if (op == "Hardmax") {
+            const dsl::Layer &y = imported.graph.outputs().at(0);
+            EXPECT_EQ(y.op(), "reshape");
+            const dsl::Layer &rows = y.inputs().at(0);
+            EXPECT_EQ(rows.op() + " " + rows.name() + " " + dsl::to_string(rows.output().shape),
+                      "hardmax y.hardmax 2x12");
+            EXPECT_EQ(rows.inputs().at(0).op() + " " + rows.inputs().at(0).name(),
+                      "flatten y.rows");
+        }
+        Halide::Buffer<Halide::float16_t> x(
+            algorithms::make_buffer(imported.graph.inputs()[0].output()));
+        ASSERT_EQ(x.dimensions(), 4); // (c, x, y, n): C 3, W 4, one row, 2 images
+        // Distinct values, the largest of each image in a different place.
+        x.for_each_element([&](int c, int w, int h, int n) {
+            x(c, w, h, n) = Halide::float16_t(float((c * 4 + w) * (n ? -1 : 1)) / 8);
+        });
+        const Halide::Buffer<Halide::float16_t> y(
+            algorithms::run_reference(imported.graph, {x}).at(0));
+        for (int n = 0; n < 2; ++n) {
+            double top = -INFINITY, sum = 0;
+            for (int c = 0; c < 3; ++c)
+                for (int w = 0; w < 4; ++w) top = std::max(top, double(x(c, w, 0, n)));
+            for (int c = 0; c < 3; ++c)
+                for (int w = 0; w < 4; ++w) sum += std::exp(double(x(c, w, 0, n)) - top);
+            for (int c = 0; c < 3; ++c)
+                for (int w = 0; w < 4; ++w) {
+                    const double v = double(x(c, w, 0, n));
+                    const double want =
+                        op == "Hardmax" ? (v == top ? 1 : 0) : v - top - std::log(sum);
+                    EXPECT_NEAR(double(y(c, w, 0, n)), want, 2e-3)
+                        << "image " << n << " at " << c << "," << w;
+                }
+        }
+    }
 }
 
 } // namespace

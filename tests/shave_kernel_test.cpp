@@ -370,6 +370,23 @@ TEST(ShaveKernel, OperationCounts) {
     EXPECT_DOUBLE_EQ(row.cmx_bytes, 16 + 8 * 3 * 16);
 }
 
+// out(x) = in(x / 2 - 1) + in(x / 2), as a transposed convolution of stride 2 gathers: Halide
+// simplifies the bounds to (min - 2) / 2 and max / 2, quotients of different shifts, which the
+// blob states as floor_div(v, 2) - 1 and floor_div(v, 2).
+TEST(ShaveKernel, AQuotientLessWholeStepsIsOneReadBound) {
+    Var x;
+    ImageParam in(Halide::Float(32), 1, "in");
+    Func f("halves");
+    f(x) = in(x / 2 - 1) + in(x / 2);
+    const ShaveKernelBinary k = compile({f, {in}, {}}, "halves");
+    ASSERT_EQ(k.args.at(0).reads.size(), 1u);
+    const blob::ReadBound &r = k.args[0].reads[0];
+    EXPECT_EQ(r.scale(), 1);
+    EXPECT_EQ(r.divisor(), 2);
+    EXPECT_EQ(r.shift() + 2 * r.min_offset(), -2);
+    EXPECT_EQ(r.shift() + 2 * r.max_offset(), 0);
+}
+
 TEST(ShaveKernel, Int8AddMatchesJit) {
     auto a = random_buffer<int8_t>(kW, kH, kC, 1, 1.0f);
     auto b = random_buffer<int8_t>(kW, kH, kC, 2, 1.0f);

@@ -43,7 +43,7 @@ dsl::Layer build_batch_matmul(const std::string &name, const std::vector<dsl::La
     const bool a_shared = rank4 && ai.c == 1, b_shared = rank4 && bi.c == 1;
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        Halide::RDom r(0, int(k), Halide::Internal::unique_name(name + "_k"));
+        Halide::RDom r(0, int(k), detail::rdom_name(name + "_k"));
         // Rank 3: out(c = row, x = column); rank 4: out(c = matrix, x = column, y = row).
         Halide::Expr lhs, rhs;
         if (rank4) {

@@ -20,7 +20,7 @@ dsl::Layer build_global_pool(const std::string &name, const std::vector<dsl::Lay
     const float area = float(in.w * in.h);
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        Halide::RDom r({{0, int(in.w)}, {0, int(in.h)}}, Halide::Internal::unique_name(name));
+        Halide::RDom r({{0, int(in.w)}, {0, int(in.h)}}, detail::rdom_name(name));
         const Halide::Expr x = detail::dequantize(funcs.at(0)(v.c, r.x, r.y), in);
         Halide::Func acc = detail::named_func(name + "_acc");
         acc(v.c) =

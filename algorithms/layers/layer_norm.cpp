@@ -69,7 +69,7 @@ RowStatistics row_statistics(const std::string &name, const Halide::Func &input,
     };
     // The row's statistics are computed once, at position 0 of the normalized dimension.
     const std::vector<Halide::Expr> row = along(0);
-    Halide::RDom r(0, int(n.extent), Halide::Internal::unique_name(name + "_r"));
+    Halide::RDom r(0, int(n.extent), detail::rdom_name(name + "_r"));
     RowStatistics s;
     Halide::Func sum = detail::named_func(name + "_sum");
     sum(all) = 0.0f;

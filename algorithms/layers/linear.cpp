@@ -38,7 +38,7 @@ dsl::Layer build_linear(const std::string &name, const std::vector<dsl::Layer> &
     const Halide::Buffer<> w = weights.copy();
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        Halide::RDom r(0, int(k), Halide::Internal::unique_name(name + "_k"));
+        Halide::RDom r(0, int(k), detail::rdom_name(name + "_k"));
         Halide::Func acc = detail::named_func(name + "_acc");
         acc(v.c, v.x, v.y) = 0.0f;
         acc(v.c, v.x, v.y) +=

@@ -56,7 +56,8 @@ std::vector<int64_t> reshaped(const std::string &what, const std::vector<int64_t
 dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl::Layer &input,
                       const std::vector<int64_t> &out) {
     const std::string what = op + " '" + name + "'";
-    const detail::InputInfo in = detail::input_info(what, input);
+    // Moving elements needs no arithmetic: i32 tensors (indices) too.
+    const detail::InputInfo in = detail::input_info(what, input, true);
     const dsl::TensorDesc &t = input.output();
     dsl::TensorDesc result = t;
     result.name = name;

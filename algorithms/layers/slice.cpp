@@ -1,21 +1,37 @@
-// slice: a box of the input, [starts, ends) along the axes given (ONNX's Slice, steps of 1). On
-// the device (the batch whole) stored in DDR it is a view of its input that moves no data;
-// computed in CMX, a SHAVE copy kernel. A constant of any rank folds at compile time (shape
-// arithmetic: the spatial part of a Shape).
+// slice: every step-th element of [starts, ends) along the axes given (ONNX's Slice; a negative
+// step walks from starts down to ends). With steps of 1, on the device (the batch whole) stored
+// in DDR it is a view of its input that moves no data; computed in CMX, a SHAVE copy kernel.
+// With other steps it is a SHAVE gather kernel. A constant of any rank folds at compile time
+// (shape arithmetic: the spatial part of a Shape).
 #include "common.h"
+#include "logical_index.h"
 
 namespace vpuc::algorithms {
 
 namespace {
 
-// The box of `input` the slice takes, in its graph dimensions, after ONNX's rules.
-dsl::Box slice_box(const std::string &what, const dsl::TensorDesc &input, const dsl::Attrs &attrs) {
+// What a slice takes along each axis of its input: `count` elements from `start`, `step` apart.
+struct SlicePlan {
+    std::vector<int64_t> start, step, count;
+
+    bool unit_steps() const {
+        return std::all_of(step.begin(), step.end(), [](int64_t s) { return s == 1; });
+    }
+    dsl::Box box() const { return {start, count}; }
+};
+
+// The plan of a slice of `input`, after ONNX's rules: negative indices count from the end; both
+// are clamped to the extent, for a negative step to [0, extent - 1] and [-1, extent - 1].
+SlicePlan slice_plan(const std::string &what, const dsl::TensorDesc &input,
+                     const dsl::Attrs &attrs) {
     const auto starts = attrs.get_ints("starts"), ends = attrs.get_ints("ends"),
                axes = attrs.get_ints("axes");
-    if (starts.size() != axes.size() || ends.size() != axes.size())
-        detail::invalid(what, "starts, ends and axes must have one entry per axis");
+    const std::vector<int64_t> steps =
+        attrs.has("steps") ? attrs.get_ints("steps") : std::vector<int64_t>(axes.size(), 1);
+    if (starts.size() != axes.size() || ends.size() != axes.size() || steps.size() != axes.size())
+        detail::invalid(what, "starts, ends, axes and steps must have one entry per axis");
     const size_t rank = input.shape.raw().size();
-    dsl::Box box{std::vector<int64_t>(rank, 0), input.shape.raw()};
+    SlicePlan plan{std::vector<int64_t>(rank, 0), std::vector<int64_t>(rank, 1), input.shape.raw()};
     std::vector<bool> seen(rank, false);
     for (size_t i = 0; i < axes.size(); ++i) {
         if (axes[i] >= int64_t(rank))
@@ -24,18 +40,24 @@ dsl::Box slice_box(const std::string &what, const dsl::TensorDesc &input, const 
         const size_t axis = size_t(axes[i]);
         if (seen[axis]) detail::invalid(what, "axis " + std::to_string(axes[i]) + " given twice");
         seen[axis] = true;
-        // ONNX's rules: negative indices count from the end; both are clamped to the extent.
-        const int64_t size = input.shape.raw()[axis];
-        auto index = [&](int64_t v) { return std::clamp(v < 0 ? v + size : v, int64_t(0), size); };
-        const int64_t b = index(starts[i]), e = index(ends[i]);
-        if (e <= b)
+        const int64_t size = input.shape.raw()[axis], step = steps[i];
+        if (step == 0) detail::invalid(what, "axis " + std::to_string(axes[i]) + ": a step of 0");
+        const int64_t low = step > 0 ? 0 : -1, high = step > 0 ? size : size - 1;
+        auto index = [&](int64_t v, int64_t lowest) {
+            return std::clamp(v < 0 ? v + size : v, lowest, high);
+        };
+        const int64_t b = index(starts[i], 0), e = index(ends[i], low);
+        const int64_t span = step > 0 ? e - b : b - e, stride = step > 0 ? step : -step;
+        if (span <= 0)
             detail::invalid(what, "axis " + std::to_string(axes[i]) + ": [" +
                                       std::to_string(starts[i]) + ", " + std::to_string(ends[i]) +
-                                      ") of " + std::to_string(size) + " is empty");
-        box.start[axis] = b;
-        box.extent[axis] = e - b;
+                                      ") in steps of " + std::to_string(step) + " of " +
+                                      std::to_string(size) + " is empty");
+        plan.start[axis] = b;
+        plan.step[axis] = step;
+        plan.count[axis] = (span + stride - 1) / stride;
     }
-    return box;
+    return plan;
 }
 
 // `box` of a tensor of graph shape `shape` on the device: the batch whole, in 4-D coordinates.
@@ -55,22 +77,38 @@ dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &i
     const std::string what = "slice '" + name + "'";
     const dsl::Layer &input = inputs.at(0);
     detail::input_info(what, input);
-    const dsl::Box graph_box = slice_box(what, input.output(), attrs);
-    const dsl::Box box = device_slice_box(what, input.output().shape, graph_box);
+    const dsl::TensorDesc t = detail::graph_tensor(input.output());
+    const SlicePlan plan = slice_plan(what, t, attrs);
+    dsl::TensorDesc out = input.output();
+    out.name = name;
+    out.shape = dsl::Shape(plan.count);
+    if (!plan.unit_steps()) {
+        if (t.shape.rank() > 1 && (plan.step[0] != 1 || plan.count[0] != t.shape.raw()[0]))
+            detail::invalid(what, "cuts the batch (axis 0); on the device images are computed "
+                                  "one at a time");
+        dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
+            const auto &v = dsl::act_vars();
+            std::vector<Halide::Expr> at = detail::logical_coords(out, v.c, v.x, v.y);
+            for (size_t d = size_t(detail::first_image_axis(t)); d < at.size(); ++d)
+                at[d] = int(plan.start[d]) + at[d] * int(plan.step[d]);
+            Halide::Func f = detail::named_func(name);
+            f(v.c, v.x, v.y) = detail::read_logical(funcs.at(0), t, at);
+            return f;
+        };
+        return dsl::Layer::make("slice", out, {input}, algorithm);
+    }
+    const dsl::Box box = device_slice_box(what, t.shape, plan.box());
     using namespace dsl::dims;
     // Halide dims (c, x, y) are device C, W, H.
     const int64_t start[3] = {box.start[size_t(C.index())], box.start[size_t(W.index())],
                               box.start[size_t(H.index())]};
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        Halide::Func out = detail::named_func(name);
-        out(v.c, v.x, v.y) =
+        Halide::Func f = detail::named_func(name);
+        f(v.c, v.x, v.y) =
             funcs.at(0)(v.c + int(start[0]), v.x + int(start[1]), v.y + int(start[2]));
-        return out;
+        return f;
     };
-    dsl::TensorDesc out = input.output();
-    out.name = name;
-    out.shape = dsl::Shape(graph_box.extent);
     return dsl::Layer::make("slice", out, {input}, algorithm);
 }
 
@@ -79,40 +117,50 @@ dsl::Layer build_slice(const std::string &name, const std::vector<dsl::Layer> &i
 void register_layer_slice(dsl::LayerRegistry &registry) {
     dsl::LayerDef def;
     def.op = "slice";
-    def.doc = "a box of the input: [starts, ends) along axes (a view, or a SHAVE copy)";
+    def.doc = "every step-th element of [starts, ends) along axes (a view, or a SHAVE copy)";
     def.inputs = {"input"};
     auto axes_check = [](const dsl::AttrValue &v) -> std::string {
         for (int64_t axis : std::get<std::vector<int64_t>>(v))
             if (axis < 0 || axis > 4) return "each axis must be in [0, 4]";
         return "";
     };
-    def.attrs = {
-        {"starts", dsl::AttrType::Ints, std::nullopt, "first index per axis", {}},
-        {"ends", dsl::AttrType::Ints, std::nullopt, "end index (excluded) per axis", {}},
-        {"axes", dsl::AttrType::Ints, std::vector<int64_t>{1}, "logical axes", axes_check}};
+    dsl::AttrSpec steps{"steps",
+                        dsl::AttrType::Ints,
+                        std::nullopt,
+                        "step per axis, nonzero (negative walks down); absent: 1",
+                        {}};
+    steps.optional = true;
+    def.attrs = {{"starts", dsl::AttrType::Ints, std::nullopt, "first index per axis", {}},
+                 {"ends", dsl::AttrType::Ints, std::nullopt, "end index (excluded) per axis", {}},
+                 {"axes", dsl::AttrType::Ints, std::vector<int64_t>{1}, "logical axes", axes_check},
+                 steps};
     def.build = build_slice;
     def.fold = [](const std::string &name, const std::vector<dsl::Layer> &inputs,
                   const dsl::Attrs &attrs) {
         const dsl::ConstValues v = dsl::const_values(inputs.at(0));
-        const dsl::Box box = slice_box("slice '" + name + "'", inputs.at(0).output(), attrs);
+        const SlicePlan plan = slice_plan("slice '" + name + "'", inputs.at(0).output(), attrs);
         return dsl::const_buffer(
-            dsl::pick_elements(v, box.extent, [&](const std::vector<int64_t> &index) {
+            dsl::pick_elements(v, plan.count, [&](const std::vector<int64_t> &index) {
                 int64_t from = 0;
                 for (size_t d = 0; d < index.size(); ++d)
-                    from = from * v.shape[d] + box.start[d] + index[d];
+                    from = from * v.shape[d] + plan.start[d] + index[d] * plan.step[d];
                 return from;
             }));
     };
-    def.view = [](const dsl::Layer &layer) {
+    def.view = [](const dsl::Layer &layer) -> std::optional<dsl::ViewDef> {
         const std::string what = "slice '" + layer.name() + "'";
         const dsl::TensorDesc t = detail::graph_tensor(layer.inputs().at(0).output());
+        const SlicePlan plan = slice_plan(what, t, layer.attrs());
+        if (!plan.unit_steps()) return std::nullopt;
         return dsl::ViewDef{dsl::ViewDef::Kind::Window,
-                            {device_slice_box(what, t.shape, slice_box(what, t, layer.attrs()))}};
+                            {device_slice_box(what, t.shape, plan.box())}};
     };
+    // Every other channel, and W walked backwards in steps of 3, of odd extents.
     def.example = [](dsl::ElemType type) {
         dsl::Attrs a;
-        a.set("starts", std::vector<int64_t>{3, 1, -6})
-            .set("ends", std::vector<int64_t>{20, 6, 100});
+        a.set("starts", std::vector<int64_t>{3, 1, -1})
+            .set("ends", std::vector<int64_t>{20, 6, -100})
+            .set("steps", std::vector<int64_t>{2, 1, -3});
         a.set("axes", std::vector<int64_t>{1, 2, 3});
         return layer_registry().build("slice", "slice",
                                       {detail::example_input("in", 23, 11, 7, type)}, a);

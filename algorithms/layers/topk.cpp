@@ -35,14 +35,14 @@ dsl::Layer build_topk(const std::string &name, const std::vector<dsl::Layer> &in
         };
         // An element's rank along the axis: how many elements come before it, the better ones
         // and the equal ones of lower index. Ranks are a permutation of [0, along).
-        Halide::RDom r(0, int(along), name + "_r");
+        Halide::RDom r(0, int(along), detail::rdom_name(name + "_r"));
         const Halide::Expr other = x(at(r.x)), mine = x(here);
         const Halide::Expr better = largest ? other > mine : other < mine;
         Halide::Func rank = detail::named_func(name + "_rank");
         rank(v.c, v.x, v.y) =
             Halide::sum(Halide::select(better || (other == mine && r.x < here[size_t(dim)]), 1, 0));
         // Output position p takes the element of rank p.
-        Halide::RDom s(0, int(along), name + "_s");
+        Halide::RDom s(0, int(along), detail::rdom_name(name + "_s"));
         Halide::Func index = detail::named_func(name + "_index");
         index(v.c, v.x, v.y) =
             Halide::sum(Halide::select(rank(at(s.x)) == here[size_t(dim)], s.x, 0));

@@ -1,5 +1,5 @@
 // Standalone activations (relu, clamp, leaky relu: elementwise, fused into a producer's PPE when
-// the graph allows) and the SHAVE layers sigmoid and softmax, computed in float32.
+// the graph allows) and the SHAVE layers sigmoid, softmax and log_softmax, computed in float32.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -90,10 +90,16 @@ dsl::Layer make_sigmoid(const std::string &name, const dsl::Layer &input,
                             {input}, algorithm);
 }
 
+// softmax, or with `log` log_softmax: (x - max) - log(sum(exp(x - max))), whose values are
+// not probabilities (int8 inputs are refused).
 dsl::Layer make_softmax(const std::string &name, const dsl::Layer &input, int64_t axis,
-                        const std::optional<dsl::Quant> &out_quant) {
-    const std::string what = "softmax '" + name + "'";
+                        const std::optional<dsl::Quant> &out_quant, bool log) {
+    const std::string op = log ? "log_softmax" : "softmax";
+    const std::string what = op + " '" + name + "'";
     const InputInfo in = input_info(what, input);
+    if (log && in.quantized)
+        invalid(what, "input '" + input.output().name + "' is " + dsl::to_string(in.type) +
+                          "; log_softmax takes f16 or f32");
     const int dim = halide_dim(device_axis_of(what, input.output(), axis));
     const int extent = int(dim == 0 ? in.c : dim == 1 ? in.w : in.h);
     const dsl::Quant q = in.quantized ? probability_quant(in, out_quant) : dsl::Quant{};
@@ -104,7 +110,7 @@ dsl::Layer make_softmax(const std::string &name, const dsl::Layer &input, int64_
         std::vector<Halide::Var> others;
         for (int d = 0; d < 3; ++d)
             if (d != dim) others.push_back(all[size_t(d)]);
-        Halide::RDom r(0, extent, Halide::Internal::unique_name(name + "_r"));
+        Halide::RDom r(0, extent, detail::rdom_name(name + "_r"));
         auto along = [&](Expr at) {
             std::vector<Expr> args(all.begin(), all.end());
             args[size_t(dim)] = at;
@@ -117,19 +123,21 @@ dsl::Layer make_softmax(const std::string &name, const dsl::Layer &input, int64_
         Func max_of = named_func(name + "_max");
         max_of(others) = -std::numeric_limits<float>::infinity();
         max_of(others) = Halide::max(max_of(others), value(along(r.x)));
+        Func shifted = named_func(name + "_shifted");
+        shifted(all) = value(along(all[size_t(dim)])) - max_of(others);
         Func e = named_func(name + "_exp");
-        e(all) = Halide::exp(value(along(all[size_t(dim)])) - max_of(others));
+        e(all) = Halide::exp(shifted(all));
         Func sum = named_func(name + "_sum");
         sum(others) = 0.0f;
         sum(others) += e(along(r.x));
-        Expr y = e(all) / sum(others);
+        Expr y = log ? shifted(all) - Halide::log(sum(others)) : e(all) / sum(others);
         Func out = named_func(name);
         out(v.c, v.x, v.y) =
             in.quantized ? quantize(y, q, in.type) : Halide::cast(in.halide_type, y);
         return out;
     };
-    return dsl::Layer::make("softmax", output_desc(name, input, in.c, in.w, in.h, in.type, q),
-                            {input}, algorithm);
+    return dsl::Layer::make(op, output_desc(name, input, in.c, in.w, in.h, in.type, q), {input},
+                            algorithm);
 }
 
 // A one-input layer whose example is the op with `example_attrs` on an odd-shaped input.
@@ -182,24 +190,38 @@ void detail::register_activation_layers(dsl::LayerRegistry &r) {
                     [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
                         return make_sigmoid(name, in.at(0), probability_quant_of(a));
                     }));
-    std::vector<dsl::AttrSpec> softmax_attrs = {
-        {"axis",
-         dsl::AttrType::Int,
-         int64_t(1),
-         "logical axis, not the batch; negative counts from the end",
-         {}}};
+    const dsl::AttrSpec axis_spec = {"axis",
+                                     dsl::AttrType::Int,
+                                     int64_t(1),
+                                     "logical axis, not the batch; negative counts from the end",
+                                     {}};
+    // Every output element reads the whole input along the axis.
+    auto along_axis = [](const dsl::Layer &layer) {
+        return std::vector<dsl::Dim>{device_axis_of(layer.op() + " '" + layer.name() + "'",
+                                                    layer.output(), layer.attrs().get_int("axis"))};
+    };
+    std::vector<dsl::AttrSpec> softmax_attrs = {axis_spec};
     for (auto &spec : probability_specs()) softmax_attrs.push_back(spec);
     dsl::LayerDef softmax_def = unary_def(
         "softmax", "exp(x) / sum(exp(x)) along an axis, in float32, on the SHAVEs", softmax_attrs,
         [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
-            return make_softmax(name, in.at(0), a.get_int("axis"), probability_quant_of(a));
+            return make_softmax(name, in.at(0), a.get_int("axis"), probability_quant_of(a), false);
         });
-    // Every output element reads the whole input along the axis.
-    softmax_def.unsplittable_dims = [](const dsl::Layer &layer) {
-        return std::vector<dsl::Dim>{device_axis_of("softmax '" + layer.name() + "'",
-                                                    layer.output(), layer.attrs().get_int("axis"))};
-    };
+    softmax_def.unsplittable_dims = along_axis;
     r.add(std::move(softmax_def));
+    dsl::LayerDef log_softmax_def = unary_def(
+        "log_softmax", "x - log(sum(exp(x))) along an axis, in float32, on the SHAVEs (no int8)",
+        {axis_spec}, [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
+            return make_softmax(name, in.at(0), a.get_int("axis"), std::nullopt, true);
+        });
+    log_softmax_def.unsplittable_dims = along_axis;
+    // int8 has no form of it; fp16 on the example's odd shape.
+    log_softmax_def.example = [](dsl::ElemType type) {
+        if (dsl::is_quantized_int(type)) return dsl::Layer();
+        return layer_registry().build("log_softmax", "log_softmax",
+                                      {example_input("in", 19, 11, 7, type)}, {});
+    };
+    r.add(std::move(log_softmax_def));
 }
 
 dsl::Layer relu(const std::string &name, const dsl::Layer &input) {

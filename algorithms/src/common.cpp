@@ -55,6 +55,10 @@ Halide::Func named_func(const std::string &name) {
     return Halide::Func(Halide::Internal::unique_name(dsl::halide_name(name)));
 }
 
+std::string rdom_name(const std::string &name) {
+    return Halide::Internal::unique_name(dsl::halide_name(name));
+}
+
 Expr mac_operand(const Expr &stored, const InputInfo &in) {
     if (in.quantized) return Halide::cast<int32_t>(stored) - in.zero_point;
     return Halide::cast<float>(stored);

@@ -54,6 +54,9 @@ InputInfo spatial_input_info(const std::string &what, const dsl::Layer &input);
 
 // A Func with a name unique in the process, so composed algorithms never collide.
 Halide::Func named_func(const std::string &name);
+// A unique name for a reduction domain of layer `name` (Halide's own splits of a domain break
+// on a '.' in its name, and importers name layers "y.kept").
+std::string rdom_name(const std::string &name);
 
 // The value the DPU's MAC takes from a stored element: i32(v) - zero point, or f32(v).
 Halide::Expr mac_operand(const Halide::Expr &stored, const InputInfo &in);

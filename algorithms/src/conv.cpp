@@ -97,7 +97,7 @@ struct Window {
 
 Window window(const Geometry &g, const std::string &name) {
     const auto &v = dsl::act_vars();
-    const std::string rname = Halide::Internal::unique_name(name + "_r");
+    const std::string rname = detail::rdom_name(name + "_r");
     Window w;
     switch (g.kind) {
     case ConvKind::Conv: {

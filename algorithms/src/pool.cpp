@@ -96,8 +96,7 @@ dsl::Layer pool(bool is_max, const std::string &name, const dsl::Layer &input, c
 
     dsl::Algorithm algorithm = [=](const std::vector<Func> &inputs) {
         const auto &v = dsl::act_vars();
-        Halide::RDom r({{0, p.kernel_w}, {0, p.kernel_h}},
-                       Halide::Internal::unique_name(name + "_r"));
+        Halide::RDom r({{0, p.kernel_w}, {0, p.kernel_h}}, detail::rdom_name(name + "_r"));
         std::vector<Expr> at = {v.c, window_coord(v.x, p.stride_w, r.x, p.dilation_w, p.pad_left),
                                 window_coord(v.y, p.stride_h, r.y, p.dilation_h, p.pad_top)};
         Expr operand = padded ? padded_input(name, inputs.at(0), in, identity)(at)

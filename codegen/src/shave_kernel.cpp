@@ -642,6 +642,13 @@ std::optional<blob::ReadBound> read_bound(const Interval &interval, const Output
         hi->offset += hi->scale * hi->shift;
         lo->shift = hi->shift = 0;
     }
+    // floor_div(v + shift + m * divisor, divisor) = floor_div(v + shift, divisor) + m: the
+    // simplifier folds a constant added to a quotient into its numerator (a window reaching
+    // back whole strides).
+    if (lo->shift != hi->shift && (hi->shift - lo->shift) % lo->divisor == 0) {
+        hi->offset += hi->scale * ((hi->shift - lo->shift) / lo->divisor);
+        hi->shift = lo->shift;
+    }
     if (lo->shift != hi->shift) return std::nullopt;
     for (int64_t v : {lo->scale, lo->divisor, lo->shift, lo->offset, hi->offset})
         if (!fits_int32(v)) return std::nullopt;

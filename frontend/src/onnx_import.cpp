@@ -92,6 +92,12 @@ std::vector<int64_t> NodeImport::attr_ints(const std::string &name,
     return a ? std::vector<int64_t>(a->ints().begin(), a->ints().end()) : default_value;
 }
 
+std::vector<float> NodeImport::attr_floats(const std::string &name,
+                                           std::vector<float> default_value) {
+    const auto *a = attr(name, onnx::AttributeProto::FLOATS);
+    return a ? std::vector<float>(a->floats().begin(), a->floats().end()) : default_value;
+}
+
 std::string NodeImport::attr_string(const std::string &name, const std::string &default_value) {
     const auto *a = attr(name, onnx::AttributeProto::STRING);
     return a ? a->s() : default_value;
@@ -230,10 +236,12 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
                                             : node.output_size() == 1 ? node.output(0)
                                                                       : node.op_type());
         const std::string what = path + ": node '" + name + "' (" + node.op_type() + ")";
-        if (!node.domain().empty() && node.domain() != "ai.onnx")
-            throw ModelError(what + ": domain '" + node.domain() + "' is not supported");
+        const bool registry_layer = node.domain() == kRegistryDomain;
+        if (!node.domain().empty() && node.domain() != "ai.onnx" && !registry_layer)
+            throw ModelError(what + ": domain '" + node.domain() + "' is not supported (only " +
+                             "ONNX's, and '" + kRegistryDomain + "' for layers of the registry)");
         const auto importer = importers.find(node.op_type());
-        if (importer == importers.end())
+        if (!registry_layer && importer == importers.end())
             throw ModelError(what + ": op " + node.op_type() +
                              " is not supported (docs/onnx.md lists the supported ops)");
         std::vector<std::optional<dsl::Layer>> inputs;
@@ -248,7 +256,8 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
             inputs.push_back(value->second);
         }
         detail::NodeImport import(node, name, path, std::move(inputs), options, names);
-        const std::vector<dsl::Layer> outputs = importer->second(import);
+        const std::vector<dsl::Layer> outputs =
+            registry_layer ? detail::import_registry_layer(import) : importer->second(import);
         import.check_all_attributes_read();
         for (int i = 0; i < node.output_size(); ++i) {
             if (node.output(i).empty()) continue;

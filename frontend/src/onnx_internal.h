@@ -83,6 +83,7 @@ class NodeImport {
     int64_t attr_int(const std::string &name, int64_t default_value);
     float attr_float(const std::string &name, float default_value);
     std::vector<int64_t> attr_ints(const std::string &name, std::vector<int64_t> default_value);
+    std::vector<float> attr_floats(const std::string &name, std::vector<float> default_value);
     std::string attr_string(const std::string &name, const std::string &default_value);
     Halide::Buffer<> attr_tensor(const std::string &name);
     // Requires that the attribute is absent or has `expected` ("ceil_mode must be 0").
@@ -114,7 +115,8 @@ using OpImporter = std::function<std::vector<dsl::Layer>(NodeImport &node)>;
 const std::map<std::string, OpImporter> &op_importers();
 
 // The handlers of ops in files of their own.
-std::vector<dsl::Layer> batch_normalization(NodeImport &node); // onnx_ops_norm.cpp
+std::vector<dsl::Layer> batch_normalization(NodeImport &node);   // onnx_ops_norm.cpp
+std::vector<dsl::Layer> import_registry_layer(NodeImport &node); // onnx_ops_registry.cpp
 // onnx_ops_nn.cpp: resampling, layer normalization, Erf, products of two computed tensors, and
 // global pools beyond the DPU's window.
 std::vector<dsl::Layer> import_resize(NodeImport &node);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <limits>
+#include <map>
 
 #include "onnx_internal.h"
 #include "vpu_target/input_file.h"
@@ -184,6 +185,139 @@ void check_outputs_defined(const onnx::GraphProto &graph, std::set<std::string> 
         }
 }
 
+// ONNX 1.12 infers LayerNormalization's Mean and InvStdDev shapes by indexing the input's dims
+// from `axis` on, without checking the axis against the rank: below -rank it reads outside
+// them. The ranks come from inferring a copy whose LayerNormalization nodes keep only their
+// first output (that part of the inference is sound), and such an axis is refused first.
+bool is_layer_norm_with_stats(const onnx::NodeProto &node) {
+    return node.op_type() == "LayerNormalization" &&
+           (node.domain().empty() || node.domain() == "ai.onnx") && node.output_size() > 1;
+}
+
+bool has_layer_norm_with_stats(const onnx::GraphProto &graph) {
+    for (const onnx::NodeProto &node : graph.node()) {
+        if (is_layer_norm_with_stats(node)) return true;
+        for (const onnx::AttributeProto &a : node.attribute()) {
+            if (a.has_g() && has_layer_norm_with_stats(a.g())) return true;
+            for (const onnx::GraphProto &g : a.graphs())
+                if (has_layer_norm_with_stats(g)) return true;
+        }
+    }
+    return false;
+}
+
+void keep_first_outputs_of_layer_norms(onnx::GraphProto &graph) {
+    for (onnx::NodeProto &node : *graph.mutable_node()) {
+        if (is_layer_norm_with_stats(node))
+            node.mutable_output()->DeleteSubrange(1, node.output_size() - 1);
+        for (onnx::AttributeProto &a : *node.mutable_attribute()) {
+            if (a.has_g()) keep_first_outputs_of_layer_norms(*a.mutable_g());
+            for (onnx::GraphProto &g : *a.mutable_graphs()) keep_first_outputs_of_layer_norms(g);
+        }
+    }
+}
+
+// `ranks` holds the values visible from outside the graph; the inferred copy's graph is walked
+// beside the model's own, node for node.
+void check_layer_norm_axes(const onnx::GraphProto &graph, const onnx::GraphProto &inferred,
+                           std::map<std::string, int> ranks, const std::string &path) {
+    auto note = [&](const onnx::ValueInfoProto &v) {
+        if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
+            ranks[v.name()] = v.type().tensor_type().shape().dim_size();
+    };
+    for (const onnx::ValueInfoProto &v : inferred.input()) note(v);
+    for (const onnx::ValueInfoProto &v : inferred.value_info()) note(v);
+    for (const onnx::ValueInfoProto &v : inferred.output()) note(v);
+    for (const onnx::TensorProto &t : inferred.initializer()) ranks[t.name()] = t.dims_size();
+    for (int n = 0; n < graph.node_size() && n < inferred.node_size(); ++n) {
+        const onnx::NodeProto &node = graph.node(n);
+        if (is_layer_norm_with_stats(node) && node.input_size() > 0) {
+            const auto rank = ranks.find(node.input(0));
+            int64_t axis = -1;
+            for (const onnx::AttributeProto &a : node.attribute())
+                if (a.name() == "axis") axis = a.i();
+            if (rank != ranks.end() && (axis < -rank->second || axis >= rank->second))
+                throw ModelError(
+                    path + ": node '" + printable(node.name()) + "' (LayerNormalization): axis " +
+                    std::to_string(axis) + " is outside [-" + std::to_string(rank->second) + ", " +
+                    std::to_string(rank->second) + ") for input '" + printable(node.input(0)) +
+                    "' of rank " + std::to_string(rank->second));
+        }
+        const onnx::NodeProto &inferred_node = inferred.node(n);
+        for (int i = 0; i < node.attribute_size() && i < inferred_node.attribute_size(); ++i) {
+            const onnx::AttributeProto &a = node.attribute(i), &b = inferred_node.attribute(i);
+            if (a.has_g() && b.has_g()) check_layer_norm_axes(a.g(), b.g(), ranks, path);
+            for (int g = 0; g < a.graphs_size() && g < b.graphs_size(); ++g)
+                check_layer_norm_axes(a.graphs(g), b.graphs(g), ranks, path);
+        }
+    }
+}
+
+void check_layer_norm_axes(const onnx::ModelProto &model, const std::string &path) {
+    if (!has_layer_norm_with_stats(model.graph())) return;
+    onnx::ModelProto copy = model;
+    keep_first_outputs_of_layer_norms(*copy.mutable_graph());
+    try {
+        onnx::shape_inference::InferShapes(copy);
+    } catch (const std::exception &) {
+        // The real inference below reports what fails.
+    }
+    check_layer_norm_axes(model.graph(), copy.graph(), {}, path);
+}
+
+// Before opset 13 Hardmax took its input as a matrix: the axes before `axis` (default 1) its
+// rows, the rest its columns. ONNX 1.12's version converter upgrades the node unchanged (it
+// rewrites Softmax and LogSoftmax, whose meaning changed alike), so each upgraded Hardmax
+// becomes that matrix form at opset 13: its input's Shape, a Flatten at the axis (NODE.rows),
+// the Hardmax along the rows (NODE.hardmax) and a Reshape back to the input's shape, which
+// computes the node's output under its name.
+void upgrade_hardmax(onnx::GraphProto &graph) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    auto axis_attribute = [](onnx::NodeProto &node, int64_t axis) {
+        onnx::AttributeProto &a = *node.add_attribute();
+        a.set_name("axis");
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(axis);
+    };
+    for (const onnx::NodeProto &node : graph.node()) {
+        const bool onnx_domain = node.domain().empty() || node.domain() == "ai.onnx";
+        if (node.op_type() != "Hardmax" || !onnx_domain || node.input_size() != 1 ||
+            node.output_size() != 1) {
+            *nodes.Add() = node;
+            continue;
+        }
+        int64_t axis = 1;
+        for (const onnx::AttributeProto &a : node.attribute())
+            if (a.name() == "axis") axis = a.i();
+        const std::string base = node.name().empty() ? node.output(0) : node.name();
+        const std::string &x = node.input(0), &y = node.output(0);
+        onnx::NodeProto &shape = *nodes.Add();
+        shape.set_op_type("Shape");
+        shape.set_name(base + ".shape");
+        shape.add_input(x);
+        shape.add_output(y + ".shape");
+        onnx::NodeProto &rows = *nodes.Add();
+        rows.set_op_type("Flatten");
+        rows.set_name(base + ".rows");
+        rows.add_input(x);
+        rows.add_output(y + ".rows");
+        axis_attribute(rows, axis);
+        onnx::NodeProto &hardmax = *nodes.Add();
+        hardmax.set_op_type("Hardmax");
+        hardmax.set_name(base + ".hardmax");
+        hardmax.add_input(y + ".rows");
+        hardmax.add_output(y + ".hardmax");
+        axis_attribute(hardmax, 1);
+        onnx::NodeProto &back = *nodes.Add();
+        back.set_op_type("Reshape");
+        back.set_name(node.name());
+        back.add_input(y + ".hardmax");
+        back.add_input(y + ".shape");
+        back.add_output(y);
+    }
+    graph.mutable_node()->Swap(&nodes);
+}
+
 } // namespace
 
 LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
@@ -229,10 +363,12 @@ LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &pat
             fail("ONNX's version converter cannot upgrade opset " + std::to_string(m.opset) +
                  " to " + std::to_string(kUpgradedOpset) + ": " + e.what());
         }
+        upgrade_hardmax(*m.proto.mutable_graph());
         m.notes.push_back("upgraded from opset " + std::to_string(m.opset) + " to " +
                           std::to_string(kUpgradedOpset) + " by ONNX's version converter");
         m.opset = kUpgradedOpset;
     }
+    check_layer_norm_axes(m.proto, path);
     try {
         onnx::shape_inference::InferShapes(m.proto, onnx::OpSchemaRegistry::Instance(),
                                            onnx::ShapeInferenceOptions(true, 1, true));

@@ -48,17 +48,63 @@ const dsl::Shape &shape_of(const dsl::Layer &layer) {
 
 namespace {
 
-// The spatial dimensions of a conv's or pool's input: 1 (N, C, W) or 2 (N, C, H, W).
+// The spatial dimensions of a conv's or pool's input: 1 (N, C, W) or 2 (N, C, H, W) for the
+// DPU's layers; the float ones of rank 5 are conv3d and the 3-D pools (SHAVE), before this.
 int window_dims(const NodeImport &node, const dsl::Layer &x) {
     const int rank = shape_of(x).rank();
     if (rank == 3 || rank == 4) return rank - 2;
-    const std::string where = "a window slides over W of a rank-3 input (N, C, W) or H and W "
-                              "of a rank-4 one (N, C, H, W)";
     if (rank == 5)
-        node.fail("a 3-D window (an input of rank 5) has no device form, whose H holds D and H "
-                  "together; " +
-                  where);
-    node.fail("the input has rank " + std::to_string(rank) + "; " + where);
+        node.fail("a 3-D window (an input of rank 5) of int8 tensors is not supported; 3-D "
+                  "windows compute in float on the SHAVEs");
+    node.fail("the input has rank " + std::to_string(rank) +
+              "; a window slides over the axes after N and C of an input of rank 3 to 5");
+}
+
+// The spatial dimensions of an input of rank 3 to 5, for the SHAVEs' windows of any rank.
+int spatial_dims(const NodeImport &node, const dsl::Layer &x) {
+    const int rank = shape_of(x).rank();
+    if (rank < 3 || rank > 5)
+        node.fail("the input has rank " + std::to_string(rank) +
+                  "; a window slides over the axes after N and C of an input of rank 3 to 5");
+    return rank - 2;
+}
+
+// An attribute of one entry per spatial dimension (`dims` of them), in ONNX's order.
+std::vector<int64_t> spatial_attr(NodeImport &node, const std::string &name, int dims,
+                                  std::vector<int64_t> default_value) {
+    std::vector<int64_t> v = node.attr_ints(name, std::move(default_value));
+    if (int(v.size()) != dims)
+        node.fail(name + " must have " + std::to_string(dims) + " entries (a " +
+                  std::to_string(dims) + "-D window)");
+    return v;
+}
+
+// ONNX's pads [begin..., end...] over the spatial dimensions of `input`, from `pads` or the
+// node's auto_pad; `kernel`, `strides` and `dilations` one per spatial dimension.
+std::vector<int64_t> onnx_pads(NodeImport &node, const dsl::Shape &input,
+                               const std::vector<int64_t> &kernel,
+                               const std::vector<int64_t> &strides,
+                               const std::vector<int64_t> &dilations) {
+    const size_t dims = size_t(input.rank() - 2);
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    std::vector<int64_t> pads =
+        spatial_attr(node, "pads", int(2 * dims), std::vector<int64_t>(2 * dims, 0));
+    if (auto_pad == "NOTSET") return pads;
+    if (node.has_attr("pads")) node.fail("auto_pad " + auto_pad + " together with pads");
+    if (auto_pad == "VALID") return std::vector<int64_t>(2 * dims, 0);
+    if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+        node.fail("auto_pad '" + auto_pad +
+                  "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    for (size_t d = 0; d < dims; ++d) {
+        const int64_t in = input[dsl::Dim(int(d) + 2)];
+        const int64_t out = (in + strides[d] - 1) / strides[d];
+        const int64_t span = (kernel[d] - 1) * dilations[d] + 1;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * strides[d] + span - in);
+        const int64_t small = total / 2, large = total - small;
+        pads[d] = auto_pad == "SAME_UPPER" ? small : large;
+        pads[d + dims] = auto_pad == "SAME_UPPER" ? large : small;
+    }
+    return pads;
 }
 
 } // namespace
@@ -69,42 +115,18 @@ std::vector<int64_t> window_pads(NodeImport &node, const dsl::Shape &input,
                                  const std::vector<int64_t> &kernel,
                                  const std::vector<int64_t> &strides,
                                  const std::vector<int64_t> &dilations) {
-    const int dims = input.rank() - 2;
-    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
-    const std::vector<int64_t> given =
-        node.attr_ints("pads", std::vector<int64_t>(size_t(2 * dims), 0));
-    if (int(given.size()) != 2 * dims)
-        node.fail("pads must have " + std::to_string(2 * dims) + " entries (a " +
-                  std::to_string(dims) + "-D window)");
-    std::vector<int64_t> pads = dims == 1 ? std::vector<int64_t>{0, given[0], 0, given[1]} : given;
-    if (auto_pad == "NOTSET") return pads;
-    if (node.has_attr("pads")) node.fail("auto_pad " + auto_pad + " together with pads");
-    if (auto_pad == "VALID") return {0, 0, 0, 0};
-    if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
-        node.fail("auto_pad '" + auto_pad +
-                  "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
-    const int64_t extents[2] = {dims == 1 ? 1 : input[dsl::Dim(2)],
-                                input[dsl::Dim(input.rank() - 1)]};
-    for (int d = 0; d < 2; ++d) {
-        const int64_t in = extents[d];
-        const int64_t out = (in + strides[size_t(d)] - 1) / strides[size_t(d)];
-        const int64_t span = (kernel[size_t(d)] - 1) * dilations[size_t(d)] + 1;
-        const int64_t total = std::max<int64_t>(0, (out - 1) * strides[size_t(d)] + span - in);
-        const int64_t small = total / 2, large = total - small;
-        pads[size_t(d)] = auto_pad == "SAME_UPPER" ? small : large;
-        pads[size_t(d) + 2] = auto_pad == "SAME_UPPER" ? large : small;
-    }
-    return pads;
+    if (input.rank() == 4) return onnx_pads(node, input, kernel, strides, dilations);
+    // A 1-D window: W only, 1 high.
+    const std::vector<int64_t> w =
+        onnx_pads(node, input, {kernel[1]}, {strides[1]}, {dilations[1]});
+    return {0, w[0], 0, w[1]};
 }
 
 // An attribute of one entry per spatial dimension (`dims` of them), as (H, W): a 1-D window is
 // 1 high.
 std::vector<int64_t> pair_attr(NodeImport &node, const std::string &name, int dims,
                                std::vector<int64_t> default_value) {
-    std::vector<int64_t> v = node.attr_ints(name, std::move(default_value));
-    if (int(v.size()) != dims)
-        node.fail(name + " must have " + std::to_string(dims) + " entries (a " +
-                  std::to_string(dims) + "-D window)");
+    std::vector<int64_t> v = spatial_attr(node, name, dims, std::move(default_value));
     if (dims == 1) v.insert(v.begin(), 1);
     return v;
 }
@@ -153,23 +175,129 @@ void require_rank(const NodeImport &node, const dsl::Layer &in, int rank, const 
                   std::to_string(shape_of(in).rank()));
 }
 
+// A convolution's constant bias (input 2) of `count` values, f32, into `attrs`.
+void set_conv_bias(NodeImport &node, int64_t count, dsl::Attrs &attrs) {
+    if (!node.has_input(2)) return;
+    const Halide::Buffer<> &bias = node.constant_input(2, "bias");
+    if (bias.dimensions() != 1 || bias.dim(0).extent() != count)
+        node.fail("the bias must have " + std::to_string(count) + " values");
+    attrs.set("bias", converted(bias, dsl::ElemType::F32, node.node().input(2)));
+}
+
+// The weights of a conv3d or conv_transpose: ONNX's own layout, of the input's rank, whose
+// kernel_shape (if given) they must have.
+dsl::ConstValues window_weights(NodeImport &node, int dims) {
+    const dsl::ConstValues w =
+        dsl::const_values(node.constant_input(1, "weights"), node.node().input(1));
+    if (int(w.shape.size()) != dims + 2)
+        node.fail("the weights must have rank " + std::to_string(dims + 2) + ", as the input");
+    const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+    if (spatial_attr(node, "kernel_shape", dims, kernel) != kernel)
+        node.fail("kernel_shape differs from the weights");
+    return w;
+}
+
+// A Conv over an input of rank 5: conv3d (SHAVE), the weights in ONNX's layout.
+Layers conv3d(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const dsl::ConstValues w = window_weights(node, 3);
+    const int64_t oc = w.shape[0], icg = w.shape[1];
+    const int64_t groups = node.attr_int("group", 1);
+    const int64_t channels = shape_of(x)[dsl::dims::C];
+    if (groups < 1 || channels != icg * groups || oc % groups != 0)
+        node.fail("weights of " + std::to_string(icg) + " input channels per group x " +
+                  std::to_string(groups) + " groups do not fit an input of " +
+                  std::to_string(channels) + " channels and " + std::to_string(oc) + " outputs");
+    const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+    const std::vector<int64_t> strides = spatial_attr(node, "strides", 3, {1, 1, 1});
+    const std::vector<int64_t> dilations = spatial_attr(node, "dilations", 3, {1, 1, 1});
+    dsl::Attrs attrs;
+    attrs.set("weights", converted(dsl::const_buffer(w), float_type(node), node.node().input(1)));
+    set_conv_bias(node, oc, attrs);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", onnx_pads(node, shape_of(x), kernel, strides, dilations));
+    attrs.set("groups", groups);
+    return {node.build("conv3d", {x}, attrs)};
+}
+
 // The weights and bias of a convolution as the registry takes them: weights of dims
 // (ic / groups, kw, kh, oc) in the float type, bias f32.
 Layers conv(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
+    if (shape_of(x).rank() == 5) return conv3d(node);
     const std::string what = node.node().input(1);
     const dsl::ConstValues w = dsl::const_values(node.constant_input(1, "weights"), what);
     bool depthwise = false;
     dsl::Attrs attrs = conv_geometry(node, x, w, depthwise);
     attrs.set("weights", converted(dsl::const_buffer(conv_layout(w)), float_type(node), what));
-    if (node.has_input(2)) {
-        const int64_t oc = w.shape[0];
-        const Halide::Buffer<> &bias = node.constant_input(2, "bias");
-        if (bias.dimensions() != 1 || bias.dim(0).extent() != oc)
-            node.fail("the bias must have " + std::to_string(oc) + " values");
-        attrs.set("bias", converted(bias, dsl::ElemType::F32, node.node().input(2)));
-    }
+    set_conv_bias(node, w.shape[0], attrs);
     return {node.build(depthwise ? "depthwise_conv2d" : "conv2d", {x}, attrs)};
+}
+
+// ConvTranspose over an input of rank 3 to 5: conv_transpose (SHAVE). Its pads come from
+// `pads`, or from output_shape or auto_pad SAME_* (an output of in * stride): the total padding
+// `natural - wanted` split as ONNX does, the odd one at the end for SAME_UPPER and at the
+// beginning otherwise; an output larger than the natural one ends in output padding.
+Layers conv_transpose(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const int dims = spatial_dims(node, x);
+    const dsl::ConstValues w = window_weights(node, dims);
+    const int64_t ic = w.shape[0], ocg = w.shape[1];
+    const int64_t groups = node.attr_int("group", 1);
+    const int64_t channels = shape_of(x)[dsl::dims::C];
+    if (groups < 1 || channels != ic || ic % groups != 0)
+        node.fail("weights for " + std::to_string(ic) + " input channels in " +
+                  std::to_string(groups) + " groups do not fit an input of " +
+                  std::to_string(channels) + " channels");
+    const std::vector<int64_t> kernel(w.shape.begin() + 2, w.shape.end());
+    const std::vector<int64_t> ones(size_t(dims), 1), zeros(size_t(dims), 0);
+    const std::vector<int64_t> strides = spatial_attr(node, "strides", dims, ones);
+    const std::vector<int64_t> dilations = spatial_attr(node, "dilations", dims, ones);
+    std::vector<int64_t> extra = spatial_attr(node, "output_padding", dims, zeros);
+    const std::string auto_pad = node.attr_string("auto_pad", "NOTSET");
+    if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" &&
+        auto_pad != "SAME_LOWER")
+        node.fail("auto_pad '" + auto_pad +
+                  "' is not one of NOTSET, VALID, SAME_UPPER, SAME_LOWER");
+    std::vector<int64_t> wanted = node.attr_ints("output_shape", {});
+    // A full output shape [N, C, spatial...] names the spatial extents last.
+    if (wanted.size() == size_t(dims + 2)) wanted.erase(wanted.begin(), wanted.begin() + 2);
+    if (!wanted.empty() && wanted.size() != size_t(dims))
+        node.fail("output_shape must have " + std::to_string(dims) + " entries (a " +
+                  std::to_string(dims) + "-D window)");
+    const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+    std::vector<int64_t> pads =
+        spatial_attr(node, "pads", 2 * dims, std::vector<int64_t>(size_t(2 * dims), 0));
+    if (auto_pad != "NOTSET" && node.has_attr("pads"))
+        node.fail("auto_pad " + auto_pad + " together with pads");
+    if (!wanted.empty() || same) {
+        if (!wanted.empty() && node.has_attr("pads")) node.fail("output_shape together with pads");
+        for (size_t d = 0; d < size_t(dims); ++d) {
+            const int64_t in = shape_of(x)[dsl::Dim(int(d) + 2)];
+            const int64_t natural =
+                strides[d] * (in - 1) + extra[d] + (kernel[d] - 1) * dilations[d] + 1;
+            const int64_t total = natural - (wanted.empty() ? in * strides[d] : wanted[d]);
+            // A larger output than the natural one ends in more output padding.
+            if (total < 0) extra[d] -= total;
+            const int64_t padding = std::max<int64_t>(0, total);
+            const int64_t begin = auto_pad == "SAME_UPPER" ? padding / 2 : padding - padding / 2;
+            const int64_t end = padding - begin;
+            pads[d] = begin;
+            pads[d + size_t(dims)] = end;
+        }
+    } else if (auto_pad == "VALID") {
+        pads.assign(size_t(2 * dims), 0);
+    }
+    dsl::Attrs attrs;
+    attrs.set("weights", converted(dsl::const_buffer(w), float_type(node), node.node().input(1)));
+    set_conv_bias(node, ocg * groups, attrs);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", pads);
+    attrs.set("output_padding", extra);
+    attrs.set("groups", groups);
+    return {node.build("conv_transpose", {x}, attrs)};
 }
 
 // Numpy broadcasting across ranks: the input of lower rank gets leading unit dimensions.
@@ -292,12 +420,62 @@ Layers matmul(NodeImport &node) {
     return import_batch_matmul(node);
 }
 
+// MaxPool with its Indices output: max_pool_indices (SHAVE, any rank 3 to 5), and a
+// tuple_element per output.
+Layers max_pool_with_indices(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const int dims = spatial_dims(node, x);
+    const std::vector<int64_t> ones(size_t(dims), 1);
+    const std::vector<int64_t> kernel = spatial_attr(node, "kernel_shape", dims, {});
+    const std::vector<int64_t> strides = spatial_attr(node, "strides", dims, ones);
+    const std::vector<int64_t> dilations = spatial_attr(node, "dilations", dims, ones);
+    dsl::Attrs attrs;
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("dilations", dilations);
+    attrs.set("pads", onnx_pads(node, shape_of(x), kernel, strides, dilations));
+    attrs.set("ceil_mode", node.attr_int("ceil_mode", 0));
+    attrs.set("storage_order", node.attr_int("storage_order", 0));
+    const dsl::Layer both = node.build("max_pool_indices", {x}, attrs);
+    Layers outs;
+    for (int i = 0; i < 2; ++i)
+        outs.push_back(dsl::LayerRegistry::output_of(
+            node.unique_name(node.node().output(i).empty() ? node.name() + "." + std::to_string(i)
+                                                           : node.node().output(i)),
+            both, i));
+    return outs;
+}
+
+// A pool over an input of rank 5: max_pool3d or avg_pool3d (SHAVE), ONNX's attributes as they
+// are.
+Layers pool3d(NodeImport &node, const std::string &op) {
+    const dsl::Layer &x = node.input(0);
+    const std::vector<int64_t> kernel = spatial_attr(node, "kernel_shape", 3, {});
+    const std::vector<int64_t> strides = spatial_attr(node, "strides", 3, {1, 1, 1});
+    const std::vector<int64_t> dilations = spatial_attr(node, "dilations", 3, {1, 1, 1});
+    node.expect_int("storage_order", 0, "row-major only");
+    dsl::Attrs attrs;
+    attrs.set("kernel_shape", kernel);
+    attrs.set("strides", strides);
+    attrs.set("pads", onnx_pads(node, shape_of(x), kernel, strides, dilations));
+    attrs.set("ceil_mode", node.attr_int("ceil_mode", 0));
+    if (op == "max_pool") {
+        attrs.set("dilations", dilations);
+    } else {
+        if (dilations != std::vector<int64_t>{1, 1, 1})
+            node.fail("dilated average pooling is not supported");
+        attrs.set("count_include_pad", node.attr_int("count_include_pad", 0));
+    }
+    return {node.build(op + "3d", {x}, attrs)};
+}
+
 Layers pool(NodeImport &node, const std::string &op) {
     const dsl::Layer &x = node.input(0);
+    if (node.node().output_size() > 1 && !node.node().output(1).empty())
+        return max_pool_with_indices(node);
+    if (shape_of(x).rank() == 5) return pool3d(node, op);
     const int dims = window_dims(node, x);
     dsl::Attrs attrs;
-    if (node.node().output_size() > 1 && !node.node().output(1).empty())
-        node.fail("the Indices output is not supported");
     const std::vector<int64_t> ones(size_t(dims), 1);
     const std::vector<int64_t> kernel = pair_attr(node, "kernel_shape", dims, {});
     const std::vector<int64_t> strides = pair_attr(node, "strides", dims, ones);
@@ -426,13 +604,85 @@ Layers concat(NodeImport &node) {
     return {node.build("concat", inputs, attrs)};
 }
 
-Layers softmax(NodeImport &node) {
-    const int64_t axis = node.attr_int("axis", -1);
-    dsl::Attrs attrs;
-    const bool batch = along_batch(node.input(0), axis);
-    attrs.set("axis", batch ? int64_t(1) : axis);
-    if (batch) return {along_unit_batch(node, "softmax", node.name(), {node.input(0)}, attrs)};
-    return unary(node, "softmax", attrs);
+// Softmax, LogSoftmax and Hardmax: `op` along one axis (opset-13 semantics).
+OpImporter along_axis(const std::string &op) {
+    return [op](NodeImport &node) -> Layers {
+        const int64_t axis = node.attr_int("axis", -1);
+        dsl::Attrs attrs;
+        const bool batch = along_batch(node.input(0), axis);
+        attrs.set("axis", batch ? int64_t(1) : axis);
+        if (batch) return {along_unit_batch(node, op, node.name(), {node.input(0)}, attrs)};
+        return unary(node, op, attrs);
+    };
+}
+
+// `axes` of input 0 in [0, rank), each once; fails on one outside the rank.
+std::vector<int64_t> normalized_axes(const NodeImport &node, std::vector<int64_t> axes) {
+    const int64_t rank = shape_of(node.input(0)).rank();
+    for (int64_t &axis : axes) {
+        if (axis < -rank || axis >= rank)
+            node.fail("axis " + std::to_string(axis) + " is outside the input's rank " +
+                      std::to_string(rank));
+        if (axis < 0) axis += rank;
+    }
+    std::sort(axes.begin(), axes.end());
+    if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+        node.fail("an axis is given twice");
+    return axes;
+}
+
+// A layer `op` reducing input 0 along `axes` (normalized_axes), which `attrs` names as
+// `axes_attr` ("axes", or "axis" for one): with keepdims 1 of the input's rank, the reduced
+// axes of extent 1; with keepdims 0 that result (NODE.kept) squeezed.
+Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_t> &axes,
+               const std::string &axes_attr, dsl::Attrs attrs) {
+    const dsl::Layer &x = node.input(0);
+    const bool keep = node.attr_int("keepdims", 1) != 0;
+    if (!keep && int64_t(axes.size()) == shape_of(x).rank())
+        node.fail("keepdims 0 over every axis gives a tensor of rank 0, which the device has "
+                  "no form of");
+    const std::string name = keep ? node.name() : node.unique_name(node.name() + ".kept");
+    const bool batch = along_batch(x, axes.front());
+    std::vector<int64_t> along = axes;
+    if (batch)
+        for (int64_t &axis : along) ++axis;
+    if (axes_attr == "axis")
+        attrs.set("axis", along.front());
+    else
+        attrs.set("axes", along);
+    const dsl::Layer kept =
+        batch ? along_unit_batch(node, op, name, {x}, attrs) : node.build(op, name, {x}, attrs);
+    if (keep) return {kept};
+    return {node.build("squeeze", {kept}, dsl::Attrs().set("axes", axes))};
+}
+
+// ReduceSum, ReduceMean, ...: the reduce layer of `kind`. No axes are all of them, or with
+// noop_with_empty_axes (ReduceSum's) the input itself.
+OpImporter reduction(const std::string &kind) {
+    return [kind](NodeImport &node) -> Layers {
+        const dsl::Layer &x = node.input(0);
+        std::vector<int64_t> axes =
+            node.has_input(1) ? node.constant_ints(1, "axes") : node.attr_ints("axes", {});
+        if (axes.empty()) {
+            if (node.attr_int("noop_with_empty_axes", 0) != 0) {
+                node.attr_int("keepdims", 1); // nothing is reduced, so nothing is kept
+                return {x};
+            }
+            for (int64_t d = 0; d < shape_of(x).rank(); ++d) axes.push_back(d);
+        }
+        dsl::Attrs attrs;
+        attrs.set("kind", kind);
+        return reduced(node, "reduce", normalized_axes(node, axes), "axes", attrs);
+    };
+}
+
+// ArgMax, ArgMin: i32 indices (INT64's device type, as TopK's).
+OpImporter arg_extreme(const std::string &op) {
+    return [op](NodeImport &node) -> Layers {
+        dsl::Attrs attrs;
+        attrs.set("select_last_index", node.attr_int("select_last_index", 0));
+        return reduced(node, op, normalized_axes(node, {node.attr_int("axis", 0)}), "axis", attrs);
+    };
 }
 
 // A transpose moving axis 0 keeps a leading unit dimension first instead.
@@ -453,45 +703,42 @@ Layers transpose(NodeImport &node) {
     return {along_unit_batch(node, "transpose", node.name(), {x}, attrs)};
 }
 
-// The box [starts, ends) along `axes` of `in`, ONNX's negative and out-of-range indices
-// clamped to the tensor as ONNX does.
+// Every step-th element of [starts, ends) along `axes` of `in`, ONNX's negative and
+// out-of-range indices clamped as the slice layer does; one cutting axis 0 of a computed tensor
+// (the batch) runs on a leading unit dimension.
 Layers slice(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
     const dsl::Shape &shape = shape_of(x);
-    std::vector<int64_t> starts = node.constant_ints(1, "starts"),
-                         ends = node.constant_ints(2, "ends");
+    const std::vector<int64_t> starts = node.constant_ints(1, "starts"),
+                               ends = node.constant_ints(2, "ends");
     std::vector<int64_t> axes;
     if (node.has_input(3)) {
         axes = node.constant_ints(3, "axes");
     } else {
         for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
     }
-    if (node.has_input(4))
-        for (int64_t step : node.constant_ints(4, "steps"))
-            if (step != 1) node.fail("steps other than 1 are not supported");
-    if (starts.size() != ends.size() || starts.size() != axes.size())
-        node.fail("starts, ends and axes differ in length");
+    const std::vector<int64_t> steps =
+        node.has_input(4) ? node.constant_ints(4, "steps") : std::vector<int64_t>(axes.size(), 1);
+    if (starts.size() != ends.size() || starts.size() != axes.size() || steps.size() != axes.size())
+        node.fail("starts, ends, axes and steps differ in length");
+    bool batch = false;
     for (size_t i = 0; i < axes.size(); ++i) {
         const int64_t rank = shape.rank();
         if (axes[i] < -rank || axes[i] >= rank) node.fail("axis out of range");
         if (axes[i] < 0) axes[i] += rank;
-        const int64_t extent = shape[dsl::Dim(axes[i])];
-        auto clamped = [&](int64_t v) {
-            if (v < 0) v += extent;
-            return std::clamp<int64_t>(v, 0, extent);
-        };
-        starts[i] = clamped(starts[i]);
-        ends[i] = std::max(starts[i], clamped(ends[i]));
+        if (axes[i] != 0 || !along_batch(x, 0)) continue;
+        // Whether it keeps the batch whole: steps of 1 from at most 0 to at least its end.
+        const int64_t extent = shape[dsl::Dim(0)];
+        auto index = [&](int64_t v) { return v < 0 ? v + extent : v; };
+        batch = steps[i] != 1 || index(starts[i]) > 0 || index(ends[i]) < extent;
     }
-    bool batch = false;
-    for (size_t i = 0; i < axes.size(); ++i)
-        batch |= axes[i] == 0 && ends[i] - starts[i] != shape[dsl::Dim(0)] && along_batch(x, 0);
     if (batch)
         for (int64_t &axis : axes) ++axis;
     dsl::Attrs attrs;
     attrs.set("starts", starts);
     attrs.set("ends", ends);
     attrs.set("axes", axes);
+    if (node.has_input(4)) attrs.set("steps", steps);
     if (batch) return {along_unit_batch(node, "slice", node.name(), {x}, attrs)};
     return {node.build("slice", {x}, attrs)};
 }
@@ -570,9 +817,8 @@ Layers constant_of_shape(NodeImport &node) {
 // Cast of constants folds; of an activation between float types it is the activation itself
 // (the precision fixed its type), else the registry's cast to the target's device type (INT64 as
 // i32, which holds every value of a device tensor).
-Layers cast(NodeImport &node) {
+Layers cast_to(NodeImport &node, dsl::ElemType to) {
     const dsl::Layer &x = node.input(0);
-    const dsl::ElemType to = elem_type(int32_t(node.attr_int("to", 0)), "Cast's 'to'");
     if (dsl::is_constant(x))
         return {dsl::LayerRegistry::constant(
             node.name(), converted(dsl::constant_value(x), to, node.node().input(0)))};
@@ -585,6 +831,16 @@ Layers cast(NodeImport &node) {
     dsl::Attrs attrs;
     attrs.set("to", std::string(dsl::to_string(device)));
     return {node.build("cast", {x}, attrs)};
+}
+
+Layers cast(NodeImport &node) {
+    return cast_to(node, elem_type(int32_t(node.attr_int("to", 0)), "Cast's 'to'"));
+}
+
+// CastLike: a Cast to the element type of its second input (a computed float tensor holds the
+// precision's type, as a Cast to a float type gives).
+Layers cast_like(NodeImport &node) {
+    return cast_to(node, node.input(1).output().type);
 }
 
 // Identity passes its input on, as does Dropout when it drops nothing: in inference (the
@@ -724,6 +980,109 @@ Layers gather(NodeImport &node) {
     return {node.build("reshape", {picked}, dsl::Attrs().set("shape", out))};
 }
 
+// `op` of `x`, on a leading unit dimension when `batch` (it moves elements along axis 0 of a
+// computed tensor, the device's batch).
+dsl::Layer maybe_unbatched(NodeImport &node, const std::string &op, const dsl::Layer &x, bool batch,
+                           const dsl::Attrs &attrs) {
+    if (batch) return along_unit_batch(node, op, node.name(), {x}, attrs);
+    return node.build(op, {x}, attrs);
+}
+
+// `values` (one per axis) with a leading entry `first` when `batch`.
+std::vector<int64_t> with_unit_batch(std::vector<int64_t> values, bool batch, int64_t first) {
+    if (batch) values.insert(values.begin(), first);
+    return values;
+}
+
+// Pad with constant pads (and constant value): pads along axis 0 of a computed tensor on a
+// leading unit dimension.
+Layers pad(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const int64_t rank = shape_of(x).rank();
+    std::vector<int64_t> pads = node.constant_ints(1, "pads");
+    if (int64_t(pads.size()) != 2 * rank)
+        node.fail(std::to_string(pads.size()) + " pads for an input of rank " +
+                  std::to_string(rank));
+    const bool batch = along_batch(x, 0) && (pads[0] != 0 || pads[size_t(rank)] != 0);
+    if (batch) {
+        pads.insert(pads.begin() + rank, 0);
+        pads.insert(pads.begin(), 0);
+    }
+    dsl::Attrs attrs;
+    attrs.set("pads", pads);
+    attrs.set("mode", node.attr_string("mode", "constant"));
+    attrs.set("value", scalar_input(node, 2, "constant_value", 0));
+    return {maybe_unbatched(node, "pad", x, batch, attrs)};
+}
+
+Layers tile(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const std::vector<int64_t> repeats = node.constant_ints(1, "repeats");
+    const bool batch = along_batch(x, 0) && !repeats.empty() && repeats[0] != 1;
+    dsl::Attrs attrs;
+    attrs.set("repeats", with_unit_batch(repeats, batch, 1));
+    return {maybe_unbatched(node, "tile", x, batch, attrs)};
+}
+
+// Expand to a constant shape by numpy's rules: a shape longer than the input's rank gives the
+// input leading unit dimensions first; one broadcasting axis 0 runs on a leading unit dimension.
+Layers expand(NodeImport &node) {
+    const std::vector<int64_t> to = node.constant_ints(1, "shape");
+    const dsl::Layer x = with_rank(node, node.input(0), int(to.size()), "input");
+    const std::vector<int64_t> &extents = shape_of(x).raw();
+    const size_t skip = extents.size() - std::min(extents.size(), to.size());
+    const bool batch = along_batch(x, 0) && skip == 0 && extents[0] == 1 && to[0] != 1;
+    dsl::Attrs attrs;
+    attrs.set("shape", to);
+    return {maybe_unbatched(node, "expand", x, batch, attrs)};
+}
+
+// Trilu's matrices are the last two axes: of a rank-2 computed tensor the rows are the batch, so
+// on a leading unit dimension.
+Layers trilu(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    dsl::Attrs attrs;
+    attrs.set("upper", node.attr_int("upper", 1));
+    if (node.has_input(1)) {
+        const std::vector<int64_t> k = node.constant_ints(1, "k");
+        if (k.size() != 1) node.fail("k must be one value");
+        attrs.set("k", k[0]);
+    }
+    return {maybe_unbatched(node, "trilu", x, along_batch(x, -2), attrs)};
+}
+
+// CumSum along a constant axis; along axis 0 of a computed tensor on a leading unit dimension.
+Layers cumsum(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const std::vector<int64_t> axis = node.constant_ints(1, "axis");
+    if (axis.size() != 1) node.fail("axis must be one value");
+    const bool batch = along_batch(x, axis[0]);
+    dsl::Attrs attrs;
+    attrs.set("axis", batch ? int64_t(1) : axis[0]);
+    attrs.set("exclusive", node.attr_int("exclusive", 0));
+    attrs.set("reverse", node.attr_int("reverse", 0));
+    return {maybe_unbatched(node, "cumsum", x, batch, attrs)};
+}
+
+// GatherElements with constant indices, which differ per image: a computed tensor of a batch
+// above 1 runs on a leading unit dimension (the indices given one too).
+Layers gather_elements(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    dsl::ConstValues indices =
+        dsl::const_values(node.constant_input(1, "indices"), node.node().input(1));
+    const int64_t rank = shape_of(x).rank();
+    int64_t axis = node.attr_int("axis", 0);
+    if (axis < -rank || axis >= rank) node.fail("axis out of range");
+    if (axis < 0) axis += rank;
+    const bool batch = along_batch(x, 0) && (shape_of(x)[dsl::Dim(0)] != 1 ||
+                                             (!indices.shape.empty() && indices.shape[0] != 1));
+    if (batch) indices.shape.insert(indices.shape.begin(), 1);
+    dsl::Attrs attrs;
+    attrs.set("axis", batch ? axis + 1 : axis);
+    attrs.set("indices", dsl::const_buffer(indices));
+    return {maybe_unbatched(node, "gather_elements", x, batch, attrs)};
+}
+
 // Reshape, Flatten, Squeeze and Unsqueeze. One changing the first extent (the batch) is a view
 // of bytes in logical order; a computed 4-D tensor held NHWC with several channels and pixels
 // is not, so it is first reshaped to [N, C*H*W] (a SHAVE kernel keeping the batch, whose
@@ -770,6 +1129,8 @@ const std::map<std::string, OpImporter> &op_importers() {
              return reads_int8(n) && !n.input(0).output().quant.empty() ? import_quant_add(n)
                                                                         : eltwise(n, "add");
          }},
+        {"ArgMax", arg_extreme("argmax")},
+        {"ArgMin", arg_extreme("argmin")},
         {"Asin", unary_layer("asin")},
         {"Asinh", unary_layer("asinh")},
         {"Atan", unary_layer("atan")},
@@ -777,6 +1138,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
         {"Cast", cast},
+        {"CastLike", cast_like},
         {"Ceil", unary_layer("ceil")},
         {"Celu", unary_layer("celu", {{"alpha", 1.0f}})},
         {"Clip",
@@ -787,21 +1149,33 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Constant", constant},
         {"ConstantOfShape", constant_of_shape},
         {"Conv", [](NodeImport &n) { return reads_int8(n) ? import_quant_conv(n) : conv(n); }},
+        {"ConvTranspose", conv_transpose},
         {"Cos", unary_layer("cos")},
         {"Cosh", unary_layer("cosh")},
+        {"CumSum", cumsum},
+        {"DepthToSpace",
+         [](NodeImport &n) {
+             dsl::Attrs a;
+             a.set("blocksize", n.attr_int("blocksize", 0));
+             a.set("mode", n.attr_string("mode", "DCR"));
+             return unary(n, "depth_to_space", a);
+         }},
         {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
         {"Elu", unary_layer("elu", {{"alpha", 1.0f}})},
         {"Erf", import_erf},
         {"Exp", unary_layer("exp")},
+        {"Expand", expand},
         {"Flatten", reshaping("flatten", {"axis"})},
         {"Floor", unary_layer("floor")},
         {"Gather", gather},
+        {"GatherElements", gather_elements},
         {"DequantizeLinear", import_dequantize_linear},
         {"Gemm",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : gemm(n); }},
         {"GlobalAveragePool", [](NodeImport &n) { return import_global_pool(n, false); }},
         {"GlobalMaxPool", [](NodeImport &n) { return import_global_pool(n, true); }},
+        {"Hardmax", along_axis("hardmax")},
         {"HardSigmoid",
          [](NodeImport &n) {
              dsl::Attrs a;
@@ -827,6 +1201,7 @@ const std::map<std::string, OpImporter> &op_importers() {
              return unary(n, "leaky_relu", a);
          }},
         {"Log", unary_layer("log")},
+        {"LogSoftmax", along_axis("log_softmax")},
         {"MatMul",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
         {"Max", [](NodeImport &n) { return variadic_eltwise(n, "max"); }},
@@ -836,11 +1211,22 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
         {"Neg", unary_layer("neg")},
         {"Not", unary_layer("not")},
+        {"Pad", pad},
         {"QLinearConv", import_qlinear_conv},
         {"QLinearMatMul", import_qlinear_matmul},
         {"QuantizeLinear", import_quantize_linear},
         {"Range", range},
         {"Reciprocal", unary_layer("reciprocal")},
+        {"ReduceL1", reduction("l1")},
+        {"ReduceL2", reduction("l2")},
+        {"ReduceLogSum", reduction("log_sum")},
+        {"ReduceLogSumExp", reduction("log_sum_exp")},
+        {"ReduceMax", reduction("max")},
+        {"ReduceMean", reduction("mean")},
+        {"ReduceMin", reduction("min")},
+        {"ReduceProd", reduction("prod")},
+        {"ReduceSum", reduction("sum")},
+        {"ReduceSumSquare", reduction("sum_square")},
         {"Relu",
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : unary(n, "relu");
@@ -856,10 +1242,12 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Sign", unary_layer("sign")},
         {"Sin", unary_layer("sin")},
         {"Sinh", unary_layer("sinh")},
+        {"Size", [](NodeImport &n) { return unary(n, "size"); }},
         {"Slice", slice},
-        {"Softmax", softmax},
+        {"Softmax", along_axis("softmax")},
         {"Softplus", unary_layer("softplus")},
         {"Softsign", unary_layer("softsign")},
+        {"SpaceToDepth", direct("space_to_depth", {"blocksize"})},
         {"Split", split},
         {"Sqrt", unary_layer("sqrt")},
         {"Squeeze", reshaping("squeeze", {})},
@@ -868,8 +1256,10 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Tan", unary_layer("tan")},
         {"Tanh", unary_layer("tanh")},
         {"ThresholdedRelu", unary_layer("thresholded_relu", {{"alpha", 1.0f}})},
+        {"Tile", tile},
         {"TopK", topk},
         {"Transpose", transpose},
+        {"Trilu", trilu},
         {"Unsqueeze", reshaping("unsqueeze", {})},
     };
     return importers;

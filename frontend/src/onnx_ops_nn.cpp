@@ -270,8 +270,8 @@ Layers import_constant_eltwise(NodeImport &node, const std::string &op) {
     const dsl::Layer &x = node.input(constant_first ? 1 : 0);
     // A constant varying along axis 0 differs from image to image: on a leading unit dimension
     // of x it varies along axis 1 (the constant broadcasts to it as it is).
-    if (value.shape.size() == size_t(x.output().shape.rank()) && value.shape[0] != 1 &&
-        along_batch(x, 0))
+    if (along_batch(x, 0) && value.shape.size() == size_t(x.output().shape.rank()) &&
+        value.shape[0] != 1)
         return {along_unit_batch(node, "constant_eltwise", node.name(), {x}, attrs)};
     return {node.build("constant_eltwise", {x}, attrs)};
 }

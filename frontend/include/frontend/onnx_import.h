@@ -57,6 +57,10 @@ struct ImportedModel {
 // replaces by one of them (Upsample), sorted.
 std::vector<std::string> supported_onnx_ops();
 
+// A node of this ONNX domain is the layer of the registry its op_type names (`vpuc layers`),
+// its attributes by name: a layer ONNX has no op for reaches models without an importer.
+inline constexpr const char *kRegistryDomain = "vpuc";
+
 // Reads and imports the model at `path`. Throws ModelError (and files::InputFileError when the
 // file cannot be read).
 ImportedModel import_onnx(const std::string &path, const ImportOptions &options = {});

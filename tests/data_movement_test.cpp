@@ -1,0 +1,412 @@
+// The layers that move elements between logical positions: pad, tile, expand, depth_to_space,
+// space_to_depth, trilu, cumsum, gather_elements and slice with steps other than 1. Each runs on
+// both targets against the CPU reference, and the reference against index arithmetic written out
+// here (the reference shares the algorithm); then ONNX's backend tests of their ops.
+#include <gtest/gtest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+
+#include "algorithms/reference.h"
+#include "algorithms/registry.h"
+#include "dsl/constant_values.h"
+#include "frontend/onnx_import.h"
+#include "lowering_fixtures.h"
+#include "onnx_node_test.h"
+
+namespace vpuc {
+namespace {
+
+dsl::LayerRegistry &registry() {
+    return algorithms::layer_registry();
+}
+
+// The layer's output on the CPU reference, checked first to be what both targets compute from
+// `x`.
+Halide::Buffer<> run_checked(const dsl::Layer &layer, const Halide::Buffer<> &x) {
+    const dsl::Graph g(layer.name(), {layer});
+    for (const char *target : {"vpu27", "vpu20"}) {
+        codegen::CheckOptions options;
+        options.inputs = {x};
+        const codegen::CheckResult r =
+            codegen::check_against_reference(g, target::load_target(target), options);
+        EXPECT_TRUE(r.ok()) << layer.name() << " on " << target << "\n" << r.report();
+    }
+    return algorithms::run_reference(g, {x})[0];
+}
+
+// Real values in [-4, 4) rounded to fp16, on the Halide (c, x, y) = (C, W, H) of `t`.
+Halide::Buffer<> real_input(const dsl::TensorDesc &t, uint32_t seed) {
+    const dsl::TensorDesc d = dsl::device_view(t);
+    using namespace dsl::dims;
+    return test::real_halves({int(d.shape[C]), int(d.shape[W]), int(d.shape[H])}, -4, 4, seed);
+}
+
+// A 1xCxHxW fp16 input held NHWC.
+dsl::Layer f16_input(const std::string &name, int64_t c, int64_t w, int64_t h) {
+    return dsl::Layer::input(test::activation(name, c, w, h, dsl::ElemType::F16));
+}
+
+// numpy.pad's source index of output index `i` (the input `before` padded) along an axis of
+// `n`, or -1 outside the input for mode constant.
+int64_t padded_source(const std::string &mode, int64_t i, int64_t before, int64_t n) {
+    int64_t at = i - before;
+    if (mode == "constant") return at >= 0 && at < n ? at : -1;
+    if (mode == "edge" || n == 1) return std::clamp<int64_t>(at, 0, n - 1);
+    while (at < 0 || at >= n) at = at < 0 ? -at : 2 * (n - 1) - at; // reflect about the ends
+    return at;
+}
+
+// Constant (a value in real units, stored quantized for u8), edge and reflect, with pads past
+// the extent and negative ones, on odd extents, u8 and fp16.
+TEST(DataMovement, PadFillsEachModeAsNumpyDoes) {
+    const dsl::Layer bytes = dsl::Layer::input(test::activation("in", 5, 7, 3));
+    const dsl::Layer halves = f16_input("h", 5, 7, 3);
+    const std::vector<int64_t> pads = {0, 2, 4, -1, 0, -1, 1, 9}; // C, H, W before; then after
+    for (const std::string mode : {"constant", "edge", "reflect"}) {
+        for (const dsl::Layer &in : {bytes, halves}) {
+            const bool f16 = in.output().type == dsl::ElemType::F16;
+            dsl::Attrs a;
+            a.set("pads", pads).set("mode", mode).set("value", 1.5);
+            const dsl::Layer p = registry().build("pad", "p_" + mode, {in}, a);
+            EXPECT_EQ(p.output().shape.raw(), (std::vector<int64_t>{1, 6, 8, 15}));
+            const Halide::Buffer<> x =
+                f16 ? real_input(in.output(), 3) : test::random_input(in.output(), 3);
+            const Halide::Buffer<> out = run_checked(p, x);
+            // Buffers are (c, x, y) = (C, W, H); u8 1.5 is 1.5 / 0.05 + 120 stored.
+            const double filler = f16 ? 1.5 : 150;
+            auto value = [&](const Halide::Buffer<> &b, int c, int w, int h) {
+                return f16 ? double(Halide::Buffer<Halide::float16_t>(b)(c, w, h))
+                           : double(Halide::Buffer<uint8_t>(b)(c, w, h));
+            };
+            for (int c = 0; c < 6; ++c)
+                for (int h = 0; h < 8; ++h)
+                    for (int w = 0; w < 15; ++w) {
+                        const int64_t fc = padded_source(mode, c, pads[1], 5),
+                                      fh = padded_source(mode, h, pads[2], 3),
+                                      fw = padded_source(mode, w, pads[3], 7);
+                        const double want = fc < 0 || fh < 0 || fw < 0
+                                                ? filler
+                                                : value(x, int(fc), int(fw), int(fh));
+                        ASSERT_EQ(value(out, c, w, h), want)
+                            << mode << " c " << c << " h " << h << " w " << w;
+                    }
+        }
+    }
+    dsl::Attrs batch;
+    batch.set("pads", std::vector<int64_t>{1, 0, 0, 0, 0, 0, 0, 0});
+    EXPECT_THROW(registry().build("pad", "p", {bytes}, batch), dsl::LayerError);
+    dsl::Attrs empty;
+    empty.set("pads", std::vector<int64_t>{0, 0, -2, 0, 0, 0, -1, 0});
+    EXPECT_THROW(registry().build("pad", "p", {bytes}, empty), dsl::LayerError);
+}
+
+// Tile repeats, expand broadcasts (numpy's rules, a 1 keeping the extent), on odd extents.
+TEST(DataMovement, TileRepeatsAndExpandBroadcasts) {
+    const dsl::Layer in = f16_input("in", 3, 5, 1);
+    const Halide::Buffer<Halide::float16_t> x(real_input(in.output(), 5));
+    dsl::Attrs repeats;
+    repeats.set("repeats", std::vector<int64_t>{1, 2, 3, 3});
+    const dsl::Layer t = registry().build("tile", "t", {in}, repeats);
+    EXPECT_EQ(t.output().shape.raw(), (std::vector<int64_t>{1, 6, 3, 15}));
+    const Halide::Buffer<Halide::float16_t> tiled(run_checked(t, x));
+    tiled.for_each_element([&](int c, int w, int h) {
+        (void)h;
+        ASSERT_EQ(float(tiled(c, w, h)), float(x(c % 3, w % 5, 0)));
+    });
+    dsl::Attrs shape;
+    shape.set("shape", std::vector<int64_t>{1, 9, 1});
+    const dsl::Layer e = registry().build("expand", "e", {in}, shape);
+    EXPECT_EQ(e.output().shape.raw(), (std::vector<int64_t>{1, 3, 9, 5}));
+    const Halide::Buffer<Halide::float16_t> expanded(run_checked(e, x));
+    expanded.for_each_element(
+        [&](int c, int w, int h) { ASSERT_EQ(float(expanded(c, w, h)), float(x(c, w, 0))); });
+    dsl::Attrs clash;
+    clash.set("shape", std::vector<int64_t>{4, 1, 1});
+    EXPECT_THROW(registry().build("expand", "e", {in}, clash), dsl::LayerError);
+    dsl::Attrs batch;
+    batch.set("repeats", std::vector<int64_t>{2, 1, 1, 1});
+    EXPECT_THROW(registry().build("tile", "t", {in}, batch), dsl::LayerError);
+}
+
+// DepthToSpace in both modes and SpaceToDepth, against ONNX's reshape-transpose-reshape
+// definitions written as index arithmetic; SpaceToDepth undoes DCR.
+TEST(DataMovement, DepthToSpaceAndSpaceToDepthMoveBlocksAsOnnxDefines) {
+    const int64_t b = 2, c = 3, h = 5, w = 7;
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", c * b * b, w, h));
+    const Halide::Buffer<uint8_t> x(test::random_input(in.output(), 11));
+    for (const std::string mode : {"DCR", "CRD"}) {
+        dsl::Attrs a;
+        a.set("blocksize", b).set("mode", mode);
+        const dsl::Layer d = registry().build("depth_to_space", "d_" + mode, {in}, a);
+        EXPECT_EQ(d.output().shape.raw(), (std::vector<int64_t>{1, c, h * b, w * b}));
+        const Halide::Buffer<uint8_t> out(run_checked(d, x));
+        // DCR: [b, b, c, h, w] transposed to [c, h, b, w, b]; CRD: [c, b, b, h, w] likewise.
+        for (int oc = 0; oc < c; ++oc)
+            for (int i = 0; i < b; ++i)
+                for (int j = 0; j < b; ++j)
+                    for (int y = 0; y < h; ++y)
+                        for (int xx = 0; xx < w; ++xx) {
+                            const int from = mode == "DCR" ? (i * int(b) + j) * int(c) + oc
+                                                           : oc * int(b * b) + i * int(b) + j;
+                            ASSERT_EQ(out(oc, xx * int(b) + j, y * int(b) + i), x(from, xx, y))
+                                << mode;
+                        }
+    }
+    dsl::Attrs dcr;
+    dcr.set("blocksize", b);
+    const dsl::Layer d = registry().build("depth_to_space", "d", {in}, dcr);
+    dsl::Attrs block;
+    block.set("blocksize", b);
+    const dsl::Layer s = registry().build("space_to_depth", "s", {d}, block);
+    EXPECT_EQ(s.output().shape, in.output().shape);
+    const Halide::Buffer<uint8_t> round_trip(run_checked(s, x));
+    round_trip.for_each_element(
+        [&](int cc, int xx, int y) { ASSERT_EQ(round_trip(cc, xx, y), x(cc, xx, y)); });
+    dsl::Attrs three;
+    three.set("blocksize", int64_t(3));
+    EXPECT_THROW(registry().build("depth_to_space", "d", {in}, three), dsl::LayerError);
+    EXPECT_THROW(registry().build("space_to_depth", "s", {in}, three), dsl::LayerError);
+}
+
+// Trilu keeps a triangle of each H x W matrix; the others are 0 (the zero point for u8).
+TEST(DataMovement, TriluKeepsATriangleOfTheLastTwoAxes) {
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 3, 7, 5));
+    const Halide::Buffer<uint8_t> x(test::random_input(in.output(), 13));
+    for (int64_t upper : {0, 1})
+        for (int64_t k : {-2, 0, 3, 9}) {
+            dsl::Attrs a;
+            a.set("upper", upper).set("k", k);
+            const dsl::Layer t = registry().build("trilu", "t", {in}, a);
+            const Halide::Buffer<uint8_t> out(run_checked(t, x));
+            out.for_each_element([&](int c, int w, int h) {
+                const bool keep = upper ? w - h >= k : w - h <= k;
+                ASSERT_EQ(out(c, w, h), keep ? x(c, w, h) : 120) << "upper " << upper << " k " << k;
+            });
+        }
+    const dsl::Layer rows = dsl::Layer::input(dsl::TensorDesc{
+        "rows", dsl::Shape({4, 5}), dsl::ElemType::F16, {}, dsl::DimsOrder::identity(2), {}});
+    EXPECT_THROW(registry().build("trilu", "t", {rows}, {}), dsl::LayerError);
+}
+
+// CumSum of real fp16 values along C, H and W, forwards and reversed, inclusive and exclusive:
+// within one fp16 rounding of the double-precision sums (float32 accumulation); of i32 values,
+// exact.
+TEST(DataMovement, CumSumAddsAlongAnAxisInFloat32) {
+    const dsl::Layer in = f16_input("in", 5, 7, 3);
+    const Halide::Buffer<Halide::float16_t> x(real_input(in.output(), 17));
+    for (int64_t axis : {1, 2, -1})
+        for (int64_t exclusive : {0, 1})
+            for (int64_t reverse : {0, 1}) {
+                dsl::Attrs a;
+                a.set("axis", axis).set("exclusive", exclusive).set("reverse", reverse);
+                const dsl::Layer s = registry().build("cumsum", "s", {in}, a);
+                const Halide::Buffer<Halide::float16_t> out(run_checked(s, x));
+                out.for_each_element([&](int c, int w, int h) {
+                    // The coordinates of each element along the axis.
+                    int at[3] = {c, w, h};
+                    const int along = axis == 1 ? 0 : axis == 2 ? 2 : 1;
+                    const int n = along == 0 ? 5 : along == 2 ? 3 : 7, here = at[along];
+                    double sum = 0;
+                    for (int i = 0; i < n; ++i) {
+                        const bool taken = reverse ? (exclusive ? i > here : i >= here)
+                                                   : (exclusive ? i < here : i <= here);
+                        at[along] = i;
+                        if (taken) sum += double(float(x(at[0], at[1], at[2])));
+                    }
+                    ASSERT_NEAR(float(out(c, w, h)), sum, 1e-3 + std::abs(sum) / 1024)
+                        << "axis " << axis << " exclusive " << exclusive << " reverse " << reverse;
+                });
+            }
+    // i32 sums exactly, wrapping around as numpy's int32 sums do (random 32-bit values).
+    const dsl::Layer ints = dsl::Layer::input(test::activation("i", 5, 7, 3, dsl::ElemType::I32));
+    const Halide::Buffer<int32_t> xi(test::random_input(ints.output(), 29));
+    dsl::Attrs along_w;
+    along_w.set("axis", int64_t(3));
+    const Halide::Buffer<int32_t> sums(
+        run_checked(registry().build("cumsum", "si", {ints}, along_w), xi));
+    sums.for_each_element([&](int c, int w, int h) {
+        uint32_t sum = 0;
+        for (int i = 0; i <= w; ++i) sum += uint32_t(xi(c, i, h));
+        ASSERT_EQ(sums(c, w, h), int32_t(sum));
+    });
+    dsl::Attrs batch;
+    batch.set("axis", int64_t(0));
+    EXPECT_THROW(registry().build("cumsum", "s", {in}, batch), dsl::LayerError);
+    dsl::Attrs along_c;
+    along_c.set("axis", int64_t(1));
+    EXPECT_THROW(registry().build("cumsum", "s",
+                                  {dsl::Layer::input(test::activation("q", 5, 7, 3))}, along_c),
+                 dsl::LayerError);
+}
+
+// GatherElements picks each element's own index (negative ones from the end) along each axis
+// but the batch, the indices smaller than the data along the other axes.
+TEST(DataMovement, GatherElementsPicksEachElementsIndex) {
+    const dsl::Layer in = dsl::Layer::input(test::activation("in", 5, 7, 3));
+    const Halide::Buffer<uint8_t> x(test::random_input(in.output(), 19));
+    const int64_t extents[4] = {1, 5, 3, 7}; // N, C, H, W
+    for (int64_t axis : {1, 2, 3}) {
+        const std::vector<int64_t> shape = {1, 4, 2, 6};
+        dsl::ConstValues indices{dsl::ElemType::I64, shape, {}, {}};
+        const int64_t n = extents[axis];
+        for (int64_t k = 0; k < indices.elements(); ++k)
+            indices.ints.push_back((k * 7 + axis) % (2 * n) - n);
+        dsl::Attrs a;
+        a.set("indices", dsl::const_buffer(indices)).set("axis", axis);
+        const dsl::Layer g = registry().build("gather_elements", "g", {in}, a);
+        EXPECT_EQ(g.output().shape.raw(), shape);
+        const Halide::Buffer<uint8_t> out(run_checked(g, x));
+        out.for_each_element([&](int c, int w, int h) {
+            int64_t index = indices.ints[size_t((c * 2 + h) * 6 + w)];
+            if (index < 0) index += n;
+            const int fc = axis == 1 ? int(index) : c, fh = axis == 2 ? int(index) : h,
+                      fw = axis == 3 ? int(index) : w;
+            ASSERT_EQ(out(c, w, h), x(fc, fw, fh)) << "axis " << axis;
+        });
+    }
+    dsl::ConstValues outside{dsl::ElemType::I64, {1, 1, 1, 1}, {7}, {}};
+    dsl::Attrs a;
+    a.set("indices", dsl::const_buffer(outside)).set("axis", int64_t(3));
+    EXPECT_THROW(registry().build("gather_elements", "g", {in}, a), dsl::LayerError);
+}
+
+// Slice with steps of 2, -1 and -3 (from the end, clamped as ONNX clamps), a gather kernel.
+TEST(DataMovement, SliceTakesEveryStepthElementBothWays) {
+    const dsl::Layer in = f16_input("in", 9, 11, 5);
+    const Halide::Buffer<Halide::float16_t> x(real_input(in.output(), 23));
+    dsl::Attrs a;
+    a.set("starts", std::vector<int64_t>{1, 100, -2})
+        .set("ends", std::vector<int64_t>{9, -100, 0})
+        .set("axes", std::vector<int64_t>{1, 2, 3})
+        .set("steps", std::vector<int64_t>{2, -1, -3});
+    const dsl::Layer s = registry().build("slice", "s", {in}, a);
+    // C: 1, 3, 5, 7; H: 4 down to 0; W: 9, 6, 3 (0 excluded).
+    EXPECT_EQ(s.output().shape.raw(), (std::vector<int64_t>{1, 4, 5, 3}));
+    const Halide::Buffer<Halide::float16_t> out(run_checked(s, x));
+    out.for_each_element([&](int c, int w, int h) {
+        ASSERT_EQ(float(out(c, w, h)), float(x(1 + 2 * c, 9 - 3 * w, 4 - h)));
+    });
+    dsl::Attrs zero = a;
+    zero.set("steps", std::vector<int64_t>{2, 0, 1});
+    EXPECT_THROW(registry().build("slice", "s", {in}, zero), dsl::LayerError);
+}
+
+// Size folds to the number of elements, an i64 scalar, from the shape alone.
+TEST(DataMovement, SizeFoldsToTheNumberOfElements) {
+    const dsl::Layer in = f16_input("in", 5, 7, 3);
+    const dsl::ConstValues size = dsl::const_values(registry().build("size", "n", {in}, {}));
+    EXPECT_EQ(size.type, dsl::ElemType::I64);
+    EXPECT_TRUE(size.shape.empty());
+    EXPECT_EQ(size.ints, std::vector<int64_t>{105});
+}
+
+// A model of one node `op` on a float input x of `shape`, its other inputs int64 initializers,
+// computing y of `out_shape`.
+onnx::ModelProto
+one_node_model(const std::string &op, const std::vector<int64_t> &shape,
+               const std::vector<int64_t> &out_shape,
+               const std::vector<std::pair<std::string, std::vector<int64_t>>> &constants) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(14);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name(op);
+    onnx::ValueInfoProto &x = *g.add_input();
+    x.set_name("x");
+    x.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : shape)
+        x.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    onnx::NodeProto &node = *g.add_node();
+    node.set_name("y");
+    node.set_op_type(op);
+    node.add_input("x");
+    for (const auto &[name, values] : constants) {
+        onnx::TensorProto &t = *g.add_initializer();
+        t.set_name(name);
+        t.set_data_type(onnx::TensorProto::INT64);
+        if (values.size() != 1) t.add_dims(int64_t(values.size()));
+        for (int64_t v : values) t.add_int64_data(v);
+        node.add_input(name);
+    }
+    node.add_output("y");
+    g.add_output()->set_name("y");
+    g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        onnx::TensorProto::FLOAT);
+    for (int64_t d : out_shape)
+        g.mutable_output(0)
+            ->mutable_type()
+            ->mutable_tensor_type()
+            ->mutable_shape()
+            ->add_dim()
+            ->set_dim_value(d);
+    return m;
+}
+
+// The imported model's layers as "op name shape", and its output for an input of the values
+// 0, 1, 2, ... (in fp16, row-major; a rank-2 buffer holds its elements in that order), checked
+// first to be what vpu27 computes.
+std::pair<std::vector<std::string>, std::vector<float>> import_and_run(const onnx::ModelProto &m) {
+    const std::string bytes = m.SerializeAsString();
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes({bytes.begin(), bytes.end()}, "model.onnx");
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : model.graph.layers())
+        if (!layer.is_input())
+            layers.push_back(layer.op() + " " + layer.name() + " " +
+                             dsl::to_string(layer.output().shape));
+    Halide::Buffer<Halide::float16_t> x(
+        algorithms::make_buffer(model.graph.inputs().at(0).output()));
+    float next = 0;
+    for (Halide::float16_t *p = x.begin(); p != x.end(); ++p) *p = Halide::float16_t(next++);
+    codegen::CheckOptions options;
+    options.inputs = {x};
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+    const Halide::Buffer<Halide::float16_t> y(algorithms::run_reference(model.graph, {x})[0]);
+    std::vector<float> values;
+    for (const Halide::float16_t *p = y.begin(); p != y.end(); ++p) values.push_back(float(*p));
+    return {layers, values};
+}
+
+// Trilu of a rank-2 tensor (its rows the device's batch) and Pad along axis 0 run on a leading
+// unit dimension, named after the node, and compute what ONNX defines.
+TEST(DataMovement, TriluOfRank2AndPadAlongAxis0RunOnALeadingUnitDimension) {
+    const auto [trilu_layers, lower] =
+        import_and_run(one_node_model("Trilu", {4, 5}, {4, 5}, {{"k", {1}}}));
+    EXPECT_EQ(trilu_layers, (std::vector<std::string>{"unsqueeze y.x_unbatched 1x4x5",
+                                                      "trilu y.unbatched 1x4x5", "squeeze y 4x5"}));
+    ASSERT_EQ(lower.size(), 20u);
+    for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 5; ++j)
+            EXPECT_EQ(lower[size_t(i * 5 + j)], j - i >= 1 ? float(i * 5 + j) : 0.0f)
+                << i << ", " << j; // upper (the default) above the main diagonal
+    const auto [pad_layers, padded] =
+        import_and_run(one_node_model("Pad", {3, 2}, {6, 3}, {{"pads", {1, 0, 2, 1}}}));
+    EXPECT_EQ(pad_layers, (std::vector<std::string>{"unsqueeze y.x_unbatched 1x3x2",
+                                                    "pad y.unbatched 1x6x3", "squeeze y 6x3"}));
+    // One row of zeros before, two after, a column of zeros after.
+    EXPECT_EQ(padded, (std::vector<float>{0, 0, 0, 0, 1, 0, 2, 3, 0, 4, 5, 0, 0, 0, 0, 0, 0, 0}));
+}
+
+class DataMovementNodeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DataMovementNodeTest, MatchesTheExpectedOutputs) {
+    vpuc::testing::expect_node_test_passes(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Onnx, DataMovementNodeTest,
+    ::testing::Values(
+        "test_constant_pad", "test_edge_pad", "test_reflect_pad", "test_tile_precomputed",
+        "test_expand_dim_changed", "test_expand_dim_unchanged", "test_depthtospace_crd_mode",
+        "test_depthtospace_dcr_mode", "test_spacetodepth", "test_spacetodepth_example",
+        "test_castlike_FLOAT_to_FLOAT16", "test_castlike_DOUBLE_to_FLOAT", "test_cumsum_1d",
+        "test_cumsum_2d_axis_0", "test_cumsum_1d_reverse_exclusive", "test_gather_elements_0",
+        "test_gather_elements_1", "test_gather_elements_negative_indices", "test_slice_neg_steps"),
+    [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
+
+} // namespace
+} // namespace vpuc
