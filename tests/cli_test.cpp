@@ -184,7 +184,7 @@ TEST_F(Cli, LayersListsTheRegistry) {
     EXPECT_NE(conv.output.find("strides            ints    default [1,1]"), std::string::npos)
         << conv.output;
     EXPECT_NE(vpuc_run("layers softmax").output.find("may not split: C"), std::string::npos);
-    expect_failure(vpuc_run("layers conv3d"), "no layer op 'conv3d' (registered: abs, acos,");
+    expect_failure(vpuc_run("layers conv4d"), "no layer op 'conv4d' (registered: abs, acos,");
 }
 
 TEST_F(Cli, BenchLayersMeasuresEveryRegistryExample) {
