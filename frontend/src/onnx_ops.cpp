@@ -587,6 +587,18 @@ Layers unary(NodeImport &node, const std::string &op, dsl::Attrs attrs = {}) {
     return {node.build(op, {node.input(0)}, attrs)};
 }
 
+// The importer of a unary layer whose float attributes are named as ONNX's: the node's values,
+// else ONNX's defaults.
+OpImporter unary_layer(const std::string &op,
+                       const std::vector<std::pair<std::string, float>> &defaults = {}) {
+    return [=](NodeImport &node) {
+        dsl::Attrs attrs;
+        for (const auto &[name, value] : defaults)
+            attrs.set(name, double(node.attr_float(name, value)));
+        return unary(node, op, attrs);
+    };
+}
+
 double scalar_input(NodeImport &node, size_t i, const std::string &role, double default_value) {
     if (!node.has_input(i)) return default_value;
     const dsl::ConstValues v =
@@ -1153,6 +1165,9 @@ OpImporter reshaping(const std::string &op, std::vector<std::string> int_attrs) 
 
 const std::map<std::string, OpImporter> &op_importers() {
     static const std::map<std::string, OpImporter> importers = {
+        {"Abs", unary_layer("abs")},
+        {"Acos", unary_layer("acos")},
+        {"Acosh", unary_layer("acosh")},
         {"Add",
          [](NodeImport &n) {
              // uint8 and int8 without a quantization are plain integers.
@@ -1162,11 +1177,17 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"And", [](NodeImport &n) { return computed_elementwise(n, "and"); }},
         {"ArgMax", arg_extreme("argmax")},
         {"ArgMin", arg_extreme("argmin")},
+        {"Asin", unary_layer("asin")},
+        {"Asinh", unary_layer("asinh")},
+        {"Atan", unary_layer("atan")},
+        {"Atanh", unary_layer("atanh")},
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
         {"BitShift", bit_shift},
         {"Cast", cast},
         {"CastLike", cast_like},
+        {"Ceil", unary_layer("ceil")},
+        {"Celu", unary_layer("celu", {{"alpha", 1.0f}})},
         {"Clip",
          [](NodeImport &n) {
              return awaits_quantize(n.input(0)) ? import_quant_activation(n) : clip(n);
@@ -1176,6 +1197,8 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"ConstantOfShape", constant_of_shape},
         {"Conv", [](NodeImport &n) { return reads_int8(n) ? import_quant_conv(n) : conv(n); }},
         {"ConvTranspose", conv_transpose},
+        {"Cos", unary_layer("cos")},
+        {"Cosh", unary_layer("cosh")},
         {"CumSum", cumsum},
         {"DepthToSpace",
          [](NodeImport &n) {
@@ -1186,10 +1209,13 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
         {"Dropout", pass_through},
+        {"Elu", unary_layer("elu", {{"alpha", 1.0f}})},
         {"Equal", [](NodeImport &n) { return elementwise_or_constant(n, "equal"); }},
         {"Erf", import_erf},
+        {"Exp", unary_layer("exp")},
         {"Expand", expand},
         {"Flatten", reshaping("flatten", {"axis"})},
+        {"Floor", unary_layer("floor")},
         {"Gather", gather},
         {"GatherElements", gather_elements},
         {"DequantizeLinear", import_dequantize_linear},
@@ -1208,7 +1234,16 @@ const std::map<std::string, OpImporter> &op_importers() {
              a.set("beta", double(n.attr_float("beta", 0.5f)));
              return unary(n, "hard_sigmoid", a);
          }},
+        {"HardSwish", unary_layer("hard_swish")},
         {"Identity", pass_through},
+        {"IsInf",
+         [](NodeImport &n) {
+             dsl::Attrs a;
+             a.set("detect_negative", n.attr_int("detect_negative", 1));
+             a.set("detect_positive", n.attr_int("detect_positive", 1));
+             return unary(n, "is_inf", a);
+         }},
+        {"IsNaN", unary_layer("is_nan")},
         {"LayerNormalization", import_layer_norm},
         {"LeakyRelu",
          [](NodeImport &n) {
@@ -1218,6 +1253,7 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"Less", [](NodeImport &n) { return elementwise_or_constant(n, "less"); }},
         {"LessOrEqual", [](NodeImport &n) { return elementwise_or_constant(n, "less_or_equal"); }},
+        {"Log", unary_layer("log")},
         {"LogSoftmax", along_axis("log_softmax")},
         {"MatMul",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
@@ -1227,6 +1263,8 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Min", [](NodeImport &n) { return variadic_eltwise(n, "min"); }},
         {"Mod", mod},
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
+        {"Neg", unary_layer("neg")},
+        {"Not", unary_layer("not")},
         {"Or", [](NodeImport &n) { return computed_elementwise(n, "or"); }},
         {"PRelu", [](NodeImport &n) { return elementwise_or_constant(n, "prelu"); }},
         {"Pad", pad},
@@ -1235,6 +1273,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"QLinearMatMul", import_qlinear_matmul},
         {"QuantizeLinear", import_quantize_linear},
         {"Range", range},
+        {"Reciprocal", unary_layer("reciprocal")},
         {"ReduceL1", reduction("l1")},
         {"ReduceL2", reduction("l2")},
         {"ReduceLogSum", reduction("log_sum")},
@@ -1251,16 +1290,29 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"Reshape", reshaping("reshape", {"allowzero"})},
         {"Resize", import_resize},
+        {"Round", unary_layer("round")},
+        {"Selu", unary_layer("selu", {{"alpha", 1.67326319217681884765625f},
+                                      {"gamma", 1.05070102214813232421875f}})},
         {"Shape", shape},
+        {"Shrink", unary_layer("shrink", {{"bias", 0.0f}, {"lambd", 0.5f}})},
         {"Sigmoid", [](NodeImport &n) { return unary(n, "sigmoid"); }},
+        {"Sign", unary_layer("sign")},
+        {"Sin", unary_layer("sin")},
+        {"Sinh", unary_layer("sinh")},
         {"Size", [](NodeImport &n) { return unary(n, "size"); }},
         {"Slice", slice},
         {"Softmax", along_axis("softmax")},
+        {"Softplus", unary_layer("softplus")},
+        {"Softsign", unary_layer("softsign")},
         {"SpaceToDepth", direct("space_to_depth", {"blocksize"})},
         {"Split", split},
+        {"Sqrt", unary_layer("sqrt")},
         {"Squeeze", reshaping("squeeze", {})},
         {"Sub", [](NodeImport &n) { return eltwise(n, "sub"); }},
         {"Sum", [](NodeImport &n) { return variadic_eltwise(n, "add"); }},
+        {"Tan", unary_layer("tan")},
+        {"Tanh", unary_layer("tanh")},
+        {"ThresholdedRelu", unary_layer("thresholded_relu", {{"alpha", 1.0f}})},
         {"Tile", tile},
         {"TopK", topk},
         {"Transpose", transpose},
