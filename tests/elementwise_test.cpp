@@ -282,6 +282,37 @@ TEST(Mod, TheSignOfTheDivisorOrOfTheDividend) {
             });
 }
 
+// Div of two computed tensors: floats divided in float32 and rounded once (random reals and
+// exact fractions, a zero divisor giving an infinity or NaN); integers truncated toward zero, as
+// C and ONNX Runtime divide them, x / 0 = 0. Folded at compile time alike.
+TEST(Div, FloatQuotientsRoundOnceIntegersTruncate) {
+    std::mt19937 rng(84);
+    Pair f = pair(ElemType::F16, fractions_and_reals(rng));
+    put(f.vb, 0, 1, 2, 0);
+    expect_each(algorithms::run_reference(build("div", {f.a, f.b}), {f.va, f.vb}), [&](int c, int x,
+                                                                                       int y) {
+        return double(Halide::float16_t(float(read(f.va, c, x, y)) / float(read(f.vb, c, x, y))));
+    });
+    for (ElemType type : {ElemType::I32, ElemType::I8, ElemType::U8}) {
+        const int lo = type == ElemType::U8 ? 0 : -60;
+        Pair p =
+            pair(type, [&] { return double(std::uniform_int_distribution<int>(lo, 60)(rng)); });
+        put(p.vb, 0, 3, 1, 0);
+        expect_each(algorithms::run_reference(build("div", {p.a, p.b}), {p.va, p.vb}),
+                    [&](int c, int x, int y) {
+                        const double a = read(p.va, c, x, y), b = read(p.vb, c, x, y);
+                        return b == 0 ? 0.0 : std::trunc(a / b);
+                    });
+    }
+    const auto ints = [](std::vector<int64_t> values) {
+        const int64_t n = int64_t(values.size());
+        return dsl::LayerRegistry::constant(
+            "k", dsl::const_buffer({ElemType::I64, {n}, std::move(values), {}}));
+    };
+    EXPECT_EQ(dsl::const_values(build("div", {ints({7, -7, 224, 5}), ints({2, 2, 32, 0})})).ints,
+              (std::vector<int64_t>{3, -3, 7, 0}));
+}
+
 TEST(Where, BroadcastsConditionAndBothValues) {
     std::mt19937 rng(89);
     const dsl::Layer cond = input("cond", 1, 3, 7, ElemType::U8);
@@ -430,7 +461,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "test_pow_bcast_array", "test_pow_types_int32_int32",
                       "test_pow_types_float32_int32", "test_mod_mixed_sign_float32",
                       "test_mod_mixed_sign_int8", "test_mod_broadcast", "test_mod_uint8",
-                      "test_where_example", "test_prelu_example", "test_prelu_broadcast"),
+                      "test_where_example", "test_prelu_example", "test_prelu_broadcast",
+                      "test_div", "test_div_bcast", "test_div_uint8"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 // PyTorch's PReLU of one constant slope, on inputs of rank 3 to 5; and of one slope per

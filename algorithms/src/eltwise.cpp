@@ -366,6 +366,10 @@ struct ElementwiseDef {
     std::function<Expr(const std::vector<Expr> &, const dsl::Attrs &)> compute;
     std::function<double(const std::vector<double> &, const dsl::Attrs &)> fold;
     std::vector<dsl::AttrSpec> attrs;
+    // An integer result at compile time is the fold's value truncated toward zero, 0 when it is
+    // not finite (a quotient, as the kernel's integer division gives it); else rounded to
+    // nearest.
+    bool folds_truncated = false;
 };
 
 bool is_float_type(dsl::ElemType t) {
@@ -504,6 +508,8 @@ Halide::Buffer<> fold_elementwise(const ElementwiseDef &def, const std::string &
         const double result = def.fold(operands, attrs);
         if (out.is_float())
             out.reals.push_back(result);
+        else if (def.folds_truncated)
+            out.ints.push_back(std::isfinite(result) ? int64_t(std::trunc(result)) : 0);
         else
             out.ints.push_back(int64_t(std::nearbyint(result)));
     }
@@ -566,6 +572,19 @@ double remainder(const std::vector<double> &v, const dsl::Attrs &attrs) {
     return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
+// a / b: floats in float32; integers truncated toward zero, as C, ONNX Runtime and ONNX's
+// reference implementation divide them (Halide's integer division is Euclidean: its remainder is
+// never negative, and x / 0 = 0).
+Expr quotient(const Expr &a, const Expr &b) {
+    if (a.type().is_float()) return Halide::strict_float(a / b);
+    const Expr zero = Halide::Internal::make_zero(a.type());
+    const Expr one = Halide::Internal::make_one(a.type());
+    const Expr euclidean = a / b;
+    if (a.type().is_uint()) return euclidean;
+    return Halide::select(a < zero && a % b != zero,
+                          euclidean + Halide::select(b > zero, one, -one), euclidean);
+}
+
 Expr shifted(const std::vector<Expr> &v, const dsl::Attrs &attrs) {
     const Expr a = Halide::cast<uint32_t>(v[0]), by = Halide::cast<uint32_t>(v[1]);
     const Expr moved = attrs.get_string("direction") == "LEFT" ? a << by : a >> by;
@@ -613,6 +632,16 @@ const std::vector<ElementwiseDef> &elementwise_defs() {
          },
          [](const std::vector<double> &v, const dsl::Attrs &) { return std::pow(v[0], v[1]); },
          {}},
+        {"div",
+         "a / b with numpy broadcasting: float32 for floats; integers without a quantization "
+         "truncated toward zero, x / 0 = 0",
+         Binary{"a", "b"},
+         Takes::Numbers,
+         Gives::Value,
+         [](const std::vector<Expr> &v, const dsl::Attrs &) { return quotient(v[0], v[1]); },
+         [](const std::vector<double> &v, const dsl::Attrs &) { return v[0] / v[1]; },
+         {},
+         true},
         {"mod",
          "a mod b (ONNX's Mod: fmod 0 the divisor's sign, 1 the dividend's) with numpy "
          "broadcasting",

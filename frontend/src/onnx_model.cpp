@@ -324,6 +324,7 @@ void upgrade_hardmax(onnx::GraphProto &graph) {
 // [C, 1, ...] (NAME.per_channel), which broadcasts along axis 1. The input's rank comes from the
 // shape inference before the upgrade.
 void upgrade_prelu_slopes(onnx::GraphProto &graph) {
+    const std::string kPerChannel = ".per_channel";
     std::map<std::string, int> ranks;
     for (const auto *values : {&graph.input(), &graph.value_info()})
         for (const onnx::ValueInfoProto &v : *values)
@@ -341,7 +342,7 @@ void upgrade_prelu_slopes(onnx::GraphProto &graph) {
             slope->second->dims_size() != 1 || slope->second->dims(0) < 2)
             continue;
         onnx::TensorProto copy = *slope->second;
-        copy.set_name(slope->first + ".per_channel");
+        copy.set_name(slope->first + kPerChannel);
         for (int d = 2; d < rank->second; ++d) copy.add_dims(1);
         node.set_input(1, copy.name());
         per_channel.push_back(std::move(copy));
@@ -349,6 +350,20 @@ void upgrade_prelu_slopes(onnx::GraphProto &graph) {
     for (onnx::TensorProto &t : per_channel) {
         if (initializers.count(t.name())) continue; // a slope two PRelus share: copied once
         initializers[t.name()] = nullptr;
+        // Models of IR version 3 list their initializers as graph inputs too, as the converter
+        // expects of them.
+        const std::string original = t.name().substr(0, t.name().size() - kPerChannel.size());
+        for (int i = 0; i < graph.input_size(); ++i) {
+            if (graph.input(i).name() != original) continue;
+            onnx::ValueInfoProto input = graph.input(i);
+            input.set_name(t.name());
+            onnx::TensorShapeProto &shape =
+                *input.mutable_type()->mutable_tensor_type()->mutable_shape();
+            shape.clear_dim();
+            for (int64_t d : t.dims()) shape.add_dim()->set_dim_value(d);
+            *graph.add_input() = std::move(input);
+            break;
+        }
         *graph.add_initializer() = std::move(t);
     }
 }

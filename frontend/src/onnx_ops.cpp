@@ -535,6 +535,21 @@ Layers elementwise_or_constant(NodeImport &node, const std::string &op) {
     return computed_elementwise(node, op);
 }
 
+// Div by a constant (or a divisor of a known value) keeps the quotient in float32 until its one
+// rounding (constant_eltwise); of two computed tensors, or two constants, the div layer.
+Layers division(NodeImport &node) {
+    if (node.input_count() != 2) node.fail("takes exactly 2 inputs here");
+    // A divisor of a known value is a constant to a float dividend; integers divide exactly on
+    // the device.
+    const dsl::ElemType dividend = node.input(0).output().type;
+    const bool known_divisor = node.input(1).is_input() &&
+                               node.options().known_inputs.count(node.input(1).name()) > 0 &&
+                               (dividend == dsl::ElemType::F16 || dividend == dsl::ElemType::F32);
+    if (dsl::is_constant(node.input(0)) != (dsl::is_constant(node.input(1)) || known_divisor))
+        return import_constant_eltwise(node, "div");
+    return computed_elementwise(node, "div");
+}
+
 Layers mod(NodeImport &node) {
     dsl::Attrs attrs;
     attrs.set("fmod", node.attr_int("fmod", 0));
@@ -1207,7 +1222,7 @@ const std::map<std::string, OpImporter> &op_importers() {
              a.set("mode", n.attr_string("mode", "DCR"));
              return unary(n, "depth_to_space", a);
          }},
-        {"Div", [](NodeImport &n) { return import_constant_eltwise(n, "div"); }},
+        {"Div", division},
         {"Dropout", pass_through},
         {"Elu", unary_layer("elu", {{"alpha", 1.0f}})},
         {"Equal", [](NodeImport &n) { return elementwise_or_constant(n, "equal"); }},

@@ -254,10 +254,7 @@ Layers import_constant_eltwise(NodeImport &node, const std::string &op) {
                                node.options().known_inputs.count(node.input(1).name()) > 0;
     const bool constant_first = dsl::is_constant(node.input(0));
     if (constant_first == (dsl::is_constant(node.input(1)) || known_divisor))
-        node.fail("needs one computed and one constant operand" +
-                  std::string(op == "div" ? "; a division of two computed tensors is not "
-                                            "supported"
-                                          : ""));
+        node.fail("needs one computed and one constant operand");
     const size_t constant_at = constant_first ? 0 : 1;
     dsl::ConstValues value = dsl::const_values(node.constant_input(constant_at, "operand"),
                                                node.node().input(int(constant_at)));
