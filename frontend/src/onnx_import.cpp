@@ -150,6 +150,13 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
         t.type = dsl::ElemType::F16;
     }
     if (t.type == dsl::ElemType::Bool) t.type = dsl::ElemType::U8; // the device's bools: 0, 1
+    if (t.type == dsl::ElemType::I64) {
+        // The device's widest integers; inputs are checked to fit when the blob runs.
+        notes.push_back("graph input '" + in.name() +
+                        "' is i64 in the model and i32 on the device (each value must fit; "
+                        "integer arithmetic wraps at 32 bits)");
+        t.type = dsl::ElemType::I32;
+    }
     if (!type.has_shape()) throw ModelError(what + ": no shape; give one with --input-shape");
     std::vector<int64_t> shape;
     for (int i = 0; i < type.shape().dim_size(); ++i) {
