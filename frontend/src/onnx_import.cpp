@@ -131,6 +131,17 @@ dsl::Layer NodeImport::build(const std::string &op, const std::string &layer_nam
     }
 }
 
+std::vector<dsl::Layer> NodeImport::outputs_of(const dsl::Layer &layer) {
+    std::vector<dsl::Layer> outputs;
+    for (size_t i = 0; i < layer.outputs().size(); ++i) {
+        const bool named = int(i) < node_.output_size() && !node_.output(int(i)).empty();
+        outputs.push_back(dsl::LayerRegistry::output_of(
+            unique_name(named ? node_.output(int(i)) : name_ + "." + std::to_string(i)), layer,
+            int64_t(i)));
+    }
+    return outputs;
+}
+
 } // namespace detail
 
 namespace {

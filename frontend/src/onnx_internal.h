@@ -98,6 +98,9 @@ class NodeImport {
                      const dsl::Attrs &attrs) const {
         return build(op, name_, inputs, attrs);
     }
+    // Each output of a layer of several (topk's values and indices) as a tuple_element layer,
+    // named after the node's output of its index (NAME.i when the node leaves it unnamed).
+    std::vector<dsl::Layer> outputs_of(const dsl::Layer &layer);
 
   private:
     const onnx::AttributeProto *attr(const std::string &name, int32_t type);

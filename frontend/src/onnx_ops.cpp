@@ -448,13 +448,7 @@ Layers max_pool_with_indices(NodeImport &node) {
     attrs.set("ceil_mode", node.attr_int("ceil_mode", 0));
     attrs.set("storage_order", node.attr_int("storage_order", 0));
     const dsl::Layer both = node.build("max_pool_indices", {x}, attrs);
-    Layers outs;
-    for (int i = 0; i < 2; ++i)
-        outs.push_back(dsl::LayerRegistry::output_of(
-            node.unique_name(node.node().output(i).empty() ? node.name() + "." + std::to_string(i)
-                                                           : node.node().output(i)),
-            both, i));
-    return outs;
+    return node.outputs_of(both);
 }
 
 // A pool over an input of rank 5: max_pool3d or avg_pool3d (SHAVE), ONNX's attributes as they
@@ -939,13 +933,7 @@ Layers topk(NodeImport &node) {
     attrs.set("largest", node.attr_int("largest", 1));
     attrs.set("sorted", node.attr_int("sorted", 1));
     const dsl::Layer both = node.build("topk", {node.input(0)}, attrs);
-    Layers outs;
-    for (int i = 0; i < 2; ++i)
-        outs.push_back(dsl::LayerRegistry::output_of(
-            node.unique_name(node.node().output(i).empty() ? node.name() + "." + std::to_string(i)
-                                                           : node.node().output(i)),
-            both, i));
-    return outs;
+    return node.outputs_of(both);
 }
 
 Layers shape(NodeImport &node) {

@@ -45,15 +45,7 @@ std::vector<dsl::Layer> import_registry_layer(NodeImport &node) {
     for (size_t i = 0; i < node.input_count(); ++i) inputs.push_back(node.input(i));
     const dsl::Layer layer = node.build(op, inputs, attrs);
     if (layer.outputs().size() == 1) return {layer};
-    std::vector<dsl::Layer> outputs;
-    for (size_t i = 0; i < layer.outputs().size(); ++i)
-        outputs.push_back(dsl::LayerRegistry::output_of(
-            node.unique_name(size_t(node.node().output_size()) > i &&
-                                     !node.node().output(int(i)).empty()
-                                 ? node.node().output(int(i))
-                                 : node.name() + "." + std::to_string(i)),
-            layer, int64_t(i)));
-    return outputs;
+    return node.outputs_of(layer);
 }
 
 } // namespace vpuc::frontend::detail
