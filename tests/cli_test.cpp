@@ -13,6 +13,7 @@
 #include <string>
 
 #include "algorithms/registry.h"
+#include "bench/shave_layers.h"
 #include "codegen/lower.h"
 #include "dsl/graph_text.h"
 #include "examples/small_net.h"
@@ -370,6 +371,49 @@ TEST_F(Cli, BenchTimingModelComparesTheShaveModel) {
     expect_failure(vpuc_run("bench timing-model --target vpu20 --reference " + csv),
                    csv + ": VPUNN's SHAVE models are of VPU_2_7; target 'vpu20' is not modeled "
                          "on it (vpu27)");
+}
+
+// Every kernel of VPUNN's SHAVE file gets a row: the vpuc layer computing it, on one SHAVE
+// against VPUNN's figure and on all four, or why there is none.
+TEST_F(Cli, BenchLayersComparesTheShaveLayersWithVpunn) {
+    const std::string csv =
+        std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_shave_vpu27.csv";
+    const Outcome run = vpuc_run("bench layers --json --shave " + csv);
+    EXPECT_EQ(run.status, 0) << run.output;
+    // The output holds stderr's progress lines too, then the JSON document.
+    const size_t begin = run.output.find("{\n");
+    ASSERT_NE(begin, std::string::npos) << run.output;
+    const auto json = nlohmann::json::parse(run.output.substr(begin));
+    ASSERT_EQ(json["rows"].size(), vpuc::bench::shave_layer_specs().size());
+    for (const auto &row : json["rows"]) {
+        const std::string kernel = row["vpunn_kernel"];
+        ASSERT_TRUE(row.contains("vpunn_us")) << kernel;
+        if (row["op"] == "") {
+            EXPECT_EQ(row["error"], "no vpuc layer") << kernel;
+        } else if (row.contains("error")) {
+            // max and min run on the DPU (eltwise), not as SHAVE kernels.
+            EXPECT_TRUE(kernel == "max" || kernel == "min") << kernel << ": " << row["error"];
+        } else {
+            EXPECT_EQ(row["shaves"], 4) << kernel;
+            EXPECT_LT(row["one_shave_kernel_us"].get<double>(), row["one_shave_us"].get<double>())
+                << kernel;
+            EXPECT_GT(row["cmx_speedup"].get<double>(), 1) << kernel;
+            EXPECT_LE(row["cmx_speedup"].get<double>(), 4.0 + 1e-9) << kernel;
+            EXPECT_NEAR(row["ratio_to_vpunn"].get<double>(),
+                        row["one_shave_kernel_us"].get<double>() / row["vpunn_us"].get<double>(),
+                        1e-9)
+                << kernel;
+        }
+    }
+    expect_failure(vpuc_run("bench layers --registry --shave " + csv),
+                   "--registry and --shave are two different runs; give one");
+    expect_failure(vpuc_run("bench layers --shave " + csv + " --layer conv"),
+                   "--shave measures layers of its own; it takes no --layer");
+    expect_failure(vpuc_run("bench layers --target vpu20 --shave " + csv),
+                   "VPUNN's SHAVE models are of VPU_2_7; target 'vpu20' is not modeled on it");
+    const std::string dpu =
+        std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_dpu_reference.csv";
+    expect_failure(vpuc_run("bench layers --shave " + dpu), dpu + ": not VPUNN's SHAVE file");
 }
 
 TEST_F(Cli, FilesThatAreNotRegularAreNamed) {

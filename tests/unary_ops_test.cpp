@@ -267,6 +267,49 @@ TEST(UnaryMath, NanResultsInFp16) {
     }
 }
 
+// The ops computed on fp16 vectors for fp16 inputs give, on every one of the 65,536 fp16
+// values, the float32 result rounded to fp16: the bits of the same op on float32 inputs,
+// rounded (NaN to NaN).
+TEST(UnaryMath, Fp16NativeOpsRoundTheFloat32ResultOnEveryFp16Value) {
+    const dsl::Layer in16 = input({256, 256}, dsl::ElemType::F16);
+    const dsl::Layer in32 = input({256, 256}, dsl::ElemType::F32);
+    Halide::Buffer<> bits16 = algorithms::make_buffer(in16.output());
+    Halide::Buffer<> values32 = algorithms::make_buffer(in32.output());
+    uint16_t *h = static_cast<uint16_t *>(bits16.data());
+    float *f = static_cast<float *>(values32.data());
+    for (uint32_t i = 0; i < 65536; ++i) {
+        h[i] = uint16_t(i);
+        f[i] = float(Halide::float16_t::make_from_bits(uint16_t(i)));
+    }
+    for (const char *op : {"abs", "neg", "ceil", "floor", "round", "reciprocal", "exp", "atan",
+                           "sinh", "cosh", "tanh", "asinh", "sqrt", "log"}) {
+        SCOPED_TRACE(op);
+        const Halide::Buffer<> got_buffer = algorithms::run_reference(build(op, in16), {bits16});
+        const Halide::Buffer<> want_buffer = algorithms::run_reference(build(op, in32), {values32});
+        ASSERT_EQ(got_buffer.type(), Halide::Float(16));
+        ASSERT_EQ(want_buffer.type(), Halide::Float(32));
+        const uint16_t *got = static_cast<const uint16_t *>(got_buffer.data());
+        const float *want = static_cast<const float *>(want_buffer.data());
+        int mismatches = 0;
+        for (uint32_t i = 0; i < 65536; ++i) {
+            const float w = want[i];
+            const Halide::float16_t g = Halide::float16_t::make_from_bits(got[i]);
+            const bool same = std::isnan(w) ? g.is_nan() : got[i] == Halide::float16_t(w).to_bits();
+            if (!same && ++mismatches <= 3)
+                ADD_FAILURE() << op << " of fp16 bits 0x" << std::hex << i << std::dec << ": "
+                              << double(g) << ", float32 rounded: " << double(Halide::float16_t(w));
+        }
+        EXPECT_EQ(mismatches, 0);
+        // The SHAVE kernel gives the reference's bits on the device.
+        codegen::CheckOptions options;
+        options.inputs = {bits16};
+        options.tolerance.f16_ulp = 0;
+        const codegen::CheckResult r = codegen::check_against_reference(
+            dsl::Graph(op, {build(op, in16)}), target::load_target("vpu27"), options);
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+}
+
 // node/test_tan's input 1.5327792 is 1.533203125 in fp16, where tan is 26.588 rather than
 // 26.291: its expected output is out of fp16's reach, and the result is tan of the fp16 input.
 TEST(UnaryMath, TanOfTheFp16InputNearItsPole) {

@@ -6,16 +6,19 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "algorithms/registry.h"
 #include "bench/layers.h"
+#include "bench/shave_layers.h"
 #include "command.h"
 #include "options.h"
 #include "vpu_target/blob.h"
 #include "vpu_target/printable.h"
+#include "vpu_target/timing_calibration.h"
 #include "vpu_target/timing_model.h"
 
 namespace vpuc::tools {
@@ -24,12 +27,14 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const std::vector<files::FileKind> kReads = {files::FileKind::Target, files::FileKind::Schedule};
+const std::vector<files::FileKind> kReads = {files::FileKind::Target, files::FileKind::Schedule,
+                                             files::FileKind::ReferenceCsv};
 
 const char *kUsage =
     R"(usage: vpuc bench layers [--target T] [--json] [--blob-dir DIR] [--layer NAME]
                          [--schedule S|@FILE] [--height H]
        vpuc bench layers --registry [--target T] [--json]
+       vpuc bench layers --shave REFERENCE.csv [--target T] [--json]
 
 Compiles each standard layer (3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512,
 3x3 depthwise 112x112x32, 7x7/2 conv 224x224x3->64 pad 3, softmax over 1000) in
@@ -74,6 +79,20 @@ options:
                   algorithms/layers/, see docs/adding-a-layer.md) on its example,
                   int8 and fp16, with the DDR term of its roofline only (ddr us: its
                   inputs, outputs and constants over the DDR bandwidth)
+  --shave FILE    instead, the SHAVE layers against VPUNN's figures for Intel's
+                  kernels (FILE: vpu_target/calibration/vpunn_shave_vpu27.csv): each
+                  op over 1x48x40x40 fp16 on one SHAVE (the target cut to one tile
+                  with one SHAVE, as VPUNN prices a launch) and on all of them:
+                    1 shave us   simulated latency on one SHAVE (DMA from DDR included)
+                    kernel us    of which the SHAVE was busy: the kernel's time with
+                                 its data in CMX, what VPUNN prices
+                    vpunn us     VPUNN's time for the same kernel and size
+                    /vpunn       kernel us / vpunn us (the goal: at most 1.5)
+                    N shaves us  simulated latency on every SHAVE of every tile
+                    cmx x        speedup with the data in CMX: the busiest SHAVE's busy
+                                 time on one SHAVE over that on all (ideal: N)
+                    ddr x        speedup of the whole latency, DMA from DDR included
+                    bound        SHAVE or DMA: the busier engine on all SHAVEs
   -h, --help      this text
 )";
 
@@ -309,19 +328,123 @@ int run_registry(const target::Target &t, bool json) {
     return failed ? 1 : 0;
 }
 
+// --shave: the SHAVE layers against VPUNN's figures for Intel's kernels (bench/shave_layers.h).
+int run_shave(const target::Target &t, const std::string &reference_path, bool json) {
+    if (t.name != "vpu27")
+        throw std::runtime_error(reference_path +
+                                 ": VPUNN's SHAVE models are of VPU_2_7; target '" + t.name +
+                                 "' is not modeled on it (vpu27)");
+    std::istringstream csv(files::read_text_file(reference_path, files::FileKind::ReferenceCsv));
+    std::string header;
+    std::getline(csv, header);
+    if (target::reference_kind(header, reference_path) != target::ReferenceKind::Shave)
+        throw std::runtime_error(reference_path + ": not VPUNN's SHAVE file (--shave takes "
+                                                  "vpu_target/calibration/vpunn_shave_vpu27.csv)");
+    csv.seekg(0);
+    const auto reference = target::read_shave_reference(csv, reference_path);
+    const auto rows = bench::measure_shave_layers(t, reference, [](const std::string &op) {
+        std::fprintf(stderr, "measuring %s...\n", op.c_str());
+    });
+    const auto failed = [](const bench::ShaveLayerRow &r) {
+        return !r.spec.op.empty() && (!r.one_shave.error.empty() || !r.all_shaves.error.empty());
+    };
+    // A row's figures; unset where a run failed or ran no SHAVE task.
+    struct Figures {
+        double one_us = 0, kernel_us = 0, all_us = 0, cmx_speedup = 0, ddr_speedup = 0;
+        bool dma_bound = false;
+    };
+    const auto figures = [](const bench::ShaveLayerRow &r) -> std::optional<Figures> {
+        if (!r.one_shave.error.empty() || !r.all_shaves.error.empty() ||
+            r.one_shave.shave_busy_ns <= 0 || r.all_shaves.shave_busy_ns <= 0)
+            return std::nullopt;
+        Figures f;
+        f.one_us = r.one_shave.latency_ns / 1e3;
+        f.kernel_us = r.one_shave.shave_busy_ns / 1e3;
+        f.all_us = r.all_shaves.latency_ns / 1e3;
+        f.cmx_speedup = r.one_shave.shave_busy_ns / r.all_shaves.shave_busy_ns;
+        f.ddr_speedup = r.one_shave.latency_ns / r.all_shaves.latency_ns;
+        f.dma_bound = r.all_shaves.dma_busy_ns > r.all_shaves.shave_busy_ns;
+        return f;
+    };
+    if (json) {
+        Json out;
+        out["target"] = t.name;
+        out["timing_model_version"] = target::kTimingModelVersion;
+        out["reference"] = reference_path;
+        Json list = Json::array();
+        for (const bench::ShaveLayerRow &r : rows) {
+            Json row;
+            row["vpunn_kernel"] = r.spec.vpunn_kernel;
+            row["op"] = r.spec.op;
+            row["elements"] = r.elements;
+            if (r.vpunn_us) row["vpunn_us"] = *r.vpunn_us;
+            if (const auto f = figures(r)) {
+                row["one_shave_us"] = f->one_us;
+                row["one_shave_kernel_us"] = f->kernel_us;
+                row["shaves"] = r.shaves;
+                row["all_shaves_us"] = f->all_us;
+                if (r.vpunn_us) row["ratio_to_vpunn"] = f->kernel_us / *r.vpunn_us;
+                row["cmx_speedup"] = f->cmx_speedup;
+                row["ddr_speedup"] = f->ddr_speedup;
+                row["bound"] = f->dma_bound ? "DMA" : "SHAVE";
+            } else {
+                row["error"] = !r.one_shave.error.empty()    ? r.one_shave.error
+                               : !r.all_shaves.error.empty() ? r.all_shaves.error
+                                                             : "no SHAVE task (a DPU layer)";
+            }
+            list.push_back(std::move(row));
+        }
+        out["rows"] = std::move(list);
+        std::printf("%s\n", out.dump(2).c_str());
+    } else {
+        std::printf("vpuc bench layers --shave: %s, %s; 1x48x40x40 fp16, VPUNN from %s\n\n",
+                    printable(t.name).c_str(), target::timing_model_label(t).c_str(),
+                    printable(reference_path).c_str());
+        const std::string all = std::to_string(rows.empty() ? 0 : rows.front().shaves) + " shaves";
+        std::printf("%-12s %-17s %10s %9s %9s %7s %10s %6s %6s %6s\n", "vpunn", "op", "1 shave us",
+                    "kernel us", "vpunn us", "/vpunn", (all + " us").c_str(), "cmx x", "ddr x",
+                    "bound");
+        for (const bench::ShaveLayerRow &r : rows) {
+            std::printf("%-12s %-17s ", r.spec.vpunn_kernel.c_str(),
+                        r.spec.op.empty() ? "-" : r.spec.op.c_str());
+            const auto f = figures(r);
+            if (!f) {
+                const std::string why = !r.one_shave.error.empty()    ? r.one_shave.error
+                                        : !r.all_shaves.error.empty() ? r.all_shaves.error
+                                                                      : "no SHAVE task";
+                std::printf("%s\n", one_line(why).c_str());
+                continue;
+            }
+            std::printf("%10.2f %9.2f ", f->one_us, f->kernel_us);
+            if (r.vpunn_us)
+                std::printf("%9.2f %7.2f ", *r.vpunn_us, f->kernel_us / *r.vpunn_us);
+            else
+                std::printf("%9s %7s ", "-", "-");
+            std::printf("%10.2f %6.2f %6.2f %6s\n", f->all_us, f->cmx_speedup, f->ddr_speedup,
+                        f->dma_bound ? "DMA" : "SHAVE");
+        }
+    }
+    return std::any_of(rows.begin(), rows.end(), failed) ? 1 : 0;
+}
+
 int run(const std::vector<std::string> &args) {
-    const Options o =
-        parse_options(args, {"--target", "--blob-dir", "--layer", "--schedule", "--height"},
-                      {"--json", "--registry"}, kReads);
+    const Options o = parse_options(
+        args, {"--target", "--blob-dir", "--layer", "--schedule", "--height", "--shave"},
+        {"--json", "--registry"}, kReads);
     if (!o.positional.empty())
         throw std::runtime_error("unexpected argument '" + o.positional[0] + "' (see --help)");
-    if (o.has("--registry")) {
+    const bool shave = !o.get("--shave").empty();
+    if (o.has("--registry") && shave)
+        throw std::runtime_error("--registry and --shave are two different runs; give one");
+    if (o.has("--registry") || shave) {
+        const std::string mode = shave ? "--shave" : "--registry";
         for (const char *other : {"--blob-dir", "--layer", "--schedule", "--height"})
             if (!o.get(other).empty())
-                throw std::runtime_error(std::string("--registry measures the registry's "
-                                                     "examples; it takes no ") +
+                throw std::runtime_error(mode + " measures layers of its own; it takes no " +
                                          other);
-        return run_registry(target::load_target(o.get("--target", "vpu27")), o.has("--json"));
+        const target::Target t = target::load_target(o.get("--target", "vpu27"));
+        if (shave) return run_shave(t, o.get("--shave"), o.has("--json"));
+        return run_registry(t, o.has("--json"));
     }
     const std::string blob_dir = o.get("--blob-dir");
     std::optional<dsl::Schedule> schedule;

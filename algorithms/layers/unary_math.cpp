@@ -29,6 +29,16 @@ struct UnaryOp {
     bool unsigned_integers = true; // and u8 among them (ONNX's Neg has no unsigned types)
     // The example's input layer, for ops defined on part of the reals; empty: the input itself.
     std::function<dsl::Layer(const dsl::Layer &in)> example_domain;
+    // The math is one operation of x, exact or rounded once, whose only NaN is a NaN input's:
+    // fp16 inputs then run it on fp16 vectors (Halide computes an fp16 function as the float32
+    // one, rounded to fp16), the float32 result rounded to fp16, bit for bit, for half the
+    // SHAVE's vector instructions.
+    bool fp16_native = false;
+    // The math is bit operations that keep a NaN NaN: no NaN test on fp16 vectors.
+    bool keeps_nan = false;
+    // Ops defined on x >= 0 (sqrt, log): NaN for NaN and the negatives is set explicitly on
+    // fp16 vectors, as Halide 14 would store the float32 NaN in fp16 as an infinity.
+    bool nan_below_zero = false;
 };
 
 // ONNX's attribute defaults, as the float32 values a model holds.
@@ -66,6 +76,17 @@ Expr float_result(const UnaryOp &u, const Expr &x, const dsl::Attrs &attrs) {
     return Halide::strict_float(Halide::select(Halide::is_nan(x), x, u.math(x, attrs)));
 }
 
+// The same on fp16 vectors (UnaryOp::fp16_native). NaN is the value unequal to itself (Halide
+// 14 cannot compile is_nan of an fp16 value in strict float).
+Expr fp16_result(const UnaryOp &u, const Expr &x, const dsl::Attrs &attrs) {
+    if (u.keeps_nan) return u.math(x, attrs);
+    if (u.nan_below_zero) {
+        const Expr nan = Halide::reinterpret(x.type(), Halide::cast<uint16_t>(0x7e00));
+        return Halide::strict_float(Halide::select(x != x || x < 0, nan, u.math(x, attrs)));
+    }
+    return Halide::strict_float(Halide::select(x != x, x, u.math(x, attrs)));
+}
+
 dsl::Layer build_unary(const UnaryOp &u, const std::string &name,
                        const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
     const std::string what = u.op + " '" + name + "'";
@@ -96,6 +117,8 @@ dsl::Layer build_unary(const UnaryOp &u, const std::string &name,
         Halide::Func out = detail::named_func(name);
         if (integers) {
             out(v.c, v.x, v.y) = u.integer(stored, in.type);
+        } else if (u.fp16_native && in.halide_type == Halide::Float(16)) {
+            out(v.c, v.x, v.y) = fp16_result(u, stored, attrs);
         } else {
             const Expr y = float_result(u, detail::dequantize(stored, in), attrs);
             out(v.c, v.x, v.y) =
@@ -159,6 +182,29 @@ FloatMath of(Expr (*f)(Expr)) {
     return [f](const Expr &x, const dsl::Attrs &) { return f(x); };
 }
 
+// The sign bit cleared, as IEEE's abs: |-0| is +0 (Halide's abs of fp16 keeps -0).
+Expr float_abs(const Expr &x, const dsl::Attrs &) {
+    const Halide::Type bits = Halide::UInt(x.type().bits());
+    const Expr magnitude = Halide::cast(bits, Halide::Expr(bits.max())) >> 1;
+    return Halide::reinterpret(x.type(), Halide::reinterpret(bits, x) & magnitude);
+}
+
+Expr float_negation(const Expr &x, const dsl::Attrs &) {
+    const Halide::Type bits = Halide::UInt(x.type().bits());
+    const Expr sign = ~(Halide::cast(bits, Halide::Expr(bits.max())) >> 1);
+    return Halide::reinterpret(x.type(), Halide::reinterpret(bits, x) ^ sign);
+}
+
+UnaryOp fp16_native(UnaryOp u) {
+    u.fp16_native = true;
+    return u;
+}
+
+UnaryOp fp16_native_on_positives(UnaryOp u) {
+    u.fp16_native = u.nan_below_zero = true;
+    return u;
+}
+
 UnaryOp entry(const std::string &op, const std::string &doc, FloatMath math) {
     UnaryOp u;
     u.op = op;
@@ -181,12 +227,16 @@ std::vector<UnaryOp> unary_ops() {
     using Halide::exp, Halide::select;
     std::vector<UnaryOp> ops;
 
-    UnaryOp abs = entry("abs", "|x| in float32; integers exactly", of(Halide::abs));
+    UnaryOp abs = entry("abs", "|x|: the sign bit cleared; integers exactly", float_abs);
     abs.integer = integer_abs;
+    abs.fp16_native = abs.keeps_nan = true;
     ops.push_back(abs);
-    UnaryOp neg = entry("neg", "-x in float32; signed integers exactly (wrapping as numpy's)",
-                        [](const Expr &x, const dsl::Attrs &) { return -x; });
+    UnaryOp neg = entry("neg",
+                        "-x: the sign bit flipped; signed integers exactly (wrapping as "
+                        "numpy's)",
+                        float_negation);
     neg.integer = wrapping_negation;
+    neg.fp16_native = neg.keeps_nan = true;
     neg.unsigned_integers = false;
     ops.push_back(neg);
     UnaryOp sign = entry("sign", "-1, 0 or 1 by the sign of x (NaN stays NaN); integers exactly",
@@ -196,24 +246,29 @@ std::vector<UnaryOp> unary_ops() {
     sign.integer = integer_sign;
     ops.push_back(sign);
 
-    ops.push_back(entry("ceil", "the least integer not below x", of(Halide::ceil)));
-    ops.push_back(entry("floor", "the greatest integer not above x", of(Halide::floor)));
-    ops.push_back(entry("round", "the nearest integer, halves to even", of(Halide::round)));
-    ops.push_back(partial(entry("sqrt", "the square root", of(Halide::sqrt)), "abs"));
+    ops.push_back(fp16_native(entry("ceil", "the least integer not below x", of(Halide::ceil))));
     ops.push_back(
-        entry("reciprocal", "1 / x", [](const Expr &x, const dsl::Attrs &) { return 1.0f / x; }));
-    ops.push_back(entry("exp", "e^x", of(Halide::exp)));
-    ops.push_back(partial(entry("log", "the natural logarithm", of(Halide::log)), "abs"));
+        fp16_native(entry("floor", "the greatest integer not above x", of(Halide::floor))));
+    ops.push_back(
+        fp16_native(entry("round", "the nearest integer, halves to even", of(Halide::round))));
+    ops.push_back(partial(
+        fp16_native_on_positives(entry("sqrt", "the square root", of(Halide::sqrt))), "abs"));
+    ops.push_back(fp16_native(entry("reciprocal", "1 / x", [](const Expr &x, const dsl::Attrs &) {
+        return Halide::cast(x.type(), 1) / x;
+    })));
+    ops.push_back(fp16_native(entry("exp", "e^x", of(Halide::exp))));
+    ops.push_back(partial(
+        fp16_native_on_positives(entry("log", "the natural logarithm", of(Halide::log))), "abs"));
     ops.push_back(entry("sin", "the sine", of(Halide::sin)));
     ops.push_back(entry("cos", "the cosine", of(Halide::cos)));
     ops.push_back(entry("tan", "the tangent", of(Halide::tan)));
     ops.push_back(partial(entry("asin", "the arcsine", of(Halide::asin)), "tanh"));
     ops.push_back(partial(entry("acos", "the arccosine", of(Halide::acos)), "tanh"));
-    ops.push_back(entry("atan", "the arctangent", of(Halide::atan)));
-    ops.push_back(entry("sinh", "the hyperbolic sine", of(Halide::sinh)));
-    ops.push_back(entry("cosh", "the hyperbolic cosine", of(Halide::cosh)));
-    ops.push_back(entry("tanh", "the hyperbolic tangent", of(Halide::tanh)));
-    ops.push_back(entry("asinh", "the inverse hyperbolic sine", of(Halide::asinh)));
+    ops.push_back(fp16_native(entry("atan", "the arctangent", of(Halide::atan))));
+    ops.push_back(fp16_native(entry("sinh", "the hyperbolic sine", of(Halide::sinh))));
+    ops.push_back(fp16_native(entry("cosh", "the hyperbolic cosine", of(Halide::cosh))));
+    ops.push_back(fp16_native(entry("tanh", "the hyperbolic tangent", of(Halide::tanh))));
+    ops.push_back(fp16_native(entry("asinh", "the inverse hyperbolic sine", of(Halide::asinh))));
     ops.push_back(
         partial(entry("acosh", "the inverse hyperbolic cosine", of(Halide::acosh)), "cosh"));
     ops.push_back(

@@ -1,5 +1,6 @@
 #include "bench/layers.h"
 
+#include <algorithm>
 #include <chrono>
 #include <exception>
 #include <functional>
@@ -259,9 +260,18 @@ Measurement measure_graph(const dsl::Graph &graph, const target::Target &target)
         m.latency_cycles = result.latency_dpu_cycles;
         std::set<uint32_t> tiles_used;
         if (const auto *queues = simulator.blob().queues())
-            for (const auto *q : *queues)
-                if (q->engine() != blob::EngineKind::Dma && q->tasks()->size() > 0)
-                    tiles_used.insert(q->tile());
+            for (uint32_t i = 0; i < queues->size(); ++i) {
+                const auto *q = queues->Get(i);
+                // The simulator reports one engine per queue, in the queues' order.
+                const double busy_ns = result.engines.at(i).busy_ns;
+                if (q->engine() == blob::EngineKind::Dma) {
+                    m.dma_busy_ns = std::max(m.dma_busy_ns, busy_ns);
+                    continue;
+                }
+                if (q->engine() == blob::EngineKind::Shave)
+                    m.shave_busy_ns = std::max(m.shave_busy_ns, busy_ns);
+                if (q->tasks()->size() > 0) tiles_used.insert(q->tile());
+            }
         m.tiles_used = int(tiles_used.size());
     } catch (const std::exception &e) {
         m.error = std::string("simulate: ") + e.what();

@@ -77,6 +77,8 @@ struct Measurement {
     double latency_ns = 0;
     double latency_cycles = 0; // DPU clock
     int tiles_used = 0;        // NCE tiles whose DPUs or SHAVEs ran a task
+    double shave_busy_ns = 0;  // the busiest SHAVE engine's busy time (0: no SHAVE task)
+    double dma_busy_ns = 0;    // the busiest DMA engine's busy time
     std::string schedule;      // the schedule the lowering used
     std::vector<uint8_t> blob; // the compiled blob, e.g. to run again with a trace
 };
