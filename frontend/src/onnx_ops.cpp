@@ -550,9 +550,24 @@ Layers mod(NodeImport &node) {
     return computed_elementwise(node, "mod", attrs);
 }
 
+// BitShift shifts at the width of the model's unsigned type (u16, u32 and u64 values are i32
+// on the device).
 Layers bit_shift(NodeImport &node) {
     dsl::Attrs attrs;
     attrs.set("direction", node.attr_string("direction", ""));
+    switch (node.input_onnx_type(0)) {
+    case onnx::TensorProto::UINT16:
+        attrs.set("bits", int64_t(16));
+        break;
+    case onnx::TensorProto::UINT32:
+        attrs.set("bits", int64_t(32));
+        break;
+    case onnx::TensorProto::UINT64:
+        attrs.set("bits", int64_t(64));
+        break;
+    default:
+        break; // u8
+    }
     return computed_elementwise(node, "bit_shift", attrs);
 }
 
