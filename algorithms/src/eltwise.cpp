@@ -610,8 +610,15 @@ Expr shifted(const std::vector<Expr> &v, const dsl::Attrs &attrs) {
     };
     const Expr a = unsigned_bits(v[0]), by = unsigned_bits(v[1]);
     const Expr moved = attrs.get_string("direction") == "LEFT" ? a << by : a >> by;
-    return Halide::select(by >= Expr(uint64_t(bits)), Halide::Internal::make_zero(moved.type()),
-                          moved & Expr(width_mask(bits)));
+    Expr result =
+        Halide::select(by >= Expr(uint64_t(bits)), Halide::Internal::make_zero(moved.type()),
+                       moved & Expr(width_mask(bits)));
+    // In i32, a u32 of 2^31 or more is negative; a u64 beyond the 32 bits becomes -2^31. Either
+    // is no value of the type: reading the output in the model's type refuses it.
+    if (bits == 64)
+        result =
+            Halide::select(result > Expr(uint64_t(INT32_MAX)), Expr(uint64_t(1) << 31), result);
+    return result;
 }
 
 double shifted(const std::vector<double> &v, const dsl::Attrs &attrs) {
