@@ -725,6 +725,41 @@ TEST_F(Cli, CompareHelpListsTheExitStatus) {
         << run.output;
 }
 
+// A uint32 model: `vpuc reference -o` writes its output as u4, the model's type; `vpuc run -o`
+// writes the blob's i32; `vpuc compare` finds them equal (integers of any width compare
+// exactly). An input value i32 cannot hold is an error naming the input and the element.
+TEST_F(Cli, ReferenceWritesOutputsInTheModelsType) {
+    const std::string model = "/usr/share/libonnx-testdata/data/node/test_max_uint32/model.onnx";
+    Halide::Buffer<uint32_t> a(3), b(3);
+    a(0) = 3, a(1) = 2147483647u, a(2) = 1;
+    b(0) = 1, b(1) = 4, b(2) = 4;
+    const std::string inputs = npz_with("u32_in.npz", {{"data_0", a}, {"data_1", b}});
+    const std::string expected = (scratch() / "u32_ref.npz").string();
+    const Outcome reference =
+        vpuc_run("reference " + model + " --input " + inputs + " -o " + expected);
+    ASSERT_EQ(reference.status, 0) << reference.output;
+    const std::vector<vpuc::frontend::NamedTensor> out = vpuc::frontend::read_npz(expected);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].value.type(), Halide::UInt(32));
+    const Halide::Buffer<uint32_t> result(out[0].value);
+    EXPECT_EQ(result(0), 3u);
+    EXPECT_EQ(result(1), 2147483647u);
+    EXPECT_EQ(result(2), 4u);
+
+    const std::string blob = (scratch() / "u32.vpub").string();
+    ASSERT_EQ(vpuc_run("compile " + model + " -o " + blob + " --quiet").status, 0);
+    const std::string ran = (scratch() / "u32_run.npz").string();
+    ASSERT_EQ(vpuc_run("run " + blob + " --input " + inputs + " -o " + ran).status, 0);
+    EXPECT_EQ(vpuc::frontend::read_npz(ran).at(0).value.type(), Halide::Int(32));
+    const Outcome same = vpuc_run("compare " + ran + " " + expected + " --atol 0 --rtol 0");
+    EXPECT_EQ(same.status, 0) << same.output;
+
+    a(2) = 2147483648u;
+    expect_failure(vpuc_run("run " + blob + " --input " +
+                            npz_with("u32_big.npz", {{"data_0", a}, {"data_1", b}})),
+                   "input 'data_0': element [2] is 2147483648, which is not exact in i32");
+}
+
 // ---- An ONNX model from compile to compare: run and reference on the same tensors agree ----
 
 TEST_F(Cli, RunAndReferenceOfAnOnnxModelAgree) {

@@ -210,6 +210,60 @@ TEST(BitShift, U8LeftDropsHighBitsAndShiftsOf8OrMoreGiveZero) {
                  dsl::LayerError);
 }
 
+// The values of a wider unsigned type in i32 shift at that type's width (`bits`): a left shift
+// drops the bits past it, a shift by the width or more gives 0; in i32 a u32 of 2^31 or more is
+// negative (its bits), a u64 past 2^31 - 1 is -2^31. Constants (i64) fold alike.
+TEST(BitShift, WiderUnsignedTypesShiftAtTheirWidthInI32) {
+    std::mt19937 rng(83);
+    for (int64_t bits : {16, 32, 64}) {
+        const double top = bits == 16 ? 65535 : 2147483647;
+        Pair p = pair(ElemType::I32, [&] {
+            static const double anchors[] = {0, 1, 3, 255, 32768, 65535};
+            return rng() % 2 ? anchors[rng() % 6]
+                             : double(std::uniform_int_distribution<int64_t>(0, int64_t(top))(rng));
+        });
+        p.vb = values(p.b, [&] { return double(rng() % (bits + 3)); });
+        for (const std::string direction : {"LEFT", "RIGHT"}) {
+            dsl::Attrs attrs;
+            attrs.set("direction", direction).set("bits", bits);
+            expect_each(
+                algorithms::run_reference(build("bit_shift", {p.a, p.b}, attrs), {p.va, p.vb}),
+                [&](int c, int x, int y) {
+                    const uint64_t a = uint64_t(read(p.va, c, x, y)),
+                                   by = uint64_t(read(p.vb, c, x, y));
+                    if (by >= uint64_t(bits)) return 0.0;
+                    uint64_t moved = direction == "LEFT" ? a << by : a >> by;
+                    if (bits < 64) moved &= (uint64_t(1) << bits) - 1;
+                    if (bits == 64 && moved > uint64_t(INT32_MAX)) return double(INT32_MIN);
+                    return double(int32_t(uint32_t(moved)));
+                });
+        }
+    }
+    const auto constant = [](std::vector<int64_t> v) {
+        return dsl::LayerRegistry::constant(
+            "c", dsl::const_buffer({ElemType::I64, {int64_t(v.size())}, std::move(v), {}}));
+    };
+    dsl::Attrs left;
+    left.set("direction", std::string("LEFT")).set("bits", int64_t(16));
+    EXPECT_EQ(dsl::const_values(
+                  build("bit_shift", {constant({65535, 1, 3}), constant({1, 15, 16})}, left))
+                  .ints,
+              (std::vector<int64_t>{65534, 32768, 0}));
+    left.set("bits", int64_t(64));
+    EXPECT_EQ(
+        dsl::const_values(build("bit_shift", {constant({1, 3}), constant({40, 64})}, left)).ints,
+        (std::vector<int64_t>{int64_t(1) << 40, 0}));
+    // bits 8 is u8's; the wider widths take i32 (i64 constants).
+    EXPECT_THROW(build("bit_shift",
+                       {input("a", 5, 3, 1, ElemType::I32), input("b", 1, 3, 7, ElemType::I32)},
+                       dsl::Attrs().set("direction", std::string("LEFT"))),
+                 dsl::LayerError);
+    EXPECT_THROW(build("bit_shift",
+                       {input("a", 5, 3, 1, ElemType::U8), input("b", 1, 3, 7, ElemType::U8)},
+                       dsl::Attrs().set("direction", std::string("LEFT")).set("bits", int64_t(32))),
+                 dsl::LayerError);
+}
+
 TEST(Pow, NegativeBasesTakeIntegerPowersElseNaN) {
     std::mt19937 rng(79);
     Pair p = pair(ElemType::F16, fractions_and_reals(rng));

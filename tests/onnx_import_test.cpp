@@ -5,15 +5,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
+#include <random>
 
 #include "../frontend/src/onnx_internal.h"
 #include "algorithms/reference.h"
 #include "codegen/check.h"
 #include "codegen/lower.h"
 #include "dsl/constant_values.h"
+#include "frontend/blob_io.h"
 #include "frontend/onnx_import.h"
 #include "onnx_node_test.h"
 #include "vpu_target/simulator.h"
@@ -881,5 +885,400 @@ TEST(OnnxImport, OldLogSoftmaxAndHardmaxTakeTheInputAsAMatrix) {
         }
     }
 }
+
+} // namespace
+
+namespace {
+
+// ---- Element types the device does not have: int16, uint16, uint32 and uint64 as i64 in the
+// graph (i32 on the device), bfloat16 as f32 ----
+
+// A tensor of ONNX type `type` and `dims` whose raw_data holds `elements` (of that type's C
+// type, little-endian).
+template <typename T>
+onnx::TensorProto raw_tensor(const std::string &name, int32_t type, std::vector<int64_t> dims,
+                             const std::vector<T> &elements) {
+    onnx::TensorProto t;
+    t.set_name(name);
+    t.set_data_type(type);
+    for (int64_t d : dims) t.add_dims(d);
+    t.set_raw_data(
+        std::string(reinterpret_cast<const char *>(elements.data()), elements.size() * sizeof(T)));
+    return t;
+}
+
+std::vector<int64_t> int64_values(const Halide::Buffer<> &value) {
+    EXPECT_EQ(value.type(), Halide::Int(64));
+    const Halide::Buffer<int64_t> v(value);
+    return {v.data(), v.data() + v.number_of_elements()};
+}
+
+std::string tensor_value_error(const onnx::TensorProto &t) {
+    try {
+        frontend::detail::tensor_value(t, "'" + t.name() + "'");
+    } catch (const frontend::ModelError &e) {
+        return e.what();
+    }
+    return "";
+}
+
+// Every value of the 16-bit and unsigned 32-bit types fits the graph's i64, in raw_data and in
+// the typed fields ONNX stores them in; a uint64 above 2^63 - 1 does not, and is an error
+// naming the tensor and the element.
+TEST(OnnxTypes, NarrowAndUnsignedIntegersAreI64InTheGraph) {
+    using onnx::TensorProto;
+    EXPECT_EQ(int64_values(frontend::detail::tensor_value(
+                  raw_tensor<uint16_t>("u", TensorProto::UINT16, {3}, {0, 65535, 32768}), "u")),
+              (std::vector<int64_t>{0, 65535, 32768}));
+    EXPECT_EQ(
+        int64_values(frontend::detail::tensor_value(
+            raw_tensor<int16_t>("i", TensorProto::INT16, {2, 2}, {-32768, -1, 0, 32767}), "i")),
+        (std::vector<int64_t>{-32768, -1, 0, 32767}));
+    EXPECT_EQ(int64_values(frontend::detail::tensor_value(
+                  raw_tensor<uint32_t>("w", TensorProto::UINT32, {3},
+                                       {2147483647u, 2147483648u, 4294967295u}),
+                  "w")),
+              (std::vector<int64_t>{2147483647, 2147483648, 4294967295}));
+    const uint64_t int64_max = uint64_t(std::numeric_limits<int64_t>::max());
+    EXPECT_EQ(int64_values(frontend::detail::tensor_value(
+                  raw_tensor<uint64_t>("q", TensorProto::UINT64, {2}, {int64_max, 7}), "q")),
+              (std::vector<int64_t>{std::numeric_limits<int64_t>::max(), 7}));
+
+    // The typed fields: int32_data for the 16-bit types, uint64_data for the unsigned 32- and
+    // 64-bit ones, each value in its type's range.
+    TensorProto typed;
+    typed.set_name("typed");
+    typed.set_data_type(TensorProto::INT16);
+    typed.add_dims(2);
+    typed.add_int32_data(-300);
+    typed.add_int32_data(32767);
+    EXPECT_EQ(int64_values(frontend::detail::tensor_value(typed, "typed")),
+              (std::vector<int64_t>{-300, 32767}));
+    typed.set_int32_data(0, 32768);
+    EXPECT_EQ(tensor_value_error(typed), "'typed': int32_data holds 32768, outside the range of "
+                                         "INT16");
+    typed.clear_int32_data();
+    typed.set_data_type(TensorProto::UINT32);
+    typed.add_uint64_data(4294967295u);
+    typed.add_uint64_data(4294967296u);
+    EXPECT_EQ(tensor_value_error(typed), "'typed': uint64_data holds 4294967296, outside the "
+                                         "range of UINT32");
+    typed.set_data_type(TensorProto::UINT64);
+    EXPECT_EQ(int64_values(frontend::detail::tensor_value(typed, "typed")),
+              (std::vector<int64_t>{4294967295, 4294967296}));
+
+    EXPECT_EQ(tensor_value_error(
+                  raw_tensor<uint64_t>("big", TensorProto::UINT64, {3}, {1, int64_max + 1, 2})),
+              "'big': element 1 (9223372036854775808) is above 2^63 - 1: graph tensors hold "
+              "uint64 values as i64");
+    // An initializer above it is refused when the model is imported, naming the initializer.
+    onnx::ModelProto m = graph_model("y", {3});
+    m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        TensorProto::UINT64);
+    *m.mutable_graph()->add_initializer() =
+        raw_tensor<uint64_t>("big", TensorProto::UINT64, {3}, {1, 2, ~uint64_t(0)});
+    add_node(*m.mutable_graph(), "Identity", {"big"}, "y");
+    EXPECT_EQ(import_error(m), "model.onnx: initializer 'big': element 2 (18446744073709551615) "
+                               "is above 2^63 - 1: graph tensors hold uint64 values as i64");
+}
+
+// A bfloat16 is the high half of the bits of the float32 of its value: f32 holds each exactly.
+TEST(OnnxTypes, Bfloat16IsF32InTheGraph) {
+    // 1, -3.140625, the smallest normal, the largest finite, infinity, NaN.
+    const std::vector<uint16_t> bits = {0x3f80, 0xc049, 0x0080, 0x7f7f, 0x7f80, 0x7fc0};
+    for (bool raw : {true, false}) {
+        onnx::TensorProto t = raw_tensor<uint16_t>("b", onnx::TensorProto::BFLOAT16, {6}, bits);
+        if (!raw) {
+            t.clear_raw_data();
+            for (uint16_t b : bits) t.add_int32_data(b);
+        }
+        const Halide::Buffer<float> value(frontend::detail::tensor_value(t, "b"));
+        EXPECT_EQ(value(0), 1.0f);
+        EXPECT_EQ(value(1), -3.140625f);
+        EXPECT_EQ(value(2), std::ldexp(1.0f, -126));
+        EXPECT_EQ(value(3), 0x1.fep127f);
+        EXPECT_EQ(value(4), INFINITY);
+        EXPECT_TRUE(std::isnan(value(5)));
+    }
+}
+
+// A model of `op` over graph inputs named a, b, ... of ONNX type `input_type` and shape
+// [count], its output y of `output_type`.
+onnx::ModelProto typed_model(const std::string &op, size_t inputs, int32_t input_type,
+                             int32_t output_type, int64_t count) {
+    onnx::ModelProto m = graph_model("y", {count});
+    m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        output_type);
+    std::vector<std::string> names;
+    for (size_t i = 0; i < inputs; ++i) {
+        names.push_back(std::string(1, char('a' + i)));
+        add_float_input(*m.mutable_graph(), names.back(), {count});
+        m.mutable_graph()
+            ->mutable_input(int(i))
+            ->mutable_type()
+            ->mutable_tensor_type()
+            ->set_elem_type(input_type);
+    }
+    add_node(*m.mutable_graph(), op, names, "y");
+    return m;
+}
+
+// `model` compiled, run on the simulator with `inputs` (named a, b, ...), its output read in
+// the model's type.
+Halide::Buffer<> run_typed(const frontend::ImportedModel &model,
+                           const std::vector<Halide::Buffer<>> &inputs) {
+    const target::Target target = target::load_target("vpu27");
+    sim::Simulator simulator(target, codegen::lower(model.graph, target));
+    std::vector<frontend::NamedTensor> named;
+    for (size_t i = 0; i < inputs.size(); ++i)
+        named.push_back({std::string(1, char('a' + i)), inputs[i]});
+    const auto outputs = frontend::blob_outputs(
+        simulator.blob(), simulator.run(frontend::blob_inputs(simulator.blob(), named)).outputs);
+    return frontend::output_in_type(outputs.at(0), model.output_types.at(0));
+}
+
+template <typename T> Halide::Buffer<> buffer(const std::vector<T> &values) {
+    Halide::Buffer<T> b(int(values.size()));
+    for (size_t i = 0; i < values.size(); ++i) b(int(i)) = values[i];
+    return b;
+}
+
+template <typename T> std::vector<T> elements(const Halide::Buffer<> &value) {
+    EXPECT_EQ(value.type(), Halide::type_of<T>());
+    const Halide::Buffer<T> v(value);
+    return {v.data(), v.data() + v.number_of_elements()};
+}
+
+std::string error_text(const std::function<void()> &f) {
+    try {
+        f();
+    } catch (const Error &e) {
+        return e.what();
+    }
+    return "";
+}
+
+// Max, Min and Mod of uint32, uint16 and int16 inputs run in i32 on the device and give the
+// model's answers, read in the model's type; an input value i32 does not hold is an error
+// naming the input and the element.
+TEST(OnnxTypes, NarrowAndUnsignedIntegersRunInI32) {
+    using onnx::TensorProto;
+    const frontend::ImportedModel max32 = frontend::import_onnx_bytes(
+        bytes_of(typed_model("Max", 2, TensorProto::UINT32, TensorProto::UINT32, 5)), "m.onnx");
+    EXPECT_EQ(max32.graph.inputs().at(0).output().type, dsl::ElemType::I32);
+    EXPECT_EQ(max32.output_types.at(0), Halide::UInt(32));
+    EXPECT_NE(std::find(max32.notes.begin(), max32.notes.end(),
+                        "graph input 'a' is u32 in the model and i32 on the device (each value "
+                        "must fit; integer arithmetic wraps at 32 bits)"),
+              max32.notes.end());
+    EXPECT_NE(std::find(max32.notes.begin(), max32.notes.end(),
+                        "graph output 'y' is u32 in the model and i32 on the device (read in the "
+                        "model's type, each value must fit)"),
+              max32.notes.end());
+    const std::vector<uint32_t> a = {2147483647u, 2147483646u, 0, 5, 1u << 30},
+                                b = {2147483646u, 2147483647u, 1, 5, 3};
+    EXPECT_EQ(elements<uint32_t>(run_typed(max32, {buffer(a), buffer(b)})),
+              (std::vector<uint32_t>{2147483647u, 2147483647u, 1, 5, 1u << 30}));
+    EXPECT_EQ(
+        error_text([&] {
+            run_typed(max32, {buffer(std::vector<uint32_t>{1, 2147483648u, 0, 0, 0}), buffer(b)});
+        }),
+        "input 'a': element [1] is 2147483648, which is not exact in i32");
+
+    const frontend::ImportedModel mod16 = frontend::import_onnx_bytes(
+        bytes_of(typed_model("Mod", 2, TensorProto::UINT16, TensorProto::UINT16, 7)), "m.onnx");
+    EXPECT_EQ(elements<uint16_t>(run_typed(
+                  mod16, {buffer(std::vector<uint16_t>{65535, 65534, 7, 0, 1000, 65535, 12}),
+                          buffer(std::vector<uint16_t>{2, 65535, 3, 9, 7, 65535, 5})})),
+              (std::vector<uint16_t>{1, 65534, 1, 0, 6, 0, 2}));
+
+    const frontend::ImportedModel min16 = frontend::import_onnx_bytes(
+        bytes_of(typed_model("Min", 2, TensorProto::INT16, TensorProto::INT16, 5)), "m.onnx");
+    EXPECT_EQ(elements<int16_t>(
+                  run_typed(min16, {buffer(std::vector<int16_t>{-32768, -5, 7, 32767, -1}),
+                                    buffer(std::vector<int16_t>{32767, -6, -7, 32766, 0})})),
+              (std::vector<int16_t>{-32768, -6, -7, 32766, -1}));
+    const frontend::ImportedModel mod_signed = frontend::import_onnx_bytes(
+        bytes_of(typed_model("Mod", 2, TensorProto::INT16, TensorProto::INT16, 4)), "m.onnx");
+    // The divisor's sign, as numpy's remainder.
+    EXPECT_EQ(
+        elements<int16_t>(run_typed(mod_signed, {buffer(std::vector<int16_t>{-32768, 7, -7, 32767}),
+                                                 buffer(std::vector<int16_t>{3, -3, 3, -32768})})),
+        (std::vector<int16_t>{1, -2, 2, -1}));
+}
+
+// BitShift shifts at the width of the model's unsigned type: a uint16 left shift drops the
+// bits past 16, a shift by the width or more gives 0; a uint32 result of 2^31 or more, which
+// the device's i32 holds as negative, is an error naming the output where it is read.
+TEST(OnnxTypes, BitShiftAtTheWidthOfTheModelsType) {
+    using onnx::TensorProto;
+    auto model = [](int32_t type, const std::string &direction) {
+        onnx::ModelProto m = typed_model("BitShift", 2, type, type, 5);
+        onnx::AttributeProto &d = *m.mutable_graph()->mutable_node(0)->add_attribute();
+        d.set_name("direction");
+        d.set_type(onnx::AttributeProto::STRING);
+        d.set_s(direction);
+        return frontend::import_onnx_bytes(bytes_of(m), "m.onnx");
+    };
+    EXPECT_EQ(elements<uint16_t>(run_typed(model(TensorProto::UINT16, "LEFT"),
+                                           {buffer(std::vector<uint16_t>{65535, 0x8001, 1, 3, 5}),
+                                            buffer(std::vector<uint16_t>{1, 1, 15, 16, 0})})),
+              (std::vector<uint16_t>{65534, 2, 32768, 0, 5}));
+    EXPECT_EQ(
+        elements<uint16_t>(run_typed(model(TensorProto::UINT16, "RIGHT"),
+                                     {buffer(std::vector<uint16_t>{65535, 0x8001, 1, 3, 40000}),
+                                      buffer(std::vector<uint16_t>{1, 15, 0, 16, 3})})),
+        (std::vector<uint16_t>{32767, 1, 1, 0, 5000}));
+    const frontend::ImportedModel left32 = model(TensorProto::UINT32, "LEFT");
+    EXPECT_EQ(
+        elements<uint32_t>(run_typed(left32, {buffer(std::vector<uint32_t>{1, 3, 0x3fffffff, 7, 1}),
+                                              buffer(std::vector<uint32_t>{30, 29, 1, 32, 0})})),
+        (std::vector<uint32_t>{1u << 30, 3u << 29, 0x7ffffffe, 0, 1}));
+    EXPECT_EQ(error_text([&] {
+                  run_typed(left32, {buffer(std::vector<uint32_t>{1, 3, 0x40000000, 7, 1}),
+                                     buffer(std::vector<uint32_t>{30, 29, 1, 32, 0})});
+              }),
+              "output 'y': element [2] is -2147483648, which is not exact in u32");
+    EXPECT_EQ(elements<uint64_t>(
+                  run_typed(model(TensorProto::UINT64, "RIGHT"),
+                            {buffer(std::vector<uint64_t>{2147483647, 8, 2147483647, 1, 6}),
+                             buffer(std::vector<uint64_t>{31, 40, 1, 63, 1})})),
+              (std::vector<uint64_t>{0, 0, 1073741823, 0, 3}));
+    const frontend::ImportedModel left64 = model(TensorProto::UINT64, "LEFT");
+    EXPECT_EQ(
+        elements<uint64_t>(run_typed(left64, {buffer(std::vector<uint64_t>{1, 8, 3, 1, 6}),
+                                              buffer(std::vector<uint64_t>{30, 27, 1, 64, 0})})),
+        (std::vector<uint64_t>{1u << 30, 1u << 30, 6, 0, 6}));
+    // 8 << 40 is a u64 the device's i32 cannot hold: an error, not its low 32 bits (0).
+    EXPECT_EQ(error_text([&] {
+                  run_typed(left64, {buffer(std::vector<uint64_t>{1, 8, 3, 1, 6}),
+                                     buffer(std::vector<uint64_t>{30, 40, 1, 64, 0})});
+              }),
+              "output 'y': element [1] is -2147483648, which is not exact in u64");
+}
+
+// A Cast of a computed tensor to INT16, UINT16, UINT32 or UINT64 (i32 on the device, which
+// would not wrap at the type's width) takes only a type all of whose values the target holds.
+TEST(OnnxTypes, ACastToANarrowOrUnsignedTypeTakesATypeItHolds) {
+    using onnx::TensorProto;
+    auto cast = [](int32_t from, int32_t to) {
+        onnx::ModelProto m = typed_model("Cast", 1, from, to, 3);
+        onnx::AttributeProto &a = *m.mutable_graph()->mutable_node(0)->add_attribute();
+        a.set_name("to");
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(to);
+        return m;
+    };
+    EXPECT_EQ(import_error(cast(TensorProto::INT32, TensorProto::UINT32)),
+              "model.onnx: node 'y' (Cast): a cast of a computed tensor to u32 is supported only "
+              "from an integer type all of whose values it holds (the device computes it in i32, "
+              "where other values would not wrap at u32's width)");
+    EXPECT_NE(import_error(cast(TensorProto::FLOAT, TensorProto::UINT16)), "");
+    EXPECT_NE(import_error(cast(TensorProto::UINT16, TensorProto::INT16)), "");
+    const frontend::ImportedModel widening = frontend::import_onnx_bytes(
+        bytes_of(cast(TensorProto::UINT8, TensorProto::UINT16)), "m.onnx");
+    EXPECT_EQ(elements<uint16_t>(run_typed(widening, {buffer(std::vector<uint8_t>{0, 255, 7})})),
+              (std::vector<uint16_t>{0, 255, 7}));
+    EXPECT_EQ(import_error(cast(TensorProto::UINT16, TensorProto::UINT64)), "");
+}
+
+// The bfloat16 nearest a float32 (round to nearest, ties to even), NaN kept.
+float nearest_bfloat16(float x) {
+    if (std::isnan(x)) return x;
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
+    float rounded;
+    std::memcpy(&rounded, &bits, sizeof bits);
+    return rounded;
+}
+
+// A Cast to BFLOAT16 rounds to the nearest bfloat16, ties to even: a constant exactly in f32;
+// a computed tensor, f16 on the device, in f16 (which holds every bfloat16 of its range). A
+// bfloat16 input cast to FLOAT keeps its values.
+TEST(OnnxTypes, ACastToBfloat16RoundsToNearestEven) {
+    using onnx::TensorProto;
+    const float half = std::ldexp(1.0f, -8); // half a bfloat16 ulp at 1
+    const std::vector<float> ties = {1 + half,
+                                     1 + 3 * half,
+                                     1 + half + 0x1p-20f,
+                                     -(1 + half),
+                                     0x1.fefffep127f,
+                                     0x1.ff0000p127f,
+                                     -INFINITY,
+                                     0.1f,
+                                     NAN};
+    const std::vector<float> rounded = {1,        1 + 4 * half, 1 + 2 * half,   -1, 0x1.fep127f,
+                                        INFINITY, -INFINITY,    0.10009765625f, NAN};
+    for (size_t i = 0; i < ties.size(); ++i)
+        if (!std::isnan(ties[i])) {
+            EXPECT_EQ(nearest_bfloat16(ties[i]), rounded[i]) << i;
+        }
+
+    // A constant folds in f32.
+    onnx::ModelProto m = graph_model("y", {int64_t(ties.size())});
+    m.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        TensorProto::BFLOAT16);
+    *m.mutable_graph()->add_initializer() =
+        raw_tensor<float>("c", TensorProto::FLOAT, {int64_t(ties.size())}, ties);
+    onnx::NodeProto &cast = add_node(*m.mutable_graph(), "Cast", {"c"}, "y");
+    onnx::AttributeProto &to = *cast.add_attribute();
+    to.set_name("to");
+    to.set_type(onnx::AttributeProto::INT);
+    to.set_i(TensorProto::BFLOAT16);
+    const frontend::ImportedModel folded = frontend::import_onnx_bytes(bytes_of(m), "c.onnx");
+    EXPECT_EQ(folded.output_types.at(0), Halide::Float(32));
+    const Halide::Buffer<float> value(dsl::constant_value(folded.graph.outputs().at(0)));
+    for (size_t i = 0; i < ties.size(); ++i) {
+        if (std::isnan(rounded[i]))
+            EXPECT_TRUE(std::isnan(value(int(i))));
+        else
+            EXPECT_EQ(value(int(i)), rounded[i]) << i;
+    }
+
+    // A computed tensor: f16 on the device, the ties of f16's range and random reals.
+    onnx::ModelProto computed =
+        typed_model("Cast", 1, TensorProto::FLOAT, TensorProto::BFLOAT16, 37);
+    *computed.mutable_graph()->mutable_node(0)->add_attribute() = to;
+    const frontend::ImportedModel model = frontend::import_onnx_bytes(bytes_of(computed), "c.onnx");
+    std::vector<float> x = {1 + half, 1 + 3 * half, -(1 + half + 0x1p-10f), 65504, NAN, -INFINITY};
+    std::mt19937 rng(97);
+    std::uniform_real_distribution<float> real(-300, 300);
+    while (x.size() < 37) x.push_back(float(Halide::float16_t(real(rng))));
+    const std::vector<float> y = elements<float>(run_typed(model, {buffer(x)}));
+    for (size_t i = 0; i < x.size(); ++i) {
+        // 65504 rounds to 65536, beyond f16: an infinity on the device.
+        const float want = x[i] == 65504 ? INFINITY : nearest_bfloat16(x[i]);
+        if (std::isnan(want))
+            EXPECT_TRUE(std::isnan(y[i]));
+        else
+            EXPECT_EQ(y[i], want) << "x = " << x[i];
+    }
+
+    // bfloat16 in, FLOAT out: the values as they are.
+    onnx::ModelProto back = typed_model("Cast", 1, TensorProto::BFLOAT16, TensorProto::FLOAT, 5);
+    to.set_i(TensorProto::FLOAT);
+    *back.mutable_graph()->mutable_node(0)->add_attribute() = to;
+    const frontend::ImportedModel widened = frontend::import_onnx_bytes(bytes_of(back), "b.onnx");
+    EXPECT_NE(std::find(widened.notes.begin(), widened.notes.end(),
+                        "graph input 'a' is bf16 in the model and f16 on the device (precision "
+                        "fp16)"),
+              widened.notes.end());
+    const std::vector<float> bf16 = {1, -3.140625f, 0.478515625f, 256, -INFINITY};
+    // A FLOAT output is read as the device computes it, in f16 (which holds these exactly).
+    const std::vector<Halide::float16_t> out =
+        elements<Halide::float16_t>(run_typed(widened, {buffer(bf16)}));
+    for (size_t i = 0; i < bf16.size(); ++i) EXPECT_EQ(float(out[i]), bf16[i]) << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Types, NodeTest,
+    ::testing::Values("test_bitshift_left_uint16", "test_bitshift_right_uint32",
+                      "test_bitshift_left_uint64", "test_max_uint32", "test_min_int16",
+                      "test_max_uint64", "test_mod_mixed_sign_int16", "test_mod_uint16",
+                      "test_pow_types_float32_uint64", "test_cast_BFLOAT16_to_FLOAT",
+                      "test_cast_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded",
+                      "test_castlike_BFLOAT16_to_FLOAT"),
+    [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace

@@ -223,6 +223,26 @@ TEST(UnaryMath, ExactValues) {
     expect_values(reference_f32("softsign", {-3, 1}), {-0.75, 0.5});
 }
 
+// round_bf16: the nearest bfloat16 (8 significant bits), halves to even, in float32 and as a
+// folded f32 constant; past the largest bfloat16 an infinity, NaN kept.
+TEST(UnaryMath, RoundBf16RoundsHalvesToEven) {
+    const float half = std::ldexp(1.0f, -8); // half a bfloat16 step at 1
+    const std::vector<float> x = {1 + half,        1 + 3 * half, 1 + half + std::ldexp(1.0f, -20),
+                                  -(1 + half),     0.1f,         0x1.ff0000p127f,
+                                  0x1.fefffep127f, -kInf,        kNaN};
+    const std::vector<double> want = {1,    1 + 4 * half, 1 + 2 * half, -1,  0.10009765625,
+                                      kInf, 0x1.fep127,   -kInf,        kNaN};
+    expect_values(reference_f32("round_bf16", x), want);
+    const dsl::Layer c = dsl::LayerRegistry::constant(
+        "c", dsl::const_buffer({dsl::ElemType::F32,
+                                {int64_t(x.size())},
+                                {},
+                                std::vector<double>(x.begin(), x.end())}));
+    const dsl::ConstValues folded = dsl::const_values(build("round_bf16", c));
+    EXPECT_EQ(folded.type, dsl::ElemType::F32);
+    expect_values(folded.reals, want);
+}
+
 TEST(UnaryMath, IsNanAndIsInfOfNanAndInfinities) {
     const std::vector<float> x = {kNaN, kInf, -kInf, 0, 1, -65504, 3e38f};
     expect_values(reference_f32("is_nan", x), {1, 0, 0, 0, 0, 0, 0});

@@ -99,9 +99,11 @@ int reference_command(const std::vector<std::string> &args) {
     if (!o.get("-o").empty()) {
         const std::vector<Halide::Buffer<>> results = algorithms::run_reference(graph, inputs);
         std::vector<frontend::NamedTensor> outputs;
-        for (size_t i = 0; i < results.size(); ++i)
+        for (size_t i = 0; i < results.size(); ++i) {
             outputs.push_back(
                 {graph.outputs()[i].name(), as_tensor(graph.outputs()[i], results[i])});
+            outputs.back().value = frontend::output_in_type(outputs.back(), model.output_types[i]);
+        }
         frontend::write_npz(o.get("-o"), outputs);
         std::printf("outputs: %s\n", o.get("-o").c_str());
     }

@@ -178,6 +178,16 @@ Expr integer_sign(const Expr &x, dsl::ElemType) {
                           Halide::cast(t, 0));
 }
 
+// The bfloat16 nearest float32 `x`, ties to even: a bfloat16 is the high half of a float32's
+// bits. Rounding past the largest finite bfloat16 gives an infinity; NaN passes (float_result).
+Expr nearest_bf16(const Expr &x) {
+    const Expr bits = Halide::reinterpret<uint32_t>(x);
+    const Expr half_up =
+        Halide::Internal::make_const(Halide::UInt(32), 0x7fff) + ((bits >> 16) & 1);
+    return Halide::reinterpret<float>((bits + half_up) &
+                                      Halide::Internal::make_const(Halide::UInt(32), 0xffff0000u));
+}
+
 FloatMath of(Expr (*f)(Expr)) {
     return [f](const Expr &x, const dsl::Attrs &) { return f(x); };
 }
@@ -247,6 +257,12 @@ std::vector<UnaryOp> unary_ops() {
     ops.push_back(sign);
 
     ops.push_back(fp16_native(entry("ceil", "the least integer not below x", of(Halide::ceil))));
+    UnaryOp round_bf16 = entry("round_bf16",
+                               "the nearest bfloat16 (halves to even; ONNX's Cast to BFLOAT16), "
+                               "held in the input's float type",
+                               [](const Expr &x, const dsl::Attrs &) { return nearest_bf16(x); });
+    round_bf16.takes_int8 = false;
+    ops.push_back(round_bf16);
     ops.push_back(
         fp16_native(entry("floor", "the greatest integer not above x", of(Halide::floor))));
     ops.push_back(

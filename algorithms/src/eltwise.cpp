@@ -343,14 +343,17 @@ dsl::LayerDef eltwise_def(EltwiseOp op) {
 // ---- ONNX's other elementwise ops of several inputs: SHAVE kernels ----------------------
 //
 // Comparisons (bool results, held as u8 0 and 1), logical ops on bools (u8, nonzero true),
-// bit shifts of u8, Pow, Mod, Where and PRelu, with numpy broadcasting. Floats compute in
-// float32, integers exactly in their own type; each op also folds constants at compile time.
+// bit shifts of unsigned integers (u8, or the values of a wider type in i32), Pow, Mod, Where and
+// PRelu, with numpy broadcasting. Floats compute in float32, integers exactly in their own type;
+// each op also folds constants at compile time.
 
 // What an op takes: `Numbers` one type for all inputs, float or integers without a
-// quantization; `Bools` and `Bytes` u8 without a quantization (bools nonzero as true);
+// quantization; `Bools` u8 without a quantization (nonzero as true); `Unsigned` the values of
+// an unsigned type of `bits` bits without a quantization: u8 for 8, i32 (i64 constants) for
+// 16, 32 and 64;
 // `Powers` a float or plain integer base and exponent of any such types; `Select` a u8
 // condition, then two values of one type and quantization; `Floats` float of one type.
-enum class Takes { Numbers, Bools, Bytes, Powers, Select, Floats };
+enum class Takes { Numbers, Bools, Unsigned, Powers, Select, Floats };
 // The result's type: bool (u8 0 or 1), or the type (and quantization) of the first value
 // (input 0; Where's input 1).
 enum class Gives { Bool, Value };
@@ -383,7 +386,7 @@ bool is_plain_integer(const dsl::TensorDesc &t) {
 
 // Refuses inputs the op does not take, naming them.
 void check_operands(const std::string &what, const ElementwiseDef &def,
-                    const std::vector<dsl::Layer> &inputs) {
+                    const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
     auto refuse = [&](const dsl::TensorDesc &t, const std::string &takes) {
         invalid(what,
                 "input '" + t.name + "' is " + t.describe() + "; " + def.op + " takes " + takes);
@@ -400,12 +403,20 @@ void check_operands(const std::string &what, const ElementwiseDef &def,
                               dsl::to_string(first.type) + ")");
             break;
         case Takes::Bools:
-        case Takes::Bytes:
-            if (!(t.type == dsl::ElemType::U8 ||
-                  (def.takes == Takes::Bools && t.type == dsl::ElemType::Bool)) ||
-                !t.quant.empty())
-                refuse(t, def.takes == Takes::Bools ? "bools (u8 without a quantization)"
-                                                    : "u8 without a quantization");
+            if (!(t.type == dsl::ElemType::U8 || t.type == dsl::ElemType::Bool) || !t.quant.empty())
+                refuse(t, "bools (u8 without a quantization)");
+            break;
+        case Takes::Unsigned:
+            if (attrs.get_int("bits") == 8
+                    ? t.type != dsl::ElemType::U8
+                    : t.type != dsl::ElemType::I32 && t.type != dsl::ElemType::I64)
+                refuse(t, attrs.get_int("bits") == 8
+                              ? std::string("u8 without a quantization (bits 8)")
+                              : "i32 (i64 constants) holding unsigned values of " +
+                                    std::to_string(attrs.get_int("bits")) + " bits");
+            if (!t.quant.empty() || t.type != first.type)
+                refuse(t, std::string("inputs of one type without a quantization, as '") +
+                              first.name + "' (" + dsl::to_string(first.type) + ")");
             break;
         case Takes::Powers:
             if (!is_float_type(t.type) && !is_plain_integer(t))
@@ -432,7 +443,7 @@ void check_operands(const std::string &what, const ElementwiseDef &def,
 dsl::Layer make_elementwise(const ElementwiseDef &def, const std::string &name,
                             const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
     const std::string what = std::string(def.op) + " '" + name + "'";
-    check_operands(what, def, inputs);
+    check_operands(what, def, inputs, attrs);
     const Broadcast bc = broadcast_inputs(what, name, inputs, true);
     const size_t value = def.takes == Takes::Select ? 1 : 0;
     const dsl::TensorDesc &first = inputs[value].output();
@@ -470,7 +481,7 @@ dsl::Layer make_elementwise(const ElementwiseDef &def, const std::string &name,
 Halide::Buffer<> fold_elementwise(const ElementwiseDef &def, const std::string &name,
                                   const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
     const std::string what = std::string(def.op) + " '" + name + "'";
-    check_operands(what, def, inputs);
+    check_operands(what, def, inputs, attrs);
     std::vector<dsl::ConstValues> values;
     size_t rank = 0;
     for (const dsl::Layer &in : inputs) {
@@ -585,16 +596,43 @@ Expr quotient(const Expr &a, const Expr &b) {
                           euclidean + Halide::select(b > zero, one, -one), euclidean);
 }
 
+// The values of an unsigned type of `bits` bits, as numpy shifts them: a left shift drops the
+// bits past the width, a shift by the width or more gives 0. The operands' bits read unsigned
+// (an i32 holds a u32 of 2^31 or more as negative).
+uint64_t width_mask(int64_t bits) {
+    return bits == 64 ? ~uint64_t(0) : (uint64_t(1) << bits) - 1;
+}
+
 Expr shifted(const std::vector<Expr> &v, const dsl::Attrs &attrs) {
-    const Expr a = Halide::cast<uint32_t>(v[0]), by = Halide::cast<uint32_t>(v[1]);
+    const int64_t bits = attrs.get_int("bits");
+    auto unsigned_bits = [](const Expr &e) {
+        return Halide::cast<uint64_t>(Halide::cast(Halide::UInt(e.type().bits()), e));
+    };
+    const Expr a = unsigned_bits(v[0]), by = unsigned_bits(v[1]);
     const Expr moved = attrs.get_string("direction") == "LEFT" ? a << by : a >> by;
-    return Halide::select(by >= 8, Halide::Internal::make_zero(moved.type()), moved & 255);
+    Expr result =
+        Halide::select(by >= Expr(uint64_t(bits)), Halide::Internal::make_zero(moved.type()),
+                       moved & Expr(width_mask(bits)));
+    // In i32, a u32 of 2^31 or more is negative; a u64 beyond the 32 bits becomes -2^31. Either
+    // is no value of the type: reading the output in the model's type refuses it.
+    if (bits == 64)
+        result =
+            Halide::select(result > Expr(uint64_t(INT32_MAX)), Expr(uint64_t(1) << 31), result);
+    return result;
 }
 
 double shifted(const std::vector<double> &v, const dsl::Attrs &attrs) {
-    if (v[1] >= 8) return 0;
-    const uint32_t a = uint32_t(v[0]), by = uint32_t(v[1]);
-    return double((attrs.get_string("direction") == "LEFT" ? a << by : a >> by) & 255);
+    const int64_t bits = attrs.get_int("bits");
+    if (v[1] >= double(bits)) return 0;
+    const uint64_t a = uint64_t(v[0]), by = uint64_t(v[1]);
+    const uint64_t moved =
+        (attrs.get_string("direction") == "LEFT" ? a << by : a >> by) & width_mask(bits);
+    // Folded values are doubles, exact up to 2^53.
+    if (moved > (uint64_t(1) << 53))
+        throw dsl::LayerError("bit_shift: " + std::to_string(a) + " shifted by " +
+                              std::to_string(by) + " gives " + std::to_string(moved) +
+                              ", beyond the 2^53 a folded constant holds exactly");
+    return double(moved);
 }
 
 const std::vector<ElementwiseDef> &elementwise_defs() {
@@ -611,9 +649,10 @@ const std::vector<ElementwiseDef> &elementwise_defs() {
         logical<std::logical_or<>>("or", "a or b of bools with numpy broadcasting"),
         logical<NotEqual>("xor", "a xor b of bools with numpy broadcasting"),
         {"bit_shift",
-         "u8 a shifted by b bits (LEFT or RIGHT) with numpy broadcasting",
+         "unsigned a shifted by b bits (LEFT or RIGHT) at the width of their type (u8, or u16, "
+         "u32 and u64 values in i32) with numpy broadcasting",
          Binary{"a", "b"},
-         Takes::Bytes,
+         Takes::Unsigned,
          Gives::Value,
          [](const std::vector<Expr> &v, const dsl::Attrs &a) { return shifted(v, a); },
          [](const std::vector<double> &v, const dsl::Attrs &a) { return shifted(v, a); },
@@ -621,6 +660,12 @@ const std::vector<ElementwiseDef> &elementwise_defs() {
            [](const dsl::AttrValue &a) -> std::string {
                const std::string &d = std::get<std::string>(a);
                return d == "LEFT" || d == "RIGHT" ? "" : "must be LEFT or RIGHT";
+           }},
+          {"bits", dsl::AttrType::Int, int64_t(8),
+           "the width of the values' unsigned type: 8 (u8), 16, 32 or 64 (values in i32)",
+           [](const dsl::AttrValue &a) -> std::string {
+               const int64_t b = std::get<int64_t>(a);
+               return b == 8 || b == 16 || b == 32 || b == 64 ? "" : "must be 8, 16, 32 or 64";
            }}}},
         {"pow",
          "a to the power b (ONNX's Pow) in float32, of a's type, with numpy broadcasting",
@@ -694,7 +739,7 @@ dsl::Layer plain_example_input(const std::string &name, int64_t c, int64_t w, in
 // Broadcasting both ways on odd extents: a varies along C and H, b along W and H (and a
 // condition along all three).
 dsl::Layer elementwise_example(const ElementwiseDef &def, dsl::ElemType type) {
-    const bool bytes = def.takes == Takes::Bools || def.takes == Takes::Bytes;
+    const bool bytes = def.takes == Takes::Bools || def.takes == Takes::Unsigned;
     if (type == dsl::ElemType::U8 ? def.takes == Takes::Powers || def.takes == Takes::Floats
                                   : bytes)
         return dsl::Layer();

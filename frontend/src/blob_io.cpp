@@ -183,6 +183,30 @@ Halide::Buffer<> output_tensor(const IoLayout &io, const std::vector<uint8_t> &b
     return value;
 }
 
+Halide::Buffer<> output_in_type(const NamedTensor &output, const Halide::Type &type) {
+    if (output.value.type() == type) return output.value;
+    const Halide::Buffer<> source = dense(output.value);
+    std::vector<int> extents;
+    std::vector<int64_t> shape;
+    for (int d = 0; d < source.dimensions(); ++d) {
+        extents.push_back(source.dim(d).extent());
+        shape.insert(shape.begin(), source.dim(d).extent());
+    }
+    Halide::Buffer<> value(type, extents);
+    const std::string what = "output '" + printable(output.name) + "'";
+    visit_element_type(source.type(), [&](auto from) {
+        using S = decltype(from);
+        const S *in = static_cast<const S *>(source.data());
+        visit_element_type(type, [&](auto to) {
+            using T = decltype(to);
+            T *out = static_cast<T *>(value.data());
+            for (int64_t i = 0; i < int64_t(source.number_of_elements()); ++i)
+                out[i] = convert_element<T>(in[i], what + ": element " + index_text(i, shape));
+        });
+    });
+    return value;
+}
+
 std::vector<std::vector<uint8_t>> blob_inputs(const blob::Blob &blob,
                                               const std::vector<NamedTensor> &tensors) {
     const auto *ios = blob.header()->inputs();

@@ -118,8 +118,15 @@ bool importer_unsupported(const std::string &message) {
            message.find("no shape") != std::string::npos;
 }
 
-// A TensorProto file of a data set, as a tensor in the numpy convention.
-Halide::Buffer<> read_tensor(const fs::path &file, uint64_t max_bytes) {
+// The declared element type of a graph input or output (0 when it declares none).
+int32_t declared_type(const onnx::ValueInfoProto &value) {
+    return value.type().has_tensor_type() ? value.type().tensor_type().elem_type() : 0;
+}
+
+// A TensorProto file of a data set, as a tensor in the numpy convention. A bfloat16 tensor
+// (`declared` by the model) may be stored as UINT16, its bits, as ONNX's test data store them
+// (numpy has no bfloat16).
+Halide::Buffer<> read_tensor(const fs::path &file, int32_t declared, uint64_t max_bytes) {
     const std::string what = file.string();
     try {
         const std::vector<uint8_t> bytes =
@@ -128,6 +135,9 @@ Halide::Buffer<> read_tensor(const fs::path &file, uint64_t max_bytes) {
         if (bytes.size() > size_t(INT_MAX) ||
             !tensor.ParseFromArray(bytes.data(), int(bytes.size())))
             throw TestFailure{Stage::TestData, what + ": not a TensorProto"};
+        if (declared == onnx::TensorProto::BFLOAT16 &&
+            tensor.data_type() == onnx::TensorProto::UINT16)
+            tensor.set_data_type(onnx::TensorProto::BFLOAT16);
         return detail::tensor_value(tensor, what);
     } catch (const Error &e) {
         // An element type the importer does not support is its limit, not the data's fault.
@@ -176,13 +186,17 @@ void run_data_set(const std::vector<uint8_t> &model_bytes, const onnx::ModelProt
     ImportOptions import;
     std::vector<NamedTensor> inputs;
     for (size_t i = 0; i < input_files.size(); ++i) {
-        const std::string &name = model.graph().input(int(i)).name();
-        inputs.push_back({name, read_tensor(input_files[i], options.max_test_bytes)});
-        import.known_inputs[name] = inputs.back().value;
+        const onnx::ValueInfoProto &input = model.graph().input(int(i));
+        inputs.push_back({input.name(), read_tensor(input_files[i], declared_type(input),
+                                                    options.max_test_bytes)});
+        import.known_inputs[input.name()] = inputs.back().value;
     }
     std::vector<Halide::Buffer<>> expected;
-    for (const fs::path &file : output_files)
-        expected.push_back(read_tensor(file, options.max_test_bytes));
+    for (size_t i = 0; i < output_files.size(); ++i)
+        expected.push_back(read_tensor(
+            output_files[i],
+            int(i) < model.graph().output_size() ? declared_type(model.graph().output(int(i))) : 0,
+            options.max_test_bytes));
 
     const ImportedModel imported = at_stage(Stage::Import, "importing", [&] {
         try {
@@ -204,7 +218,11 @@ void run_data_set(const std::vector<uint8_t> &model_bytes, const onnx::ModelProt
             for (uint32_t i = 0; ios && i < ios->size(); ++i)
                 if (ios->Get(i)->name()->str() == t.name) blob_input_values.push_back(t);
         const sim::RunResult run = simulator.run(blob_inputs(simulator.blob(), blob_input_values));
-        return blob_outputs(simulator.blob(), run.outputs);
+        // In the model's types: a u32 result the device's i32 holds as negative is an error.
+        std::vector<NamedTensor> outputs = blob_outputs(simulator.blob(), run.outputs);
+        for (size_t i = 0; i < outputs.size() && i < imported.output_types.size(); ++i)
+            outputs[i].value = output_in_type(outputs[i], imported.output_types[i]);
+        return outputs;
     });
 
     if (outputs.size() != expected.size())

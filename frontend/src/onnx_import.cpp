@@ -16,9 +16,9 @@ namespace detail {
 
 NodeImport::NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
                        std::vector<std::optional<dsl::Layer>> inputs, const ImportOptions &options,
-                       UniqueNames &names)
+                       UniqueNames &names, const std::map<std::string, int32_t> &value_types)
     : node_(node), name_(std::move(layer_name)), file_(std::move(file)), inputs_(std::move(inputs)),
-      options_(options), names_(names) {}
+      options_(options), names_(names), value_types_(value_types) {}
 
 std::string UniqueNames::take(const std::string &wanted) {
     const std::string base = wanted.empty() ? "node" : wanted;
@@ -34,6 +34,12 @@ void NodeImport::fail(const std::string &what) const {
 const dsl::Layer &NodeImport::input(size_t i) const {
     if (!has_input(i)) fail("input " + std::to_string(i) + " is missing");
     return *inputs_[i];
+}
+
+int32_t NodeImport::input_onnx_type(size_t i) const {
+    if (i >= size_t(node_.input_size())) return 0;
+    const auto type = value_types_.find(node_.input(int(i)));
+    return type == value_types_.end() ? 0 : type->second;
 }
 
 const dsl::Layer &NodeImport::constant_layer(size_t i, const std::string &role) {
@@ -155,17 +161,19 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
     dsl::TensorDesc t;
     t.name = in.name();
     t.type = detail::elem_type(type.elem_type(), what);
+    const std::string model_type = detail::model_type_name(type.elem_type());
     if (t.type == dsl::ElemType::F32 || t.type == dsl::ElemType::F64) {
-        notes.push_back("graph input '" + in.name() + "' is " + dsl::to_string(t.type) +
+        notes.push_back("graph input '" + in.name() + "' is " + model_type +
                         " in the model and f16 on the device (precision fp16)");
         t.type = dsl::ElemType::F16;
     }
     if (t.type == dsl::ElemType::Bool) t.type = dsl::ElemType::U8; // the device's bools: 0, 1
     if (t.type == dsl::ElemType::I64) {
-        // The device's widest integers; inputs are checked to fit when the blob runs.
-        notes.push_back("graph input '" + in.name() +
-                        "' is i64 in the model and i32 on the device (each value must fit; "
-                        "integer arithmetic wraps at 32 bits)");
+        // The device's widest integers (i64 holds the 16-bit and unsigned ones in the graph);
+        // inputs are checked to fit when the blob runs.
+        notes.push_back("graph input '" + in.name() + "' is " + model_type +
+                        " in the model and i32 on the device (each value must fit; integer "
+                        "arithmetic wraps at 32 bits)");
         t.type = dsl::ElemType::I32;
     }
     if (!type.has_shape()) throw ModelError(what + ": no shape; give one with --input-shape");
@@ -215,6 +223,37 @@ dsl::Layer output_layer(const dsl::Layer &value, detail::UniqueNames &names,
 
 } // namespace
 
+// The type of graph output `layer`'s values in a tensor file (ImportedModel::output_types),
+// `onnx_type` as the model declares it; a note says where it is not the device's.
+Halide::Type output_type(const dsl::Layer &layer, const std::string &name, int32_t onnx_type,
+                         std::vector<std::string> &notes) {
+    const Halide::Type device = dsl::halide_type(layer.output().type);
+    Halide::Type model;
+    switch (onnx_type) {
+    case onnx::TensorProto::INT16:
+        model = Halide::Int(16);
+        break;
+    case onnx::TensorProto::UINT16:
+        model = Halide::UInt(16);
+        break;
+    case onnx::TensorProto::UINT32:
+        model = Halide::UInt(32);
+        break;
+    case onnx::TensorProto::UINT64:
+        model = Halide::UInt(64);
+        break;
+    case onnx::TensorProto::BFLOAT16:
+        model = Halide::Float(32);
+        break;
+    default:
+        return device;
+    }
+    notes.push_back("graph output '" + name + "' is " + detail::model_type_name(onnx_type) +
+                    " in the model and " + dsl::to_string(layer.output().type) +
+                    " on the device (read in the model's type, each value must fit)");
+    return model;
+}
+
 std::vector<std::string> supported_onnx_ops() {
     std::vector<std::string> ops;
     for (const auto &[op, importer] : detail::op_importers()) ops.push_back(op);
@@ -229,8 +268,16 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
     detail::LoadedModel loaded = detail::load_model(bytes, path, options);
     const onnx::GraphProto &g = loaded.proto.graph();
     std::vector<std::string> notes = loaded.notes, output_names;
+    std::vector<Halide::Type> output_types;
     detail::UniqueNames names;
     std::map<std::string, dsl::Layer> values; // ONNX value name -> the layer computing it
+    // ONNX value name -> its element type, as declared or inferred.
+    std::map<std::string, int32_t> value_types;
+    for (const auto *infos : {&g.input(), &g.value_info(), &g.output()})
+        for (const onnx::ValueInfoProto &info : *infos)
+            if (info.type().has_tensor_type() && info.type().tensor_type().elem_type())
+                value_types[info.name()] = info.type().tensor_type().elem_type();
+    for (const onnx::TensorProto &t : g.initializer()) value_types[t.name()] = t.data_type();
     for (const onnx::TensorProto &t : g.initializer())
         values[t.name()] = dsl::LayerRegistry::constant(
             names.take(t.name()),
@@ -274,7 +321,7 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
                 throw ModelError(what + ": input '" + in + "' is computed by no earlier node");
             inputs.push_back(value->second);
         }
-        detail::NodeImport import(node, name, path, std::move(inputs), options, names);
+        detail::NodeImport import(node, name, path, std::move(inputs), options, names, value_types);
         const std::vector<dsl::Layer> outputs =
             registry_layer ? detail::import_registry_layer(import) : importer->second(import);
         import.check_all_attributes_read();
@@ -293,6 +340,8 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
         if (value == values.end()) throw ModelError(what + ": computed by no node");
         outputs.push_back(output_layer(value->second, names, out.name(), what));
         output_names.push_back(out.name());
+        output_types.push_back(
+            output_type(outputs.back(), out.name(), out.type().tensor_type().elem_type(), notes));
     }
     if (outputs.empty()) throw ModelError(path + ": the graph has no outputs");
     const std::string graph_name =
@@ -306,8 +355,9 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
                 names.take(output_names[i]) == output_names[i])
                 graph.rename(outputs[i].name(), output_names[i]);
         graph.verify(&algorithms::layer_registry());
-        return {std::move(graph), loaded.opset, loaded.original_opset, std::move(output_names),
-                std::move(notes)};
+        return {std::move(graph),        loaded.opset,
+                loaded.original_opset,   std::move(output_names),
+                std::move(output_types), std::move(notes)};
     } catch (const ModelError &) {
         throw;
     } catch (const Error &e) {

@@ -33,9 +33,14 @@ struct LoadedModel {
 LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
                        const ImportOptions &options);
 
-// The graph element type of an ONNX tensor type; throws ModelError with `what` for a type
-// graph tensors do not have (strings, complex, bfloat16, 16- and unsigned 32/64-bit ints).
+// The graph element type of an ONNX tensor type: INT16, UINT16, UINT32 and UINT64 are i64
+// (tensor_value refuses a uint64 above 2^63 - 1), BFLOAT16 is f32 (which holds every bfloat16
+// exactly). Throws ModelError with `what` for a type graph tensors do not have (strings,
+// complex, 8-bit floats, 4-bit ints).
 dsl::ElemType elem_type(int32_t onnx_type, const std::string &what);
+// The short name of an ONNX tensor type, as vpuc names element types: "f32", "bf16", "u16",
+// "i64". Throws as elem_type for a type graph tensors do not have.
+std::string model_type_name(int32_t onnx_type);
 // The value of an initializer or Constant (external data already loaded), the ONNX shape
 // reversed into Halide's dims (dim 0 innermost). Throws ModelError with `what`.
 Halide::Buffer<> tensor_value(const onnx::TensorProto &t, const std::string &what);
@@ -57,7 +62,7 @@ class NodeImport {
   public:
     NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
                std::vector<std::optional<dsl::Layer>> inputs, const ImportOptions &options,
-               UniqueNames &names);
+               UniqueNames &names, const std::map<std::string, int32_t> &value_types);
 
     const onnx::NodeProto &node() const { return node_; }
     const std::string &name() const { return name_; } // the layer name for its first output
@@ -70,6 +75,9 @@ class NodeImport {
     size_t input_count() const { return inputs_.size(); }
     bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].has_value(); }
     const dsl::Layer &input(size_t i) const; // fails when absent
+    // The ONNX element type of input i as the model declares it or shape inference infers it
+    // (the graph holds a u16 as i64, a bf16 as f32); 0 when unknown.
+    int32_t input_onnx_type(size_t i) const;
     // Input i, which must be a constant (a weight, an axis list): a constant layer, or a graph
     // input of a known value (ImportOptions::known_inputs) as one.
     const dsl::Layer &constant_layer(size_t i, const std::string &role);
@@ -110,6 +118,7 @@ class NodeImport {
     std::vector<std::optional<dsl::Layer>> inputs_;
     const ImportOptions &options_;
     UniqueNames &names_;
+    const std::map<std::string, int32_t> &value_types_;
     std::set<std::string> read_;
 };
 

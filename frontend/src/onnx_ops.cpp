@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
+#include <utility>
 
 #include "algorithms/registry.h"
 #include "dsl/constant_values.h"
@@ -550,9 +552,24 @@ Layers mod(NodeImport &node) {
     return computed_elementwise(node, "mod", attrs);
 }
 
+// BitShift shifts at the width of the model's unsigned type (u16, u32 and u64 values are i32
+// on the device).
 Layers bit_shift(NodeImport &node) {
     dsl::Attrs attrs;
     attrs.set("direction", node.attr_string("direction", ""));
+    switch (node.input_onnx_type(0)) {
+    case onnx::TensorProto::UINT16:
+        attrs.set("bits", int64_t(16));
+        break;
+    case onnx::TensorProto::UINT32:
+        attrs.set("bits", int64_t(32));
+        break;
+    case onnx::TensorProto::UINT64:
+        attrs.set("bits", int64_t(64));
+        break;
+    default:
+        break; // u8
+    }
     return computed_elementwise(node, "bit_shift", attrs);
 }
 
@@ -887,13 +904,74 @@ Layers cast_to(NodeImport &node, dsl::ElemType to) {
     return {node.build("cast", {x}, attrs)};
 }
 
+// A cast to BFLOAT16, which the graph holds in a float type: the value as a float (a constant
+// in f32, a computed tensor in the precision's type), rounded to the nearest bfloat16.
+Layers cast_to_bfloat16(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    dsl::Layer as_float = x;
+    const std::string float_name = node.unique_name(node.name() + ".float");
+    if (dsl::is_constant(x)) {
+        as_float = dsl::LayerRegistry::constant(
+            float_name,
+            converted(dsl::constant_value(x), dsl::ElemType::F32, node.node().input(0)));
+    } else if (x.output().type != float_type(node)) {
+        dsl::Attrs attrs;
+        attrs.set("to", std::string(dsl::to_string(float_type(node))));
+        as_float = node.build("cast", float_name, {x}, attrs);
+    }
+    return {node.build("round_bf16", {as_float}, {})};
+}
+
+// The range of ONNX integer type `type`, or nullopt for another type.
+std::optional<std::pair<double, double>> integer_range(int32_t type) {
+    using onnx::TensorProto;
+    switch (type) {
+    case TensorProto::BOOL:
+        return std::pair(0.0, 1.0);
+    case TensorProto::UINT8:
+        return std::pair(0.0, 255.0);
+    case TensorProto::INT8:
+        return std::pair(-128.0, 127.0);
+    case TensorProto::UINT16:
+        return std::pair(0.0, 65535.0);
+    case TensorProto::INT16:
+        return std::pair(-32768.0, 32767.0);
+    case TensorProto::UINT32:
+        return std::pair(0.0, std::ldexp(1.0, 32) - 1);
+    case TensorProto::INT32:
+        return std::pair(-std::ldexp(1.0, 31), std::ldexp(1.0, 31) - 1);
+    case TensorProto::UINT64:
+        return std::pair(0.0, std::ldexp(1.0, 64));
+    case TensorProto::INT64:
+        return std::pair(-std::ldexp(1.0, 63), std::ldexp(1.0, 63));
+    default:
+        return std::nullopt;
+    }
+}
+
 Layers cast(NodeImport &node) {
-    return cast_to(node, elem_type(int32_t(node.attr_int("to", 0)), "Cast's 'to'"));
+    using onnx::TensorProto;
+    const int32_t to = int32_t(node.attr_int("to", 0));
+    if (to == TensorProto::BFLOAT16) return cast_to_bfloat16(node);
+    // The device computes INT16, UINT16, UINT32 and UINT64 in i32, where a value outside the
+    // type would not wrap as the model's does: a computed tensor of a type the target holds.
+    const bool device_narrower = to == TensorProto::INT16 || to == TensorProto::UINT16 ||
+                                 to == TensorProto::UINT32 || to == TensorProto::UINT64;
+    if (device_narrower && !dsl::is_constant(node.input(0))) {
+        const auto target = integer_range(to), source = integer_range(node.input_onnx_type(0));
+        if (!source || source->first < target->first || source->second > target->second)
+            node.fail("a cast of a computed tensor to " + model_type_name(to) +
+                      " is supported only from an integer type all of whose values it holds "
+                      "(the device computes it in i32, where other values would not wrap at " +
+                      model_type_name(to) + "'s width)");
+    }
+    return cast_to(node, elem_type(to, "Cast's 'to'"));
 }
 
 // CastLike: a Cast to the element type of its second input (a computed float tensor holds the
 // precision's type, as a Cast to a float type gives).
 Layers cast_like(NodeImport &node) {
+    if (node.input_onnx_type(1) == onnx::TensorProto::BFLOAT16) return cast_to_bfloat16(node);
     return cast_to(node, node.input(1).output().type);
 }
 

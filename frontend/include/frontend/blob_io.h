@@ -47,6 +47,13 @@ std::vector<uint8_t> input_bytes(const IoLayout &io, const Halide::Buffer<> &val
 // The tensor a section holds: `io`'s shape and element type (f16 stays f16).
 Halide::Buffer<> output_tensor(const IoLayout &io, const std::vector<uint8_t> &bytes);
 
+// `output`'s values in element type `type` (ImportedModel::output_types: a u16 output the
+// device computed in i32), converted as input_bytes converts: integers only when exact in
+// `type`, floats rounded to nearest even. A value `type` does not hold (a u32 of 2^31 or more,
+// which the device's i32 holds as negative) is a BlobIoError naming the output, the element
+// and the value.
+Halide::Buffer<> output_in_type(const NamedTensor &output, const Halide::Type &type);
+
 // The input sections of `blob` from named tensors, one per blob input, matched by name. A
 // missing input, an unknown name or a repeated one is a BlobIoError listing the blob's
 // inputs.

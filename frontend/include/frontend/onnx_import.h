@@ -48,6 +48,11 @@ struct ImportedModel {
     // Per graph output, in order: its ONNX name. The output's layer has that name too, unless
     // another layer or input has it already.
     std::vector<std::string> output_names;
+    // Per graph output, in order: the element type of its values in a tensor file (`vpuc
+    // reference`, the conformance runner). The model's type where the device computes another
+    // one for it: u16, i16, u32 and u64 (i32 on the device), bf16 as f32 (numpy has no
+    // bfloat16; f16 on the device); for any other type, the type of the output's layer.
+    std::vector<Halide::Type> output_types;
     // What a user should know: an upgrade of the opset, an input's type changed for the
     // device.
     std::vector<std::string> notes;
