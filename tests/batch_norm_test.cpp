@@ -181,6 +181,11 @@ TEST(BatchNormTraining, YAloneMatchesTheReference) {
         bytes_of(training_model(shape, 1e-5f, 0.9f, false)), "bn.onnx", options);
     ASSERT_EQ(model.graph.outputs().size(), 1u);
     EXPECT_EQ(model.graph.outputs()[0].op(), "batch_norm");
+    // The batch as one image: each image's channels as rows, then all images as one.
+    EXPECT_EQ(model.graph.find("bn.images").output().shape, dsl::Shape({3, 5, 63}));
+    EXPECT_EQ(model.graph.find("bn.rows").output().shape, dsl::Shape({1, 3, 5, 63}));
+    EXPECT_EQ(model.graph.find("bn.f32").output().type, dsl::ElemType::F32);
+    EXPECT_EQ(model.graph.outputs()[0].output().type, dsl::ElemType::F16);
     const codegen::CheckResult r =
         codegen::check_against_reference(model.graph, target::load_target("vpu27"));
     EXPECT_TRUE(r.ok()) << r.report();
