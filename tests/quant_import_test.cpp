@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <numeric>
 #include <random>
 
 #include "../frontend/src/onnx_internal.h"
@@ -18,6 +19,7 @@
 #include "dsl/constant_values.h"
 #include "frontend/blob_io.h"
 #include "frontend/onnx_import.h"
+#include "onnx_node_test.h"
 #include "vpu_target/simulator.h"
 #include "vpu_target/target.h"
 
@@ -95,14 +97,26 @@ TEST(QuantImport, QLinearMatMulIsWithinOneStep) {
     EXPECT_LE(node_test_difference("test_qlinearmatmul_2D"), 1);
 }
 
-TEST(QuantImport, QLinearMatMulOfRank3IsAnErrorNamingTheNode) {
-    try {
-        node_test_difference("test_qlinearmatmul_3D");
-        FAIL() << "imported";
-    } catch (const frontend::ModelError &e) {
-        EXPECT_NE(std::string(e.what()).find("(QLinearMatMul): "), std::string::npos) << e.what();
-    }
+// Rank 3: the rows of A through the 2-D int8 matmul, and the product back in rank 3.
+TEST(QuantImport, QLinearMatMulOfRank3IsWithinOneStep) {
+    EXPECT_LE(node_test_difference("test_qlinearmatmul_3D"), 1);
 }
+
+// ONNX's backend tests of per-axis QuantizeLinear and DequantizeLinear of activations and of
+// QLinearMatMul of rank 3, as `vpuc conformance` runs them: integers exact.
+class QuantNodeTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuantNodeTest, MatchesTheExpectedOutputs) {
+    vpuc::testing::expect_node_test_passes(GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Onnx, QuantNodeTest,
+                         ::testing::Values("test_quantizelinear", "test_dequantizelinear",
+                                           "test_quantizelinear_axis", "test_dequantizelinear_axis",
+                                           "test_qlinearmatmul_2D", "test_qlinearmatmul_3D"),
+                         [](const ::testing::TestParamInfo<std::string> &info) {
+                             return info.param.substr(5);
+                         });
 
 // The QDQ conv below: 8 channels in and out, 6x6, pads 1, relu.
 constexpr int kChannels = 8, kSize = 6;
@@ -482,6 +496,383 @@ TEST(QuantImport, AnInt8ConvWithoutQuantizeLinearIsAnErrorNamingTheNode) {
     } catch (const Error &e) {
         EXPECT_NE(std::string(e.what()).find(
                       "qdq_conv.onnx: node 'conv' (Conv): its float result needs a QuantizeLinear"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+// --- Per-axis QuantizeLinear and DequantizeLinear of activations -----------------------------
+
+// x (`shape`) -> `op` (QuantizeLinear or DequantizeLinear) along `axis`, one scale and zero point
+// (of `zero_type`) per index of the axis -> y. QuantizeLinear takes floats and gives
+// `zero_type`; DequantizeLinear the reverse.
+onnx::ModelProto per_axis_model(const std::string &op, const std::vector<int64_t> &shape,
+                                int64_t axis, const std::vector<float> &scales, int zero_type,
+                                const std::vector<int> &zero_points) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("per_axis");
+    const bool quantize = op == "QuantizeLinear";
+    add_tensor_input(*g.add_input(), "x", shape);
+    g.mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        quantize ? onnx::TensorProto::FLOAT : zero_type);
+    onnx::TensorProto &scale = scalar(g, "scale", onnx::TensorProto::FLOAT);
+    scale.add_dims(int64_t(scales.size()));
+    for (float v : scales) scale.add_float_data(v);
+    onnx::TensorProto &zero = scalar(g, "zero", zero_type);
+    zero.add_dims(int64_t(zero_points.size()));
+    for (int v : zero_points) zero.add_int32_data(v);
+    onnx::AttributeProto &a = *node(g, op, {"x", "scale", "zero"}, "y").add_attribute();
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(axis);
+    add_tensor_input(*g.add_output(), "y", shape);
+    g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+        quantize ? zero_type : onnx::TensorProto::FLOAT);
+    return m;
+}
+
+struct PerAxisCase {
+    std::vector<int64_t> shape;
+    int64_t axis;
+    int zero_type;
+};
+
+// Odd shapes of ranks 2 to 5, the axis along the device's C, H or W; u8 and i8.
+const PerAxisCase kPerAxisCases[] = {
+    {{2, 5, 3, 7}, 1, onnx::TensorProto::UINT8}, {{3, 4, 6}, -1, onnx::TensorProto::INT8},
+    {{2, 3, 5, 7}, 3, onnx::TensorProto::UINT8}, {{1, 3, 5, 17}, 2, onnx::TensorProto::INT8},
+    {{5, 9}, 1, onnx::TensorProto::INT8},        {{2, 3, 1, 4, 5}, 1, onnx::TensorProto::UINT8}};
+
+// The index along `axis` (normalized) of each element of `shape`, in row-major order.
+std::vector<size_t> axis_indices(const std::vector<int64_t> &shape, int64_t axis) {
+    const size_t a = size_t(axis < 0 ? axis + int64_t(shape.size()) : axis);
+    int64_t inner = 1, count = 1;
+    for (size_t d = 0; d < shape.size(); ++d) {
+        count *= shape[d];
+        if (d > a) inner *= shape[d];
+    }
+    std::vector<size_t> at;
+    for (int64_t i = 0; i < count; ++i) at.push_back(size_t((i / inner) % shape[a]));
+    return at;
+}
+
+// Scales (some powers of two, whose halves are exact) and zero points of the type.
+void per_axis_params(int64_t count, int zero_type, std::vector<float> &scales,
+                     std::vector<int> &zero_points) {
+    const float choices[] = {0.5f, 0.037f, 2.0f, 0.25f, 0.1f, 1.0f, 0.0078125f};
+    const bool u8 = zero_type == onnx::TensorProto::UINT8;
+    for (int64_t i = 0; i < count; ++i) {
+        scales.push_back(choices[i % 7]);
+        zero_points.push_back(u8 ? int((i * 53 + 7) % 256) : int((i * 37) % 256) - 128);
+    }
+}
+
+TEST(QuantImport, PerAxisQuantizeLinearRoundsHalfToEvenAndSaturatesPerIndex) {
+    std::mt19937 random(11);
+    for (const PerAxisCase &c : kPerAxisCases) {
+        SCOPED_TRACE(dsl::to_string(dsl::Shape(c.shape)) + " axis " + std::to_string(c.axis));
+        const std::vector<size_t> at = axis_indices(c.shape, c.axis);
+        const int64_t extent =
+            c.shape[size_t(c.axis < 0 ? c.axis + int64_t(c.shape.size()) : c.axis)];
+        std::vector<float> scales;
+        std::vector<int> zeros;
+        per_axis_params(extent, c.zero_type, scales, zeros);
+        const frontend::ImportedModel m = frontend::import_onnx_bytes(
+            bytes_of(per_axis_model("QuantizeLinear", c.shape, c.axis, scales, c.zero_type, zeros)),
+            "quantize.onnx");
+        EXPECT_EQ(ops_of(m.graph), std::vector<std::string>{"quantize"});
+        const dsl::TensorDesc &y = m.graph.outputs().at(0).output();
+        EXPECT_TRUE(y.quant.per_channel());
+        EXPECT_EQ(y.quant.scale, scales);
+        expect_matches_reference(m.graph);
+        // Random reals over the range and past it, and halves of a step (ties), as fp16 holds
+        // them; ONNX's result in float32 from those.
+        std::uniform_real_distribution<float> uniform(-300, 300);
+        dsl::ConstValues x{dsl::ElemType::F32, c.shape, {}, {}};
+        std::vector<int64_t> want;
+        const bool u8 = c.zero_type == onnx::TensorProto::UINT8;
+        for (size_t i = 0; i < at.size(); ++i) {
+            const float s = scales[at[i]];
+            const float steps = i % 2 ? std::round(uniform(random)) / 2 : uniform(random);
+            const float held = float(Halide::float16_t(steps * s));
+            x.reals.push_back(held);
+            const float q = std::nearbyint(held / s) + float(zeros[at[i]]);
+            want.push_back(int64_t(std::clamp(q, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f)));
+        }
+        const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(x)}});
+        ASSERT_EQ(outputs.size(), 1u);
+        EXPECT_EQ(dsl::const_values(outputs[0].value, "y").ints, want);
+    }
+}
+
+TEST(QuantImport, PerAxisDequantizeLinearOfAnInt8InputGivesFloatsPerIndex) {
+    std::mt19937 random(12);
+    for (const PerAxisCase &c : kPerAxisCases) {
+        SCOPED_TRACE(dsl::to_string(dsl::Shape(c.shape)) + " axis " + std::to_string(c.axis));
+        const std::vector<size_t> at = axis_indices(c.shape, c.axis);
+        const int64_t extent =
+            c.shape[size_t(c.axis < 0 ? c.axis + int64_t(c.shape.size()) : c.axis)];
+        std::vector<float> scales;
+        std::vector<int> zeros;
+        per_axis_params(extent, c.zero_type, scales, zeros);
+        const frontend::ImportedModel m =
+            frontend::import_onnx_bytes(bytes_of(per_axis_model("DequantizeLinear", c.shape, c.axis,
+                                                                scales, c.zero_type, zeros)),
+                                        "dequantize.onnx");
+        EXPECT_EQ(ops_of(m.graph), std::vector<std::string>{"dequantize"});
+        // The u8/i8 graph input carries the per-axis quantization.
+        EXPECT_EQ(m.graph.inputs().at(0).output().quant.zero_point,
+                  std::vector<int32_t>(zeros.begin(), zeros.end()));
+        expect_matches_reference(m.graph);
+        const bool u8 = c.zero_type == onnx::TensorProto::UINT8;
+        dsl::ConstValues q{u8 ? dsl::ElemType::U8 : dsl::ElemType::I8, c.shape, {}, {}};
+        std::vector<double> want;
+        for (size_t i = 0; i < at.size(); ++i) {
+            const int64_t v = int64_t(random() % 256) - (u8 ? 0 : 128);
+            q.ints.push_back(v);
+            // (q - zero point) * scale in float32, stored as fp16.
+            want.push_back(double(Halide::float16_t(float(v - zeros[at[i]]) * scales[at[i]])));
+        }
+        const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(q)}});
+        ASSERT_EQ(outputs.size(), 1u);
+        EXPECT_EQ(reals_of(outputs[0].value), want);
+    }
+}
+
+// A per-axis QuantizeLinear of a constant folds, rounding half to even per index.
+TEST(QuantImport, PerAxisQuantizeLinearOfAConstantFolds) {
+    onnx::ModelProto m = per_axis_model("QuantizeLinear", {2, 3}, 1, {0.5f, 2.0f, 0.25f},
+                                        onnx::TensorProto::INT8, {1, -2, 3});
+    // x an initializer.
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.clear_input();
+    onnx::TensorProto &x = scalar(g, "x", onnx::TensorProto::FLOAT);
+    x.add_dims(2);
+    x.add_dims(3);
+    for (float v : {0.25f, 3.0f, -0.125f, 0.75f, -300.0f, 40.0f}) x.add_float_data(v);
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(bytes_of(m), "quantize.onnx");
+    ASSERT_EQ(imported.graph.outputs().size(), 1u);
+    ASSERT_TRUE(dsl::is_constant(imported.graph.outputs()[0]));
+    // 0.5 -> 0 + 1, 1.5 -> 2 - 2, -0.5 -> -0 + 3, 1.5 -> 2 + 1, -150 -> -152 saturated,
+    // 160 + 3 saturated.
+    EXPECT_EQ(dsl::const_values(imported.graph.outputs()[0]).ints,
+              (std::vector<int64_t>{1, 0, 3, 3, -128, 127}));
+}
+
+// A QuantizeLinear of the same per-axis quantization after a DequantizeLinear is its int8
+// tensor; per-axis tensors are refused where they cannot be computed, naming the node.
+TEST(QuantImport, PerAxisQuantizationsFoldOrAreErrorsNamingTheNode) {
+    onnx::ModelProto m = per_axis_model("QuantizeLinear", {2, 3, 5}, 1, {0.5f, 2.0f, 0.25f},
+                                        onnx::TensorProto::UINT8, {1, 2, 3});
+    onnx::GraphProto &g = *m.mutable_graph();
+    node(g, "DequantizeLinear", {"y", "scale", "zero"}, "d")
+        .add_attribute()
+        ->CopyFrom(g.node(0).attribute(0));
+    node(g, "QuantizeLinear", {"d", "scale", "zero"}, "q")
+        .add_attribute()
+        ->CopyFrom(g.node(0).attribute(0));
+    g.mutable_output(0)->set_name("q");
+    EXPECT_EQ(ops_of(frontend::import_onnx_bytes(bytes_of(m), "qdq.onnx").graph),
+              (std::vector<std::string>{"quantize"}));
+
+    const auto error = [](const onnx::ModelProto &model) {
+        try {
+            frontend::import_onnx_bytes(bytes_of(model), "bad.onnx");
+        } catch (const frontend::ModelError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    // Along the batch: each image is computed alone.
+    EXPECT_NE(error(per_axis_model("QuantizeLinear", {2, 3}, 0, {0.5f, 2.0f},
+                                   onnx::TensorProto::UINT8, {1, 2}))
+                  .find("bad.onnx: node 'y' (QuantizeLinear): quantize 'y': axis 0 of 'x' "
+                        "(2x3) is the batch"),
+              std::string::npos);
+    EXPECT_NE(error(per_axis_model("DequantizeLinear", {3, 4}, 1, {0.5f, 2.0f, 1.0f},
+                                   onnx::TensorProto::UINT8, {1, 2, 3}))
+                  .find("bad.onnx: node 'y' (DequantizeLinear): the scale must be one float or a "
+                        "1-D tensor of one per index of axis 1 (4)"),
+              std::string::npos);
+    EXPECT_NE(error(per_axis_model("QuantizeLinear", {3, 4}, 1, {0.5f, 2.0f, 1.0f, 1.0f},
+                                   onnx::TensorProto::UINT8, {1, 2, 3}))
+                  .find("the zero point and the scale differ in count"),
+              std::string::npos);
+    // x (u8 [3, 4]) -> DequantizeLinear along axis 1 (`per_axis_input`, or per tensor) ->
+    // MatMul by DequantizeLinear'd weights [4, 2] -> QuantizeLinear along axis 1 (or none).
+    const auto matmul_model = [](bool per_axis_input, bool per_axis_output) {
+        onnx::ModelProto m =
+            per_axis_model("DequantizeLinear", {3, 4}, 1, {0.5f, 2.0f, 1.0f, 0.25f},
+                           onnx::TensorProto::UINT8, {1, 2, 3, 4});
+        onnx::GraphProto &g = *m.mutable_graph();
+        if (!per_axis_input) g.mutable_node(0)->set_input(1, "one");
+        g.mutable_node(0)->set_input(2, "");
+        scalar(g, "one", onnx::TensorProto::FLOAT).add_float_data(0.5f);
+        onnx::TensorProto &w = scalar(g, "w", onnx::TensorProto::FLOAT);
+        w.add_dims(4);
+        w.add_dims(2);
+        for (int i = 0; i < 8; ++i) w.add_float_data(0.25f * float(i - 3));
+        node(g, "MatMul", {"y", "w"}, "prod");
+        onnx::TensorProto &scales = scalar(g, "out_scales", onnx::TensorProto::FLOAT);
+        scales.add_dims(2);
+        scales.add_float_data(0.5f);
+        scales.add_float_data(0.25f);
+        onnx::ValueInfoProto &out = *g.mutable_output(0);
+        out.set_name("prod");
+        out.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(
+            2);
+        if (per_axis_output) {
+            node(g, "QuantizeLinear", {"prod", "out_scales"}, "q")
+                .add_attribute()
+                ->CopyFrom(g.node(0).attribute(0));
+            out.set_name("q");
+            out.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::UINT8);
+        }
+        return m;
+    };
+    // An int8 layer reading a per-axis tensor: int8 layers take one quantization per tensor.
+    const std::string reading = error(matmul_model(true, false));
+    EXPECT_NE(reading.find("bad.onnx: node 'prod' (MatMul): matmul 'prod': input 'x' is "
+                           "quantized per channel; activations are quantized per tensor"),
+              std::string::npos)
+        << reading;
+    // An int8 layer's result requantized per axis.
+    const std::string requantized = error(matmul_model(false, true));
+    EXPECT_NE(requantized.find("bad.onnx: node 'q' (QuantizeLinear): input 'prod.unquantized' is "
+                               "an int8 layer's result, which is requantized per tensor only"),
+              std::string::npos)
+        << requantized;
+}
+
+// The quantize layer takes a scale per tensor or per axis, not both, and the tables' sizes.
+TEST(QuantImport, APerAxisQuantizeLayerChecksItsTables) {
+    dsl::TensorDesc t;
+    t.name = "in";
+    t.shape = dsl::Shape({1, 3, 5, 7});
+    t.type = dsl::ElemType::F16;
+    const dsl::Layer in = dsl::Layer::input(t);
+    const auto error = [&](const dsl::Attrs &attrs) {
+        try {
+            algorithms::layer_registry().build("quantize", "q", {in}, attrs);
+        } catch (const dsl::LayerError &e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    const dsl::ConstValues three{dsl::ElemType::F32, {3}, {}, {0.5, 1, 2}};
+    const dsl::Attrs per_axis = dsl::Attrs()
+                                    .set("output_type", std::string("i8"))
+                                    .set("output_scales", dsl::const_buffer(three));
+    EXPECT_EQ(error(per_axis), "no error");
+    EXPECT_EQ(error(dsl::Attrs(per_axis).set("output_scale", 0.5)),
+              "quantize 'q': give output_scale or output_scales, not both");
+    EXPECT_EQ(error(dsl::Attrs(per_axis).set("axis", int64_t(2))),
+              "quantize 'q': output_scales and output_zero_points must hold one value per index "
+              "of axis 2 (5)");
+    EXPECT_EQ(
+        error(dsl::Attrs(per_axis).set(
+            "output_zero_points", dsl::const_buffer({dsl::ElemType::I32, {3}, {0, 200, 0}, {}}))),
+        "quantize 'q': zero point 200 is outside i8");
+    EXPECT_EQ(error(dsl::Attrs().set("output_type", std::string("u8"))),
+              "quantize 'q': give output_scale (per tensor) or output_scales (per axis)");
+}
+
+// QLinearMatMul of rank 3 and 4 inputs by weights of rank 2, or of rank 3 repeating one matrix:
+// within one step of ONNX's result (rint((A - za)(B - zb) * sa * sb / sy) + zy, saturated).
+TEST(QuantImport, QLinearMatMulOfRank3And4IsWithinOneStep) {
+    struct Case {
+        std::vector<int64_t> a, b;
+    };
+    std::mt19937 random(13);
+    for (const Case &c :
+         {Case{{3, 5, 7}, {7, 6}}, Case{{2, 5, 9}, {2, 9, 3}}, Case{{2, 3, 5, 7}, {1, 7, 17}}}) {
+        SCOPED_TRACE(dsl::to_string(dsl::Shape(c.a)) + " x " + dsl::to_string(dsl::Shape(c.b)));
+        const int64_t k = c.a.back(), n = c.b.back();
+        int64_t rows = 1;
+        for (size_t d = 0; d + 1 < c.a.size(); ++d) rows *= c.a[d];
+        std::vector<int64_t> out = c.a;
+        out.back() = n;
+        constexpr float kA = 0.02f, kB = 0.013f, kY = 0.05f;
+        constexpr int kZa = 113, kZb = 114, kZy = 118;
+        onnx::ModelProto m;
+        m.set_ir_version(8);
+        m.add_opset_import()->set_version(13);
+        onnx::GraphProto &g = *m.mutable_graph();
+        g.set_name("qlinear_matmul");
+        add_tensor_input(*g.add_input(), "a", c.a);
+        g.mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+            onnx::TensorProto::UINT8);
+        scalar(g, "a_scale", onnx::TensorProto::FLOAT).add_float_data(kA);
+        scalar(g, "a_zero", onnx::TensorProto::UINT8).add_int32_data(kZa);
+        onnx::TensorProto &b = scalar(g, "b", onnx::TensorProto::UINT8);
+        for (int64_t d : c.b) b.add_dims(d);
+        std::vector<int> matrix;
+        for (int64_t i = 0; i < k * n; ++i) matrix.push_back(int(random() % 256));
+        for (size_t i = 0;
+             i < size_t(std::accumulate(c.b.begin(), c.b.end(), int64_t(1), std::multiplies<>()));
+             ++i)
+            b.add_int32_data(matrix[i % matrix.size()]);
+        scalar(g, "b_scale", onnx::TensorProto::FLOAT).add_float_data(kB);
+        scalar(g, "b_zero", onnx::TensorProto::UINT8).add_int32_data(kZb);
+        scalar(g, "y_scale", onnx::TensorProto::FLOAT).add_float_data(kY);
+        scalar(g, "y_zero", onnx::TensorProto::UINT8).add_int32_data(kZy);
+        node(g, "QLinearMatMul",
+             {"a", "a_scale", "a_zero", "b", "b_scale", "b_zero", "y_scale", "y_zero"}, "y");
+        add_tensor_input(*g.add_output(), "y", out);
+        g.mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+            onnx::TensorProto::UINT8);
+        const frontend::ImportedModel imported =
+            frontend::import_onnx_bytes(bytes_of(m), "qlinear_matmul.onnx");
+        EXPECT_EQ(imported.graph.outputs().at(0).output().shape, dsl::Shape(out));
+        EXPECT_EQ(imported.graph.find("y.product").op(), "matmul");
+        expect_matches_reference(imported.graph);
+
+        dsl::ConstValues a{dsl::ElemType::U8, c.a, {}, {}};
+        for (int64_t i = 0; i < rows * k; ++i) a.ints.push_back(int64_t(random() % 256));
+        const auto outputs = simulate(imported.graph, {{"a", dsl::const_buffer(a)}});
+        ASSERT_EQ(outputs.size(), 1u);
+        const std::vector<int64_t> got = dsl::const_values(outputs[0].value, "y").ints;
+        ASSERT_EQ(got.size(), size_t(rows * n));
+        int64_t largest = 0;
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t j = 0; j < n; ++j) {
+                int64_t acc = 0;
+                for (int64_t i = 0; i < k; ++i)
+                    acc += (a.ints[size_t(r * k + i)] - kZa) * (matrix[size_t(i * n + j)] - kZb);
+                const double want = std::clamp(
+                    std::nearbyint(double(acc) * (double(kA) * kB / kY)) + kZy, 0.0, 255.0);
+                largest = std::max(largest, std::abs(got[size_t(r * n + j)] - int64_t(want)));
+            }
+        EXPECT_LE(largest, 1);
+    }
+}
+
+// Weights of rank 3 with a different matrix per batch are refused, naming the node.
+TEST(QuantImport, QLinearMatMulOfDifferentMatricesPerBatchIsAnErrorNamingTheNode) {
+    const std::string dir = kNodeTests + "test_qlinearmatmul_3D";
+    const std::vector<uint8_t> model = file_bytes(dir + "/model.onnx");
+    onnx::ModelProto proto;
+    ASSERT_TRUE(proto.ParseFromArray(model.data(), int(model.size())));
+    frontend::ImportOptions options;
+    for (int i = 0; i < proto.graph().input_size(); ++i)
+        options.known_inputs[proto.graph().input(i).name()] =
+            read_pb_tensor(dir + "/test_data_set_0/input_" + std::to_string(i) + ".pb");
+    // b (input 3): [2, 4, 3]; change one element of the second matrix.
+    Halide::Buffer<uint8_t> b(options.known_inputs.at(proto.graph().input(3).name()).copy());
+    b(0, 0, 1) = uint8_t(b(0, 0, 1) + 1);
+    options.known_inputs[proto.graph().input(3).name()] = b;
+    // Input a stays a graph input.
+    options.known_inputs.erase(proto.graph().input(0).name());
+    try {
+        frontend::import_onnx_bytes(model, "qlinearmatmul_3D.onnx", options);
+        FAIL() << "imported";
+    } catch (const frontend::ModelError &e) {
+        EXPECT_NE(std::string(e.what()).find("(QLinearMatMul): weights of rank 3 with different "
+                                             "matrices per batch are not supported"),
                   std::string::npos)
             << e.what();
     }

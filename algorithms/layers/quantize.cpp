@@ -1,12 +1,49 @@
-// quantize: a float tensor stored as int8, ONNX's QuantizeLinear with a per-tensor scale and
-// zero point: round(x / scale) half to even, plus the zero point, saturated to the type; in
-// float32 on the SHAVEs. The importer places it where a QuantizeLinear cannot fold into the
-// layer before it (a graph input, an fp16 op between a dequantize and a quantize).
+// quantize: a float tensor stored as int8, ONNX's QuantizeLinear: round(x / scale) half to even,
+// plus the zero point, saturated to the type; in float32 on the SHAVEs. One scale and zero point
+// for the tensor, or one per index of a logical axis (`axis`, `output_scales`,
+// `output_zero_points`: the output is then quantized per axis). The importer places it where a
+// QuantizeLinear cannot fold into the layer before it (a graph input, an fp16 op between a
+// dequantize and a quantize).
 #include "common.h"
 
 namespace vpuc::algorithms {
 
 namespace {
+
+void check_zero_point(const std::string &what, int32_t zero_point, dsl::ElemType type) {
+    if (type == dsl::ElemType::U8 ? zero_point < 0 || zero_point > 255
+                                  : zero_point < -128 || zero_point > 127)
+        detail::invalid(what, "zero point " + std::to_string(zero_point) + " is outside " +
+                                  dsl::to_string(type));
+}
+
+// The per-axis quantization the attributes give, along logical axis `axis` of `input`.
+dsl::Quant per_axis_quant(const std::string &what, const dsl::Layer &input, const dsl::Attrs &attrs,
+                          dsl::ElemType type) {
+    if (attrs.has("output_scale"))
+        detail::invalid(what, "give output_scale or output_scales, not both");
+    const std::vector<float> scales = detail::tensor_values<float>(attrs, "output_scales");
+    const std::vector<int32_t> zero_points =
+        attrs.has("output_zero_points")
+            ? detail::tensor_values<int32_t>(attrs, "output_zero_points")
+            : std::vector<int32_t>(scales.size(), 0);
+    const dsl::Shape &shape = input.output().logical_shape();
+    const int64_t rank = shape.rank(), axis = attrs.get_int("axis");
+    if (axis < -rank || axis >= rank)
+        detail::invalid(what, "axis " + std::to_string(axis) + " is outside the rank of '" +
+                                  input.output().name + "' (" + dsl::to_string(shape) + ")");
+    const int logical = int(axis < 0 ? axis + rank : axis);
+    const int64_t extent = shape[dsl::Dim(logical)];
+    if (int64_t(scales.size()) != extent || int64_t(zero_points.size()) != extent)
+        detail::invalid(what, "output_scales and output_zero_points must hold one value per "
+                              "index of axis " +
+                                  std::to_string(logical) + " (" + std::to_string(extent) + ")");
+    for (float s : scales)
+        if (!(s > 0) || !std::isfinite(s))
+            detail::invalid(what, "output_scales must be positive and finite");
+    for (int32_t z : zero_points) check_zero_point(what, z, type);
+    return dsl::Quant::per_channel(scales, zero_points, dsl::Dim(logical));
+}
 
 dsl::Layer build_quantize(const std::string &name, const std::vector<dsl::Layer> &inputs,
                           const dsl::Attrs &attrs) {
@@ -19,16 +56,38 @@ dsl::Layer build_quantize(const std::string &name, const std::vector<dsl::Layer>
     dsl::ElemType type = dsl::ElemType::U8;
     dsl::Quant quant;
     detail::output_quant_of(attrs, type, quant);
-    const int32_t zero_point = quant.zero_point_at(0);
-    if (type == dsl::ElemType::U8 ? zero_point < 0 || zero_point > 255
-                                  : zero_point < -128 || zero_point > 127)
-        detail::invalid(what, "zero point " + std::to_string(zero_point) + " is outside " +
-                                  dsl::to_string(type));
+    if (attrs.has("output_scales"))
+        quant = per_axis_quant(what, input, attrs, type);
+    else if (quant.empty())
+        detail::invalid(what, "give output_scale (per tensor) or output_scales (per axis)");
+    else
+        check_zero_point(what, quant.zero_point_at(0), type);
+    // Per axis (of an extent above 1): the scales and zero points as tables indexed along the
+    // axis's device dimension.
+    const bool per_axis = quant.per_channel();
+    const int dim =
+        per_axis
+            ? detail::halide_dim(detail::device_axis_of(what, input.output(), quant.axis.index()))
+            : 0;
+    Halide::Buffer<float> scales(int(quant.scale.size())), zero_points(int(quant.scale.size()));
+    for (int i = 0; i < scales.width(); ++i) {
+        scales(i) = quant.scale[size_t(i)];
+        zero_points(i) = float(quant.zero_point[size_t(i)]);
+    }
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
+        const Halide::Expr x = Halide::cast<float>(funcs.at(0)(v.c, v.x, v.y));
         Halide::Func out = detail::named_func(name);
-        out(v.c, v.x, v.y) =
-            detail::quantize(Halide::cast<float>(funcs.at(0)(v.c, v.x, v.y)), quant, type);
+        if (per_axis) {
+            const Halide::Var at[] = {v.c, v.x, v.y};
+            const Halide::Expr stored = Halide::round(x / scales(at[dim])) + zero_points(at[dim]);
+            const bool u8 = type == dsl::ElemType::U8;
+            out(v.c, v.x, v.y) =
+                Halide::cast(dsl::halide_type(type),
+                             Halide::clamp(stored, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f));
+        } else {
+            out(v.c, v.x, v.y) = detail::quantize(x, quant, type);
+        }
         return out;
     };
     return dsl::Layer::make("quantize",
@@ -41,14 +100,33 @@ dsl::Layer build_quantize(const std::string &name, const std::vector<dsl::Layer>
 void register_layer_quantize(dsl::LayerRegistry &registry) {
     dsl::LayerDef def;
     def.op = "quantize";
-    def.doc = "float to u8/i8: round(x / scale) half to even + zero point, saturated; on the "
-              "SHAVEs";
+    def.doc = "float to u8/i8: round(x / scale) half to even + zero point, saturated, per "
+              "tensor or per index of an axis; on the SHAVEs";
     def.inputs = {"input"};
     def.attrs = detail::output_quant_specs();
     def.attrs.at(0).optional = false; // output_type
-    def.attrs.at(1).optional = false; // output_scale
     def.attrs.at(2).optional = false;
     def.attrs.at(2).default_value = int64_t(0); // output_zero_point
+    def.attrs.push_back({"axis",
+                         dsl::AttrType::Int,
+                         int64_t(1),
+                         "per axis: the logical axis of output_scales (negative counts from "
+                         "the end); not the batch",
+                         {}});
+    dsl::AttrSpec scales{"output_scales",
+                         dsl::AttrType::Tensor,
+                         std::nullopt,
+                         "per axis: f32, one scale per index of axis (instead of output_scale)",
+                         {}};
+    scales.optional = true;
+    dsl::AttrSpec zero_points{"output_zero_points",
+                              dsl::AttrType::Tensor,
+                              std::nullopt,
+                              "per axis: i32, one zero point per index of axis (default 0)",
+                              {}};
+    zero_points.optional = true;
+    def.attrs.push_back(scales);
+    def.attrs.push_back(zero_points);
     def.build = build_quantize;
     // The int8 example quantizes an fp16 input; there is no fp16 output.
     def.example = [](dsl::ElemType type) {

@@ -19,15 +19,14 @@ dsl::TensorDesc input_view(const std::string &what, const dsl::Layer &input) {
     }
 }
 
-} // namespace
-
-InputInfo input_info(const std::string &what, const dsl::Layer &input, bool takes_i32) {
+InputInfo info_of(const std::string &what, const dsl::Layer &input, bool takes_i32,
+                  bool takes_per_axis) {
     const dsl::TensorDesc t = input_view(what, input);
     for (int64_t extent : t.shape.raw())
         if (extent < 1)
             invalid(what, "input '" + t.name + "' is " + dsl::to_string(input.output().shape) +
                               "; every extent must be at least 1");
-    if (t.quant.per_channel())
+    if (t.quant.per_channel() && !takes_per_axis)
         invalid(what, "input '" + t.name +
                           "' is quantized per channel; activations are "
                           "quantized per tensor");
@@ -49,6 +48,16 @@ InputInfo input_info(const std::string &what, const dsl::Layer &input, bool take
                           (takes_i32 ? "; this layer takes u8, i8, f16, f32 or i32"
                                      : "; layers take u8, i8, f16 or f32"));
     return info;
+}
+
+} // namespace
+
+InputInfo input_info(const std::string &what, const dsl::Layer &input, bool takes_i32) {
+    return info_of(what, input, takes_i32, false);
+}
+
+InputInfo per_axis_input_info(const std::string &what, const dsl::Layer &input) {
+    return info_of(what, input, false, true);
 }
 
 Halide::Func named_func(const std::string &name) {

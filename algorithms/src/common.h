@@ -34,6 +34,9 @@ struct InputInfo {
 // empty extent, or a per-channel-quantized input.
 // `takes_i32`: the layer also computes on i32 tensors (eltwise's exact integer arithmetic).
 InputInfo input_info(const std::string &what, const dsl::Layer &input, bool takes_i32 = false);
+// input_info of an input that may also be quantized per index of an axis (a layer reading the
+// quantization's tables itself): scale and zero_point are then index 0's.
+InputInfo per_axis_input_info(const std::string &what, const dsl::Layer &input);
 // The device dimension (C, H or W) of logical axis `axis` of tensor `t` (negative counts from
 // the end), for a layer computing along it. Throws LayerError naming `what` when the axis is
 // outside the rank, is the batch (images are computed one at a time), or shares its device

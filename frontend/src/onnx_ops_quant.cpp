@@ -57,36 +57,74 @@ double real_at(const dsl::ConstValues &v, int64_t i) {
     return v.is_float() ? v.reals.at(at) : double(v.ints.at(at));
 }
 
-// The per-tensor quantization of an activation from inputs `scale_input` and `zp_input`
-// (optional: zero point 0 of u8), and the stored type the zero point's type gives.
+// The quantization of an activation from inputs `scale_input` and `zp_input` (optional: zero
+// point 0 of u8), and the stored type the zero point's type gives: per tensor, or, for the
+// tensor `per_axis_of`, one scale and zero point per index of its logical axis `axis`.
 struct ActivationQuant {
     dsl::ElemType type = dsl::ElemType::U8;
     dsl::Quant quant;
 };
 
-ActivationQuant activation_quant(NodeImport &node, size_t scale_input, size_t zp_input) {
+ActivationQuant activation_quant(NodeImport &node, size_t scale_input, size_t zp_input,
+                                 const dsl::Layer *per_axis_of = nullptr, int64_t axis = 0) {
     const dsl::ConstValues scale = quant_values(node, scale_input, "scale");
-    if (scale.elements() != 1 || !scale.is_float())
+    const int64_t count = scale.elements();
+    if (!scale.is_float() || (count != 1 && !per_axis_of))
         node.fail("the scale of an activation must be one float (per-tensor quantization)");
-    if (!(scale.reals[0] > 0) || !std::isfinite(scale.reals[0]))
-        node.fail("the scale must be positive and finite");
+    int64_t at = 0;
+    if (count != 1) {
+        const dsl::Shape &shape = per_axis_of->output().shape;
+        const int64_t rank = shape.rank();
+        at = axis < 0 ? axis + rank : axis;
+        if (at < 0 || at >= rank)
+            node.fail("axis " + std::to_string(axis) + " is outside the input's rank " +
+                      std::to_string(rank));
+        if (scale.shape.size() != 1 || count != shape[dsl::Dim(int(at))])
+            node.fail("the scale must be one float or a 1-D tensor of one per index of axis " +
+                      std::to_string(at) + " (" + std::to_string(shape[dsl::Dim(int(at))]) + ")");
+    }
+    std::vector<float> scales;
+    for (double s : scale.reals) {
+        if (!(s > 0) || !std::isfinite(s)) node.fail("the scale must be positive and finite");
+        scales.push_back(float(s));
+    }
     ActivationQuant q;
-    int64_t zero_point = 0;
+    std::vector<int32_t> zero_points(scales.size(), 0);
     if (node.has_input(zp_input)) {
         const dsl::ConstValues zp = quant_values(node, zp_input, "zero point");
-        if (zp.elements() != 1) node.fail("the zero point of an activation must be one value");
+        if (zp.elements() != count)
+            node.fail(count == 1 ? "the zero point of an activation must be one value"
+                                 : "the zero point and the scale differ in count");
         if (zp.type != dsl::ElemType::U8 && zp.type != dsl::ElemType::I8)
             node.fail("the zero point must be uint8 or int8 (int8 layers store u8 or i8)");
         q.type = zp.type;
-        zero_point = zp.ints[0];
+        zero_points.assign(zp.ints.begin(), zp.ints.end());
     }
-    q.quant = dsl::Quant::per_tensor(float(scale.reals[0]), int32_t(zero_point));
+    q.quant = dsl::Quant::per_channel(scales, zero_points, dsl::Dim(int(at)));
     return q;
 }
 
+// The elements of `shape` (row-major) after the axis of `q`: one per tensor, where the index
+// along the axis is (element / this) % scales.
+int64_t inner_elements(const std::vector<int64_t> &shape, const dsl::Quant &q) {
+    int64_t inner = 1;
+    if (q.per_channel())
+        for (size_t d = size_t(q.axis.index()) + 1; d < shape.size(); ++d) inner *= shape[d];
+    return inner;
+}
+
 bool same_quant(const dsl::TensorDesc &t, const ActivationQuant &q) {
-    return t.type == q.type && !t.quant.empty() && !t.quant.per_channel() &&
-           t.quant.scale[0] == q.quant.scale[0] && t.quant.zero_point[0] == q.quant.zero_point[0];
+    return t.type == q.type && !t.quant.empty() && t.quant.scale == q.quant.scale &&
+           t.quant.zero_point == q.quant.zero_point &&
+           (!q.quant.per_channel() || t.quant.axis == q.quant.axis);
+}
+
+// "scale 0.5 and zero point 3", or "scales and zero points per index of axis 1".
+std::string quant_text(const dsl::Quant &q) {
+    if (q.per_channel())
+        return "scales and zero points per index of axis " + std::to_string(q.axis.index());
+    return "scale " + std::to_string(q.scale[0]) + " and zero point " +
+           std::to_string(q.zero_point[0]);
 }
 
 // Graph input `input` stored as `q`: `vpuc run` users give it as integers of that type.
@@ -106,8 +144,7 @@ dsl::Layer int8_activation(NodeImport &node, const dsl::Layer &x, const Activati
         return quantized_input(x, q);
     if (!is_int8(x) || !same_quant(x.output(), q))
         node.fail("input '" + x.name() + "' is " + x.output().describe() + "; expected the " +
-                  dsl::to_string(q.type) + " tensor of scale " + std::to_string(q.quant.scale[0]) +
-                  " and zero point " + std::to_string(q.quant.zero_point[0]) +
+                  dsl::to_string(q.type) + " tensor of " + quant_text(q.quant) +
                   " a QuantizeLinear gives");
     return x;
 }
@@ -334,9 +371,9 @@ struct Int8Product {
     std::vector<double> acc_scales;
 };
 
-Int8Product int8_product(NodeImport &node, const std::string &op, const dsl::Layer &x,
-                         dsl::Attrs attrs, const IntegerWeights &w, std::optional<size_t> bias,
-                         bool bias_is_int32) {
+Int8Product int8_product(NodeImport &node, const std::string &op, const std::string &name,
+                         const dsl::Layer &x, dsl::Attrs attrs, const IntegerWeights &w,
+                         std::optional<size_t> bias, bool bias_is_int32) {
     Int8Product p;
     for (double s : w.scales) p.acc_scales.push_back(double(x.output().quant.scale_at(0)) * s);
     set_int8_weights(node, attrs, w);
@@ -351,7 +388,7 @@ Int8Product int8_product(NodeImport &node, const std::string &op, const dsl::Lay
         }
     }
     set_pending_output(attrs, true);
-    p.layer = node.build(op, {x}, attrs);
+    p.layer = node.build(op, name, {x}, attrs);
     return p;
 }
 
@@ -373,8 +410,8 @@ Layers import_quant_conv(NodeImport &node) {
     dsl::Attrs attrs = conv_geometry(node, x, w, depthwise);
     if (!w.is_float()) node.fail("the weights must be DequantizeLinear'd int8 values");
     const IntegerWeights iw = recovered_weights(node, conv_layout(w), w.shape[0]);
-    const Int8Product p =
-        int8_product(node, depthwise ? "depthwise_conv2d" : "conv2d", x, attrs, iw, 2, false);
+    const Int8Product p = int8_product(node, depthwise ? "depthwise_conv2d" : "conv2d", node.name(),
+                                       x, attrs, iw, 2, false);
     return {awaiting_quantize(node, p.layer, p.acc_scales)};
 }
 
@@ -392,7 +429,7 @@ Layers import_quant_fully_connected(NodeImport &node) {
     if (!b.is_float()) node.fail("the weights must be DequantizeLinear'd int8 values");
     const dsl::ConstValues logical = matmul_layout(node, a, b, trans_b);
     const IntegerWeights iw = recovered_weights(node, logical, logical.shape[0]);
-    const Int8Product p = int8_product(node, "matmul", a, {}, iw,
+    const Int8Product p = int8_product(node, "matmul", node.name(), a, {}, iw,
                                        gemm ? std::optional<size_t>(2) : std::nullopt, false);
     return {awaiting_quantize(node, p.layer, p.acc_scales)};
 }
@@ -444,26 +481,48 @@ Layers import_quant_activation(NodeImport &node) {
 
 Layers import_quantize_linear(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
-    node.attr_int("axis", 1); // per-tensor scales only: the axis does not matter
-    const ActivationQuant q = activation_quant(node, 1, 2);
+    const ActivationQuant q = activation_quant(node, 1, 2, &x, node.attr_int("axis", 1));
+    const dsl::Quant &quant = q.quant;
     if (dsl::is_constant(x)) {
         // Round half to even, as ONNX does, then saturate.
         const dsl::ConstValues v = dsl::const_values(x);
         dsl::ConstValues stored{q.type, v.shape, {}, {}};
         const double lo = q.type == dsl::ElemType::U8 ? 0 : -128;
         const double hi = q.type == dsl::ElemType::U8 ? 255 : 127;
-        for (int64_t i = 0; i < v.elements(); ++i)
+        const int64_t inner = inner_elements(v.shape, quant);
+        for (int64_t i = 0; i < v.elements(); ++i) {
+            const int64_t at = (i / inner) % int64_t(quant.scale.size());
             stored.ints.push_back(int64_t(std::clamp(
-                std::nearbyint(real_at(v, i) / q.quant.scale[0]) + q.quant.zero_point[0], lo, hi)));
+                std::nearbyint(real_at(v, i) / quant.scale_at(at)) + quant.zero_point_at(at), lo,
+                hi)));
+        }
         return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(stored))};
     }
-    if (awaits_quantize(x)) return {quantized(node, x, q)};
     if (same_quant(int8_source(x).output(), q)) return {int8_source(x)};
+    if (quant.per_channel() && (awaits_quantize(x) || is_int8(x)))
+        node.fail("input '" + x.name() +
+                  "' is an int8 layer's result, which is requantized per tensor only");
+    if (awaits_quantize(x)) return {quantized(node, x, q)};
     if (is_int8(x)) return {with_output_quant(node, x, {}, q)};
     dsl::Attrs attrs;
     attrs.set("output_type", std::string(dsl::to_string(q.type)));
-    attrs.set("output_scale", double(q.quant.scale[0]));
-    attrs.set("output_zero_point", int64_t(q.quant.zero_point[0]));
+    if (quant.per_channel()) {
+        attrs.set("axis", int64_t(quant.axis.index()));
+        const int64_t count = int64_t(quant.scale.size());
+        attrs.set("output_scales",
+                  dsl::const_buffer({dsl::ElemType::F32,
+                                     {count},
+                                     {},
+                                     std::vector<double>(quant.scale.begin(), quant.scale.end())}));
+        attrs.set("output_zero_points",
+                  dsl::const_buffer({dsl::ElemType::I32,
+                                     {count},
+                                     {quant.zero_point.begin(), quant.zero_point.end()},
+                                     {}}));
+    } else {
+        attrs.set("output_scale", double(quant.scale[0]));
+        attrs.set("output_zero_point", int64_t(quant.zero_point[0]));
+    }
     return {node.build("quantize", {x}, attrs)};
 }
 
@@ -495,7 +554,8 @@ Layers import_dequantize_linear(NodeImport &node) {
         }
         return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(reals))};
     }
-    return {node.build("dequantize", {int8_activation(node, x, activation_quant(node, 1, 2))}, {})};
+    return {node.build("dequantize",
+                       {int8_activation(node, x, activation_quant(node, 1, 2, &x, axis))}, {})};
 }
 
 Layers import_qlinear_conv(NodeImport &node) {
@@ -508,25 +568,70 @@ Layers import_qlinear_conv(NodeImport &node) {
     if (node.has_input(5)) zero_points = quant_values(node, 5, "weight zero point");
     const IntegerWeights iw = offset_weights(node, conv_layout(w), zero_points,
                                              quant_values(node, 4, "weight scale"), w.shape[0]);
-    const Int8Product p =
-        int8_product(node, depthwise ? "depthwise_conv2d" : "conv2d", x, attrs, iw, 8, true);
+    const Int8Product p = int8_product(node, depthwise ? "depthwise_conv2d" : "conv2d", node.name(),
+                                       x, attrs, iw, 8, true);
     const std::vector<float> acc_scales(p.acc_scales.begin(), p.acc_scales.end());
     return {with_output_quant(node, p.layer, acc_scales, activation_quant(node, 6, 7))};
 }
 
+// [..., M, K] x [K, N]: A of rank 3 or more is rows [prod(...) * M, K] for the int8 matmul (its
+// rows are images: a view of logical order) and the product [..., M, N] again. Weights of rank 3
+// or more must repeat one matrix over batch dimensions that A has (numpy broadcasting then gives
+// every batch that product).
 Layers import_qlinear_matmul(NodeImport &node) {
     const dsl::Layer a = int8_activation(node, node.input(0), activation_quant(node, 1, 2));
     const dsl::ConstValues b =
         dsl::const_values(node.constant_input(3, "weights"), node.node().input(3));
-    if (b.shape.size() != 2) node.fail("only 2-D products with constant weights are supported");
-    const dsl::ConstValues logical = matmul_layout(node, a, b, false);
+    const std::vector<int64_t> a_shape = a.output().shape.raw();
+    const size_t a_rank = a_shape.size(), b_rank = b.shape.size();
+    if (a_rank < 2 || b_rank < 2 || b_rank > a_rank)
+        node.fail("input 0 of rank " + std::to_string(a_rank) + " times weights of rank " +
+                  std::to_string(b_rank) +
+                  ": both need rank 2 or more, the weights no more than input 0");
+    const int64_t k = b.shape[b_rank - 2], n = b.shape[b_rank - 1];
+    for (size_t d = 0; d + 2 < b_rank; ++d) {
+        const int64_t extent = b.shape[d], of_a = a_shape[a_rank - b_rank + d];
+        if (extent != 1 && extent != of_a)
+            node.fail("the weights' batch dimension " + std::to_string(d) + " (" +
+                      std::to_string(extent) + ") does not broadcast to input 0's (" +
+                      std::to_string(of_a) + ")");
+    }
+    if (b.is_float()) node.fail("the weights must be integers");
+    // The first matrix; the others must equal it.
+    dsl::ConstValues matrix{b.type, {k, n}, {}, {}};
+    matrix.ints.assign(b.ints.begin(), b.ints.begin() + k * n);
+    for (size_t i = 0; i < b.ints.size(); ++i)
+        if (b.ints[i] != matrix.ints[i % size_t(k * n)])
+            node.fail("weights of rank " + std::to_string(b_rank) +
+                      " with different matrices per batch are not supported (only one matrix "
+                      "repeated)");
+    const int64_t k_of_a = a_shape.back();
+    int64_t rows = 1;
+    for (size_t d = 0; d + 1 < a_rank; ++d) rows *= a_shape[d];
+    auto reshaped = [&](const std::string &suffix, const dsl::Layer &in,
+                        const std::vector<int64_t> &to) {
+        return node.build("reshape", node.unique_name(node.name() + suffix), {in},
+                          dsl::Attrs().set("shape", to));
+    };
+    // Rank 4 and 5 first as [N, rows of an image, K], keeping the batch (a SHAVE kernel for a
+    // 4-D tensor held NHWC, else a view), so that the rows are a view of logical order.
+    const dsl::Layer images =
+        a_rank > 3 ? reshaped(".images", a, {a_shape[0], rows / a_shape[0], k_of_a}) : a;
+    const dsl::Layer x = a_rank == 2 ? a : reshaped(".rows", images, {rows, k_of_a});
+    const dsl::ConstValues logical = matmul_layout(node, x, matrix, false);
     dsl::ConstValues zero_points{dsl::ElemType::I64, {1}, {0}, {}};
     if (node.has_input(5)) zero_points = quant_values(node, 5, "weight zero point");
     const IntegerWeights iw = offset_weights(
         node, logical, zero_points, quant_values(node, 4, "weight scale"), logical.shape[0]);
-    const Int8Product p = int8_product(node, "matmul", a, {}, iw, std::nullopt, true);
+    const std::string name = a_rank == 2 ? node.name() : node.unique_name(node.name() + ".product");
+    const Int8Product p = int8_product(node, "matmul", name, x, {}, iw, std::nullopt, true);
     const std::vector<float> acc_scales(p.acc_scales.begin(), p.acc_scales.end());
-    return {with_output_quant(node, p.layer, acc_scales, activation_quant(node, 6, 7))};
+    const dsl::Layer product =
+        with_output_quant(node, p.layer, acc_scales, activation_quant(node, 6, 7));
+    if (a_rank == 2) return {product};
+    std::vector<int64_t> shape = a_shape;
+    shape.back() = n;
+    return {node.build("reshape", {product}, dsl::Attrs().set("shape", shape))};
 }
 
 } // namespace vpuc::frontend::detail
