@@ -179,9 +179,9 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
                              in.name() + "=...");
         shape.push_back(d.dim_value());
     }
-    if (shape.empty() || shape.size() > 5)
+    if (shape.empty() || shape.size() > size_t(dsl::kMaxRank))
         throw ModelError(what + ": rank " + std::to_string(shape.size()) +
-                         " (graph inputs have ranks 1 to 5)");
+                         " (graph inputs have ranks 1 to " + std::to_string(dsl::kMaxRank) + ")");
     t.order =
         shape.size() == 4 ? dsl::DimsOrder::NHWC() : dsl::DimsOrder::identity(int(shape.size()));
     t.shape = dsl::Shape(shape);
