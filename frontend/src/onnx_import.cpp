@@ -197,8 +197,9 @@ dsl::Layer output_layer(const dsl::Layer &value, detail::UniqueNames &names,
     try {
         if (dsl::is_constant(value)) {
             if (value.output().shape.rank() == 0)
-                throw ModelError(what + ": a scalar constant; the device holds tensors of rank 1 "
-                                        "to 5");
+                throw ModelError(what +
+                                 ": a scalar constant; the device holds tensors of rank 1 to " +
+                                 std::to_string(dsl::kMaxRank));
             return dsl::LayerRegistry::constant(
                 names.take(output), dsl::to_device(value.output(), dsl::constant_value(value)));
         }
