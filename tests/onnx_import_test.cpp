@@ -249,7 +249,7 @@ onnx::ModelProto concat_model(const std::vector<int64_t> &shape) {
 }
 
 // Along axis 0 an op runs on a leading unit dimension, named after the node; where that
-// cannot be (a 4-D input held NHWC, a 5-D one), the error names the node and the reason.
+// cannot be (a 4-D input held NHWC, one of rank 8), the error names the node and the reason.
 TEST(OnnxImport, AlongAxis0AnOpRunsOnALeadingUnitDimension) {
     const frontend::ImportedModel model =
         frontend::import_onnx_bytes(bytes_of(concat_model({2, 3, 5})), "concat.onnx");
@@ -265,9 +265,17 @@ TEST(OnnxImport, AlongAxis0AnOpRunsOnALeadingUnitDimension) {
               "model.onnx: node 'join' (Concat): unsqueeze 'join.a_unbatched': reshapes 2x3x4x5 to "
               "1x2x3x4x5, changing the batch (the first extent): on the device that is a view "
               "of the input's bytes, and 'a' is held NHWC, not in logical order");
-    EXPECT_EQ(import_error(concat_model({2, 3, 4, 5, 6})),
-              "model.onnx: node 'join' (Concat): tensor 'join.a_unbatched' is 1x2x3x4x5x6: the "
-              "device computes tensors of rank 1 to 5");
+    // Rank 5 gains its leading unit dimension as rank 6; rank 8 has no room for it.
+    const frontend::ImportedModel five =
+        frontend::import_onnx_bytes(bytes_of(concat_model({2, 3, 4, 5, 6})), "concat.onnx");
+    EXPECT_EQ(dsl::to_string(five.graph.outputs()[0].output().shape), "4x3x4x5x6");
+    EXPECT_EQ(dsl::to_string(five.graph.outputs()[0].inputs().at(0).output().shape), "1x4x3x4x5x6");
+    const codegen::CheckResult r =
+        codegen::check_against_reference(five.graph, target::load_target("vpu27"), {});
+    EXPECT_TRUE(r.ok()) << r.report();
+    EXPECT_EQ(import_error(concat_model({2, 3, 2, 3, 2, 3, 2, 3})),
+              "model.onnx: node 'join' (Concat): unsqueeze 'join.a_unbatched': the output "
+              "1x2x3x2x3x2x3x2x3 has rank 9; the device computes tensors of rank 1 to 8");
 }
 
 // External data is read only from files inside the model's directory.
@@ -582,6 +590,23 @@ void add_float_initializer(onnx::GraphProto &g, const std::string &name,
     for (int64_t i = 0; i < count; ++i) t.add_float_data(value(i));
 }
 
+// Graph tensors have ranks 1 to 8, as .npy files and blobs: an input or an initializer of
+// rank 9 is an error naming it.
+TEST(OnnxImport, GraphTensorsHaveRanksUpTo8) {
+    onnx::ModelProto nine = graph_model("y", {1, 2, 1, 2, 1, 2, 1, 2, 3});
+    add_float_input(*nine.mutable_graph(), "x", {1, 2, 1, 2, 1, 2, 1, 2, 3});
+    add_node(*nine.mutable_graph(), "Relu", {"x"}, "y");
+    EXPECT_EQ(import_error(nine),
+              "model.onnx: graph input 'x': rank 9 (graph inputs have ranks 1 to 8)");
+    onnx::ModelProto nine_constant = graph_model("y", {1, 2, 1, 2, 1, 2, 1, 2, 3});
+    add_float_initializer(*nine_constant.mutable_graph(), "k", {1, 2, 1, 2, 1, 2, 1, 2, 3},
+                          [](int64_t i) { return float(i); });
+    add_node(*nine_constant.mutable_graph(), "Relu", {"k"}, "y");
+    EXPECT_NE(import_error(nine_constant).find("rank 9 (graph tensors have ranks up to 8)"),
+              std::string::npos)
+        << import_error(nine_constant);
+}
+
 // Gather along axis 0, Gemm with transA and an eltwise op by a constant varying along axis 0
 // run on a leading unit dimension, named after the node (a Gather of data of rank 3 or more
 // on its rows [N, rest], also held NHWC); the results match the reference.
@@ -644,6 +669,10 @@ TEST(OnnxImport, GatherGemmAndEltwiseAlongAxis0RunOnALeadingUnitDimension) {
         {"a constant minus a tensor",
          eltwise("Sub", {4, 9}, {4, 1}, true),
          {"unsqueeze y.a_unbatched 1x4x9", "constant_eltwise y.unbatched 1x4x9", "squeeze y 4x9"}},
+        {"mul of rank 5 by a constant varying along axis 0",
+         eltwise("Mul", {2, 3, 2, 3, 5}, {2, 1, 1, 1, 5}, false),
+         {"unsqueeze y.a_unbatched 1x2x3x2x3x5", "constant_eltwise y.unbatched 1x2x3x2x3x5",
+          "squeeze y 2x3x2x3x5"}},
     };
     for (const Case &c : cases) {
         SCOPED_TRACE(c.what);
@@ -658,15 +687,16 @@ TEST(OnnxImport, GatherGemmAndEltwiseAlongAxis0RunOnALeadingUnitDimension) {
             codegen::check_against_reference(model.graph, target::load_target("vpu27"), {});
         EXPECT_TRUE(r.ok()) << r.report();
     }
-    // A 4-D input held NHWC is not in logical order, and one of rank 5 has no room for the
+    // A 4-D input held NHWC is not in logical order, and one of rank 8 has no room for the
     // leading unit dimension: errors naming the layer.
     EXPECT_EQ(import_error(eltwise("Div", {2, 3, 4, 5}, {2, 1, 1, 1}, false)),
               "model.onnx: node 'y' (Div): unsqueeze 'y.a_unbatched': reshapes 2x3x4x5 to "
               "1x2x3x4x5, changing the batch (the first extent): on the device that is a view "
               "of the input's bytes, and 'a' is held NHWC, not in logical order");
-    EXPECT_EQ(import_error(eltwise("Mul", {2, 3, 2, 3, 5}, {2, 1, 1, 1, 5}, false)),
-              "model.onnx: node 'y' (Mul): tensor 'y.a_unbatched' is 1x2x3x2x3x5: the device "
-              "computes tensors of rank 1 to 5");
+    EXPECT_EQ(
+        import_error(eltwise("Mul", {2, 3, 1, 2, 1, 1, 3, 5}, {2, 1, 1, 1, 1, 1, 1, 5}, false)),
+        "model.onnx: node 'y' (Mul): unsqueeze 'y.a_unbatched': the output "
+        "1x2x3x1x2x1x1x3x5 has rank 9; the device computes tensors of rank 1 to 8");
 }
 
 // Opset-6 models whose Gemm or Add reads an intermediate value upgrade to opset 13: the

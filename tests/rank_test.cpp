@@ -1,10 +1,11 @@
-// Tensors of rank 1 to 5: each maps onto the device's 4-D tensors keeping its elements'
-// row-major order (dsl::device_view). Networks of ranks 2, 3 and 5 with a batch compile and
-// match the reference on both targets; the blob keeps their shapes; what the device cannot do
-// with a rank is an error naming the layer.
+// Tensors of rank 1 to 8: each maps onto the device's 4-D tensors keeping its elements'
+// row-major order (dsl::device_view). Networks of ranks 2, 3, 5, 6 and 8 with a batch compile
+// and match the reference on both targets; the blob keeps their shapes; what the device cannot
+// do with a rank is an error naming the layer.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "algorithms/layers.h"
@@ -41,6 +42,46 @@ std::string shape_of(const dsl::TensorDesc &t) {
     return dsl::to_string(t.shape);
 }
 
+// Real values in [-3, 3) rounded to fp16, for an f16 tensor of any rank.
+Halide::Buffer<> real_input(const dsl::TensorDesc &t, uint32_t seed) {
+    const Halide::Buffer<> shape = algorithms::make_buffer(t);
+    std::vector<int> extents;
+    for (int d = 0; d < shape.dimensions(); ++d) extents.push_back(shape.dim(d).extent());
+    return test::real_halves(extents, -3, 3, seed);
+}
+
+// The elements of `t` (of 2-byte elements) in row-major order, from its reference buffer.
+std::vector<uint16_t> row_major_halves(const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
+    const std::vector<uint8_t> bytes = algorithms::to_memory_order(t, b);
+    std::vector<uint16_t> halves(bytes.size() / 2);
+    std::memcpy(halves.data(), bytes.data(), halves.size() * 2);
+    return halves;
+}
+
+// The row-major index in `shape` of the element at `index`.
+int64_t flat_index(const std::vector<int64_t> &shape, const std::vector<int64_t> &index) {
+    int64_t flat = 0;
+    for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + index[d];
+    return flat;
+}
+
+// Checks out = transpose(in, perm) element by element on the reference: out at index i is in
+// at the index whose axis perm[d] is i[d].
+void expect_transposed(const dsl::TensorDesc &in, const Halide::Buffer<> &in_values,
+                       const dsl::TensorDesc &out, const Halide::Buffer<> &out_values,
+                       const std::vector<int64_t> &perm) {
+    const std::vector<uint16_t> x = row_major_halves(in, in_values);
+    const std::vector<uint16_t> y = row_major_halves(out, out_values);
+    const std::vector<int64_t> &from = in.shape.raw(), &to = out.shape.raw();
+    ASSERT_EQ(x.size(), y.size());
+    std::vector<int64_t> index(to.size(), 0), source(to.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+        for (size_t d = 0; d < to.size(); ++d) source[size_t(perm[d])] = index[d];
+        ASSERT_EQ(y[i], x[size_t(flat_index(from, source))]) << "element " << i;
+        for (size_t d = to.size(); d-- > 0 && ++index[d] == to[d];) index[d] = 0;
+    }
+}
+
 // int8 weights of `dims` in [-100, 100] with per-channel bias and requantization to u8.
 algorithms::QuantWeights quant_weights(const std::vector<int> &dims, int out_channels,
                                        uint32_t seed) {
@@ -64,6 +105,11 @@ TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
     EXPECT_EQ(shape_of(five), "2x3x20x6");
     EXPECT_EQ(five.order, dsl::DimsOrder::NCHW());
     EXPECT_EQ(dsl::to_string(five.logical_shape()), "2x3x4x5x6");
+    // From rank 5 on, the axes between C and the last one share H.
+    EXPECT_EQ(shape_of(dsl::device_view(tensor("six", {2, 3, 4, 5, 6, 7}))), "2x3x120x7");
+    const dsl::TensorDesc eight = dsl::device_view(tensor("eight", {2, 3, 2, 3, 2, 5, 3, 7}));
+    EXPECT_EQ(shape_of(eight), "2x3x180x7");
+    EXPECT_EQ(dsl::to_string(eight.logical_shape()), "2x3x2x3x2x5x3x7");
     // A 4-D tensor is its own view, in its own order.
     const dsl::TensorDesc nhwc = test::activation("a", 19, 5, 3);
     EXPECT_EQ(dsl::device_view(nhwc).order, dsl::DimsOrder::NHWC());
@@ -78,6 +124,11 @@ TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
     EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 3, 1, 5, 6}, 3), H);
     EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 3, 4, 1, 6}, 2), H);
     EXPECT_FALSE(dsl::device_axis(dsl::Shape{2, 7}, 2));
+    EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 3, 4, 5, 6, 7}, 1), C);
+    EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 3, 4, 5, 6, 7}, 5), W);
+    EXPECT_FALSE(dsl::device_axis(dsl::Shape{2, 3, 4, 5, 6, 7}, 3));
+    EXPECT_EQ(dsl::device_axis(dsl::Shape{2, 3, 1, 5, 1, 7}, 3), H);
+    EXPECT_FALSE(dsl::device_axis(dsl::Shape{2, 3, 1, 5, 6, 7}, 3));
 
     // Back to the graph's rank, or nothing when that rank cannot hold the result.
     EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 7, 5}, {2, 9, 1, 4})), "2x9x4");
@@ -85,12 +136,25 @@ TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
     EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 4, 5, 6}, {2, 8, 20, 1})), "2x8x4x5x1");
     EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 1, 5, 6}, {2, 3, 2, 6})), "2x3x1x2x6");
     EXPECT_FALSE(dsl::logical_shape({2, 3, 4, 5, 6}, {2, 3, 7, 6}));
+    EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 4, 5, 6, 7}, {2, 9, 120, 1})),
+              "2x9x4x5x6x1");
+    EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 1, 5, 1, 7}, {2, 3, 11, 7})),
+              "2x3x1x11x1x7");
+    EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 1, 1, 1, 7}, {2, 3, 11, 7})),
+              "2x3x1x1x11x7");
+    EXPECT_FALSE(dsl::logical_shape({2, 3, 4, 1, 6, 7}, {2, 3, 11, 7}));
 
-    // Another order than the logical one is 4-D only; ranks stop at 5.
+    // Another order than the logical one is 4-D only; ranks stop at 8.
     dsl::TensorDesc permuted = tensor("p", {2, 7, 5});
     permuted.order = dsl::DimsOrder({dsl::Dim(0), dsl::Dim(2), dsl::Dim(1)});
     EXPECT_THROW(dsl::device_view(permuted), dsl::LayerError);
-    EXPECT_THROW(dsl::device_view(tensor("six", {1, 2, 3, 4, 5, 6})), dsl::LayerError);
+    try {
+        dsl::device_view(tensor("nine", {1, 2, 3, 1, 2, 3, 1, 2, 3}));
+        FAIL() << "expected a LayerError";
+    } catch (const dsl::LayerError &e) {
+        EXPECT_EQ(std::string(e.what()), "tensor 'nine' is 1x2x3x1x2x3x1x2x3: the device "
+                                         "computes tensors of rank 1 to 8");
+    }
     // A tensor's order has its rank.
     dsl::TensorDesc wrong = tensor("w", {2, 7});
     wrong.order = dsl::DimsOrder::NCHW();
@@ -201,13 +265,106 @@ TEST_P(RankNetworks, PointwiseSoftmaxAndSliceOfRank5) {
     s.set("axes", std::vector<int64_t>{2});
     const dsl::Layer second = registry().build("slice", "second", {prob}, s);
     EXPECT_EQ(shape_of(second.output()), "2x6x1x3x5");
-    const auto real = [](const dsl::TensorDesc &t, uint32_t seed) -> Halide::Buffer<> {
-        const Halide::Buffer<> shape = algorithms::make_buffer(t);
-        std::vector<int> extents;
-        for (int d = 0; d < shape.dimensions(); ++d) extents.push_back(shape.dim(d).extent());
-        return test::real_halves(extents, -3, 3, seed);
-    };
-    test::compile_and_check(dsl::Graph("five", {second, gated}), target, {}, real, 1);
+    test::compile_and_check(dsl::Graph("five", {second, gated}), target, {}, real_input, 1);
+}
+
+// Rank 6: PixelShuffle as PyTorch exports it, [N, C*r*r, H, W] -> [N, C, r, r, H, W] (a view),
+// transposed (0, 1, 4, 2, 5, 3) to [N, C, H, r, W, r] (axes sharing the device's H move: a
+// kernel on logical coordinates) and back to [N, C, H*r, W*r]; a sigmoid and a softmax along
+// the last axis of the rank-6 tensor, and a transpose moving every axis but the batch of one
+// of odd extents, back to rank 6 by an unsqueeze. fp16 real values, a batch of 2.
+TEST_P(RankNetworks, PixelShuffleAndTransposesOfRank6) {
+    const target::Target target = target::load_target(GetParam());
+    const dsl::Layer x = dsl::Layer::input(tensor("x", {2, 18, 5, 7}, ElemType::F16));
+    dsl::Attrs split;
+    split.set("shape", std::vector<int64_t>{2, 2, 3, 3, 5, 7});
+    const dsl::Layer six = registry().build("reshape", "six", {x}, split);
+    dsl::Attrs shuffle;
+    const std::vector<int64_t> shuffle_perm{0, 1, 4, 2, 5, 3};
+    shuffle.set("perm", shuffle_perm);
+    const dsl::Layer shuffled = registry().build("transpose", "shuffled", {six}, shuffle);
+    EXPECT_EQ(shape_of(shuffled.output()), "2x2x5x3x7x3");
+    dsl::Attrs merge;
+    merge.set("shape", std::vector<int64_t>{2, 2, 15, 21});
+    const dsl::Layer image = registry().build("reshape", "image", {shuffled}, merge);
+
+    const dsl::Layer y = dsl::Layer::input(tensor("y", {2, 3, 5, 2, 3, 7}, ElemType::F16));
+    const dsl::Layer gate = algorithms::sigmoid("gate", y);
+    const dsl::Layer prob = algorithms::softmax("prob", gate, dsl::Dim(5));
+    EXPECT_EQ(shape_of(prob.output()), "2x3x5x2x3x7");
+    dsl::Attrs every;
+    const std::vector<int64_t> every_perm{0, 3, 5, 1, 4, 2};
+    every.set("perm", every_perm);
+    const dsl::Layer moved = registry().build("transpose", "moved", {prob}, every);
+    EXPECT_EQ(shape_of(moved.output()), "2x2x7x3x3x5");
+    dsl::Attrs squeeze;
+    squeeze.set("axes", std::vector<int64_t>{1});
+    const dsl::Layer narrow = registry().build("slice", "narrow", {moved}, [] {
+        dsl::Attrs s;
+        s.set("starts", std::vector<int64_t>{1}).set("ends", std::vector<int64_t>{2});
+        s.set("axes", std::vector<int64_t>{1});
+        return s;
+    }());
+    const dsl::Layer five = registry().build("squeeze", "five", {narrow}, squeeze);
+    EXPECT_EQ(shape_of(five.output()), "2x7x3x3x5");
+    dsl::Attrs unit;
+    unit.set("axes", std::vector<int64_t>{4});
+    const dsl::Layer back = registry().build("unsqueeze", "back", {five}, unit);
+    EXPECT_EQ(shape_of(back.output()), "2x7x3x3x1x5");
+
+    const dsl::Graph graph("six", {image, moved, back});
+    const test::Checked checked = test::compile_and_check(graph, target, {}, real_input, 1);
+    // The blob keeps the graph's shapes, row-major, rank 6 too.
+    const auto *outputs = blob::GetBlob(checked.blob.data())->header()->outputs();
+    ASSERT_EQ(outputs->size(), 3u);
+    EXPECT_EQ(outputs->Get(1)->layout(), blob::Layout::ND);
+    ASSERT_EQ(outputs->Get(1)->shape()->size(), 6u);
+    EXPECT_EQ(outputs->Get(1)->shape()->Get(2), 7u);
+    ASSERT_EQ(outputs->Get(2)->shape()->size(), 6u);
+    EXPECT_EQ(outputs->Get(2)->shape()->Get(4), 1u);
+
+    // The transposes against index arithmetic on the reference.
+    const std::vector<Halide::Buffer<>> inputs{real_input(x.output(), 3),
+                                               real_input(y.output(), 4)};
+    const std::vector<Halide::Buffer<>> r =
+        algorithms::run_reference(dsl::Graph("check", {six, shuffled, image, prob, moved}), inputs);
+    expect_transposed(six.output(), r[0], shuffled.output(), r[1], shuffle_perm);
+    expect_transposed(prob.output(), r[3], moved.output(), r[4], every_perm);
+    // PixelShuffle: image[n][c][h * 3 + i][w * 3 + j] = x[n][c * 9 + i * 3 + j][h][w].
+    const std::vector<uint16_t> in = row_major_halves(x.output(), inputs[0]);
+    const std::vector<uint16_t> out = row_major_halves(image.output(), r[2]);
+    for (int64_t n = 0; n < 2; ++n)
+        for (int64_t c = 0; c < 2; ++c)
+            for (int64_t i = 0; i < 3; ++i)
+                for (int64_t j = 0; j < 3; ++j)
+                    for (int64_t h = 0; h < 5; ++h)
+                        for (int64_t w = 0; w < 7; ++w)
+                            ASSERT_EQ(out[size_t(flat_index({2, 2, 15, 21},
+                                                            {n, c, h * 3 + i, w * 3 + j}))],
+                                      in[size_t(flat_index({2, 18, 5, 7},
+                                                           {n, c * 9 + i * 3 + j, h, w}))]);
+}
+
+// Rank 8, the highest: an add broadcasting along the axes sharing the device's H, a transpose
+// of odd extents moving them and C and W, and a reshape to rank 2.
+TEST_P(RankNetworks, TransposeAndReshapeOfRank8) {
+    const target::Target target = target::load_target(GetParam());
+    const dsl::Layer a = dsl::Layer::input(tensor("a", {2, 3, 2, 3, 1, 5, 3, 7}, ElemType::F16));
+    const dsl::Layer b = dsl::Layer::input(tensor("b", {2, 3, 1, 1, 1, 1, 1, 7}, ElemType::F16));
+    const dsl::Layer sum = algorithms::eltwise("sum", algorithms::EltwiseOp::Add, a, b);
+    dsl::Attrs t;
+    const std::vector<int64_t> perm{0, 5, 7, 2, 4, 1, 6, 3};
+    t.set("perm", perm);
+    const dsl::Layer moved = registry().build("transpose", "moved", {sum}, t);
+    EXPECT_EQ(shape_of(moved.output()), "2x5x7x2x1x3x3x3");
+    const dsl::Layer flat = registry().build("flatten", "flat", {moved}, {});
+    EXPECT_EQ(shape_of(flat.output()), "2x1890");
+    test::compile_and_check(dsl::Graph("eight", {flat, moved}), target, {}, real_input, 1);
+    const std::vector<Halide::Buffer<>> inputs{real_input(a.output(), 5),
+                                               real_input(b.output(), 6)};
+    const std::vector<Halide::Buffer<>> r =
+        algorithms::run_reference(dsl::Graph("check", {sum, moved}), inputs);
+    expect_transposed(sum.output(), r[0], moved.output(), r[1], perm);
 }
 
 // A reshape changing the batch moves whole images (a view of the bytes), so images computed
@@ -280,12 +437,24 @@ TEST(Ranks, WhatTheDeviceCannotDoIsAnErrorNamingTheLayer) {
     const dsl::Layer d = dsl::Layer::input(tensor("d", {1, 4, 2, 1, 5}));
     const dsl::Layer h = dsl::Layer::input(tensor("h", {1, 4, 1, 2, 5}));
     expect_error([&] { algorithms::eltwise("m", algorithms::EltwiseOp::Max, d, h); },
-                 "max 'm': broadcasting 1x4x2x1x5 with 1x4x1x2x5 along D or H");
+                 "max 'm': broadcasting 1x4x2x1x5 with 1x4x1x2x5 along axes that share the "
+                 "device's H");
     dsl::Attrs s;
     s.set("starts", std::vector<int64_t>{1}).set("ends", std::vector<int64_t>{2});
     s.set("axes", std::vector<int64_t>{3});
     expect_error([&] { registry().build("slice", "cut", {five}, s); },
-                 "slice 'cut': cuts D of 1x4x2x3x5 with H not whole");
+                 "slice 'cut': cuts 1x4x2x3x5 along an axis sharing the device's H while an "
+                 "axis inside it is not whole");
+    const dsl::Layer six = dsl::Layer::input(tensor("six", {1, 4, 2, 3, 2, 5}));
+    expect_error([&] { algorithms::softmax("s", six, dsl::Dim(3)); },
+                 "softmax 's': axis 3 of 'six' (1x4x2x3x2x5) shares the device's H");
+    expect_error([&] { registry().build("slice", "cut", {six}, s); },
+                 "slice 'cut': cuts 1x4x2x3x2x5 along an axis sharing the device's H");
+    dsl::Attrs nine;
+    nine.set("axes", std::vector<int64_t>{0, 2, 4});
+    expect_error([&] { registry().build("unsqueeze", "u", {six}, nine); },
+                 "unsqueeze 'u': the output 1x1x1x4x1x2x3x2x5 has rank 9; the device computes "
+                 "tensors of rank 1 to 8");
     algorithms::PoolParams tall;
     tall.kernel_h = 2;
     expect_error([&] { algorithms::max_pool("p", three, tall); }, "the window");

@@ -1,6 +1,6 @@
-// constant: a value known at compile time, of any rank up to 5 and any graph element type. It
-// computes nothing on the device: its consumers fold it (shape arithmetic) or take it as an
-// attribute (reshape's shape).
+// constant: a value known at compile time, of any rank up to dsl::kMaxRank and any graph element
+// type. It computes nothing on the device: its consumers fold it (shape arithmetic) or take it as
+// an attribute (reshape's shape).
 #include "common.h"
 
 namespace vpuc::algorithms {

@@ -41,7 +41,9 @@ GatherPlan gather_plan(const std::string &what, const std::vector<int64_t> &data
     plan.shape.assign(data_shape.begin(), data_shape.begin() + plan.axis);
     plan.shape.insert(plan.shape.end(), indices.shape.begin(), indices.shape.end());
     plan.shape.insert(plan.shape.end(), data_shape.begin() + plan.axis + 1, data_shape.end());
-    if (plan.shape.size() > 5) detail::invalid(what, "the output would have a rank above 5");
+    if (plan.shape.size() > size_t(dsl::kMaxRank))
+        detail::invalid(what,
+                        "the output would have a rank above " + std::to_string(dsl::kMaxRank));
     return plan;
 }
 

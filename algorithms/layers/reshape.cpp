@@ -39,12 +39,13 @@ std::vector<int64_t> reshaped(const std::string &what, const std::vector<int64_t
     if (infer >= 0 && known > 0 && elements % known == 0) out[size_t(infer)] = elements / known;
     int64_t total = 1;
     for (int64_t e : out) total *= e;
-    if (total != elements || out.size() > 5) {
+    if (total != elements || out.size() > size_t(dsl::kMaxRank)) {
         std::string text;
         for (int64_t e : attrs.get_ints("shape"))
             text += (text.empty() ? "" : ",") + std::to_string(e);
         detail::invalid(what, "shape [" + text + "] does not hold the input's " +
-                                  std::to_string(elements) + " elements in rank 1 to 5");
+                                  std::to_string(elements) + " elements in rank 1 to " +
+                                  std::to_string(dsl::kMaxRank));
     }
     return out;
 }
@@ -62,6 +63,11 @@ dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl:
     dsl::TensorDesc result = t;
     result.name = name;
     result.shape = dsl::Shape(out);
+    if (out.size() > size_t(dsl::kMaxRank))
+        detail::invalid(what, "the output " + dsl::to_string(result.shape) + " has rank " +
+                                  std::to_string(out.size()) +
+                                  "; the device computes tensors of rank 1 to " +
+                                  std::to_string(dsl::kMaxRank));
     if (result.shape.rank() != t.shape.rank())
         result.order = result.shape.rank() == 4 ? dsl::DimsOrder::NCHW()
                                                 : dsl::DimsOrder::identity(result.shape.rank());
@@ -106,7 +112,9 @@ dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl:
 Halide::Buffer<> with_shape(const dsl::Layer &constant, const std::string &what,
                             const std::vector<int64_t> &shape) {
     dsl::ConstValues v = dsl::const_values(constant);
-    if (shape.size() > 5) detail::invalid(what, "the result would have a rank above 5");
+    if (shape.size() > size_t(dsl::kMaxRank))
+        detail::invalid(what,
+                        "the result would have a rank above " + std::to_string(dsl::kMaxRank));
     v.shape = shape;
     return dsl::const_buffer(v);
 }

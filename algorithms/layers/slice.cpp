@@ -67,8 +67,9 @@ dsl::Box device_slice_box(const std::string &what, const dsl::Shape &shape, cons
                               "at a time");
     const std::optional<dsl::Box> device = detail::device_box(shape, box);
     if (!device)
-        detail::invalid(what, "cuts D of " + dsl::to_string(shape) +
-                                  " with H not whole; on the device D and H share one dimension");
+        detail::invalid(what, "cuts " + dsl::to_string(shape) +
+                                  " along an axis sharing the device's H while an axis inside "
+                                  "it is not whole; on the device they are one dimension");
     return *device;
 }
 

@@ -1,8 +1,9 @@
 // transpose: the dimensions permuted (ONNX's Transpose: output dimension i is input dimension
 // perm[i]; no perm reverses them). On the device it keeps the batch in place (perm[0] = 0), and
-// is a view where the bytes keep their order, else a SHAVE kernel; a constant of any rank folds
-// at compile time.
+// is a view where the bytes keep their order, else a SHAVE kernel (of any rank up to
+// dsl::kMaxRank); a constant of any rank folds at compile time.
 #include "common.h"
+#include "logical_index.h"
 
 namespace vpuc::algorithms {
 
@@ -46,25 +47,36 @@ dsl::Layer build_transpose(const std::string &name, const std::vector<dsl::Layer
     for (int64_t p : perm) extents.push_back(t.shape.raw()[size_t(p)]);
     out.shape = dsl::Shape(extents);
     // Device dimension `from[d]` of the output is the input's device dimension d (C, H or W);
-    // dimensions of extent 1 need no source.
+    // dimensions of extent 1 need no source. When an axis that moves shares the device's H
+    // with others above 1 (rank 5 and above), no device dimension maps onto one: the kernel
+    // then computes each element's logical coordinates, reading the whole image.
     std::vector<int> from(4, -1);
-    for (int axis = rank == 1 ? 0 : 1; axis < rank; ++axis) {
+    bool by_device_dims = true;
+    for (int axis = rank == 1 ? 0 : 1; axis < rank && by_device_dims; ++axis) {
         if (out.shape.raw()[size_t(axis)] == 1) continue;
         const std::optional<dsl::Dim> to = dsl::device_axis(out.shape, axis);
         const std::optional<dsl::Dim> at = dsl::device_axis(t.shape, int(perm[size_t(axis)]));
-        if (!to || !at)
-            detail::invalid(what, "moves D or H of a 5-D tensor while the other is above 1; on "
-                                  "the device they share one dimension");
-        from[size_t(to->index())] = at->index();
+        if (to && at)
+            from[size_t(to->index())] = at->index();
+        else
+            by_device_dims = false;
     }
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
+        Halide::Func f = detail::named_func(name);
+        if (!by_device_dims) {
+            const std::vector<Halide::Expr> here = detail::logical_coords(out, v.c, v.x, v.y);
+            std::vector<Halide::Expr> at(here.size());
+            for (int axis = 0; axis < rank; ++axis)
+                at[size_t(perm[size_t(axis)])] = here[size_t(axis)];
+            f(v.c, v.x, v.y) = detail::read_logical(funcs.at(0), t, at);
+            return f;
+        }
         // Halide's coordinates (c, x, y) are device C, W and H.
         const Halide::Expr here[4] = {0, v.c, v.y, v.x};
         Halide::Expr at[4] = {0, 0, 0, 0};
         for (int d = 1; d < 4; ++d)
             if (from[size_t(d)] >= 0) at[from[size_t(d)]] = here[d];
-        Halide::Func f = detail::named_func(name);
         f(v.c, v.x, v.y) = funcs.at(0)(at[1], at[3], at[2]);
         return f;
     };

@@ -123,8 +123,8 @@ dsl::Dim device_axis_of(const std::string &what, const dsl::TensorDesc &t, int64
     if (!device)
         invalid(what, "axis " + std::to_string(logical) + " of '" + t.name + "' (" +
                           dsl::to_string(shape) +
-                          ") shares the device's H with the other of D and H; the device "
-                          "computes along it only where the other has extent 1");
+                          ") shares the device's H with other axes above 1; the device "
+                          "computes along it only where they have extent 1");
     if (*device == dsl::dims::N)
         invalid(what, "axis " + std::to_string(logical) + " of '" + t.name + "' (" +
                           dsl::to_string(shape) +
@@ -152,20 +152,23 @@ std::optional<dsl::Box> device_box(const dsl::Shape &logical, const dsl::Box &bo
     const int rank = logical.rank();
     if (rank == 4) return box;
     dsl::Box device{std::vector<int64_t>(4, 0), std::vector<int64_t>(4, 1)};
-    // Logical axes of their own device dimension; a 5-D tensor's D and H share H.
-    for (int d = 0; d < rank; ++d) {
-        if (rank == 5 && (d == 2 || d == 3)) continue;
-        const std::optional<dsl::Dim> at = dsl::device_axis(logical, d);
-        if (!at) return std::nullopt;
-        device.start[size_t(at->index())] = box.start[size_t(d)];
-        device.extent[size_t(at->index())] = box.extent[size_t(d)];
-    }
-    if (rank == 5) {
-        const int64_t h = logical[dsl::Dim(3)];
-        const bool whole_h = box.start[3] == 0 && box.extent[3] == h;
-        if (!whole_h && box.extent[2] != 1) return std::nullopt;
-        device.start[2] = box.start[2] * h + box.start[3];
-        device.extent[2] = whole_h ? box.extent[2] * h : box.extent[3];
+    const std::vector<std::vector<int>> groups = dsl::device_groups(rank);
+    for (size_t d = 0; d < groups.size(); ++d) {
+        // The axes sharing a device dimension, innermost first: a box there while each is
+        // whole, then one cut, then only unit extents outside it.
+        int64_t start = 0, extent = 1, inner = 1;
+        bool cut = false;
+        for (size_t i = groups[d].size(); i-- > 0;) {
+            const size_t axis = size_t(groups[d][i]);
+            const int64_t size = logical.raw()[axis];
+            if (cut && box.extent[axis] != 1) return std::nullopt;
+            start += box.start[axis] * inner;
+            extent *= box.extent[axis];
+            inner *= size;
+            cut = cut || box.extent[axis] != size;
+        }
+        device.start[d] = start;
+        device.extent[d] = extent;
     }
     return device;
 }

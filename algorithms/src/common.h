@@ -29,9 +29,9 @@ struct InputInfo {
     int32_t zero_point = 0;
 };
 
-// The facts of the input's device view (dsl::device_view: n, c, h and w of any rank 1 to 5).
-// Throws LayerError naming `what` (e.g. "conv2d 'c1'") on a rank the device does not have, an
-// empty extent, or a per-channel-quantized input.
+// The facts of the input's device view (dsl::device_view: n, c, h and w of any rank 1 to
+// dsl::kMaxRank). Throws LayerError naming `what` (e.g. "conv2d 'c1'") on a rank the device
+// does not have, an empty extent, or a per-channel-quantized input.
 // `takes_i32`: the layer also computes on i32 tensors (eltwise's exact integer arithmetic).
 InputInfo input_info(const std::string &what, const dsl::Layer &input, bool takes_i32 = false);
 // input_info of an input that may also be quantized per index of an axis (a layer reading the
@@ -40,7 +40,7 @@ InputInfo per_axis_input_info(const std::string &what, const dsl::Layer &input);
 // The device dimension (C, H or W) of logical axis `axis` of tensor `t` (negative counts from
 // the end), for a layer computing along it. Throws LayerError naming `what` when the axis is
 // outside the rank, is the batch (images are computed one at a time), or shares its device
-// dimension (D or H of a 5-D tensor).
+// dimension with other axes above 1 (those sharing H from rank 5 on).
 dsl::Dim device_axis_of(const std::string &what, const dsl::TensorDesc &t, int64_t axis);
 // The dimension of Halide's (c, x, y) holding device dimension C, W or H.
 int halide_dim(dsl::Dim device);
@@ -48,7 +48,7 @@ int halide_dim(dsl::Dim device);
 // logical order; any other tensor as it is. Views and axes are defined on this tensor.
 dsl::TensorDesc graph_tensor(const dsl::TensorDesc &t);
 // `box` of a tensor of shape `logical`, in the 4-D coordinates of its device view; nullopt when
-// it is not a box there (it cuts D of a 5-D tensor while H is not whole).
+// it is not a box there (it cuts an axis sharing H while an axis inside it is not whole).
 std::optional<dsl::Box> device_box(const dsl::Shape &logical, const dsl::Box &box);
 
 // input_info of the input of a window (a conv or a pool): 4-D, or 3-D (N, C, W) as a

@@ -103,7 +103,8 @@ Broadcast broadcast_inputs(const std::string &what, const std::string &name,
         for (const dsl::Layer &in : inputs)
             shapes += (shapes.empty() ? "" : " with ") + dsl::to_string(in.output().shape);
         invalid(what, "broadcasting " + shapes +
-                          " along D or H of a 5-D tensor, which share the device's H");
+                          " along axes that share the device's H (those between C and the "
+                          "last one of a tensor of rank 5 or more)");
     }
     return b;
 }

@@ -1,7 +1,7 @@
 // Layers that move elements between logical positions of any rank (pad, tile, expand, strided
 // slice, depth_to_space, trilu, cumsum, gather_elements): an output element's logical
 // coordinates, and the read of an input at logical coordinates. On the device a tensor of rank
-// 1 to 5 is (c, x, y) of one image (dsl::device_view); these hide that mapping.
+// 1 to dsl::kMaxRank is (c, x, y) of one image (dsl::device_view); these hide that mapping.
 #pragma once
 
 #include <Halide.h>

@@ -147,8 +147,9 @@ const Halide::Buffer<> &constant_value(const Layer &layer) {
 
 Layer LayerRegistry::constant(const std::string &name, const Halide::Buffer<> &value) {
     const std::string what = "constant '" + name + "'";
-    if (!value.defined() || value.dimensions() > 5)
-        throw LayerError(what + ": a value of rank 0 to 5 is needed");
+    if (!value.defined() || value.dimensions() > kMaxRank)
+        throw LayerError(what + ": a value of rank 0 to " + std::to_string(kMaxRank) +
+                         " is needed");
     TensorDesc t;
     t.name = name;
     t.type = elem_type(value.type(), what);

@@ -143,28 +143,27 @@ Halide::Buffer<> to_device(const TensorDesc &tensor, const Halide::Buffer<> &val
     }
 }
 
-namespace {
-
-// The logical dimensions each device dimension (N, C, H, W) holds, by rank.
-const std::vector<std::vector<int>> &device_groups(int rank) {
-    static const std::vector<std::vector<int>> groups[] = {
-        {}, // rank 0: none
-        {{}, {0}, {}, {}},
-        {{0}, {1}, {}, {}},
-        {{0}, {1}, {}, {2}},
-        {{0}, {1}, {2}, {3}},
-        {{0}, {1}, {2, 3}, {4}},
-    };
-    return groups[rank];
+std::vector<std::vector<int>> device_groups(int rank) {
+    switch (rank) {
+    case 1:
+        return {{}, {0}, {}, {}};
+    case 2:
+        return {{0}, {1}, {}, {}};
+    case 3:
+        return {{0}, {1}, {}, {2}};
+    default:
+        break;
+    }
+    std::vector<int> middle;
+    for (int d = 2; d < rank - 1; ++d) middle.push_back(d);
+    return {{0}, {1}, middle, {rank - 1}};
 }
-
-} // namespace
 
 TensorDesc device_view(const TensorDesc &tensor) {
     const int rank = tensor.shape.rank();
-    if (rank < 1 || rank > 5)
+    if (rank < 1 || rank > kMaxRank)
         throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) +
-                         ": the device computes tensors of rank 1 to 5");
+                         ": the device computes tensors of rank 1 to " + std::to_string(kMaxRank));
     if (tensor.order.rank() != rank)
         throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) +
                          " with the order " + tensor.order.name() + " of rank " +
@@ -198,8 +197,8 @@ TensorDesc device_view(const TensorDesc &tensor) {
 
 std::optional<Dim> device_axis(const Shape &logical, int axis) {
     const int rank = logical.rank();
-    if (rank < 1 || rank > 5 || axis < 0 || axis >= rank) return std::nullopt;
-    const std::vector<std::vector<int>> &groups = device_groups(rank);
+    if (rank < 1 || rank > kMaxRank || axis < 0 || axis >= rank) return std::nullopt;
+    const std::vector<std::vector<int>> groups = device_groups(rank);
     for (size_t d = 0; d < groups.size(); ++d) {
         bool holds = false, alone = true;
         for (int member : groups[d]) {
@@ -215,31 +214,31 @@ std::optional<Dim> device_axis(const Shape &logical, int axis) {
 
 std::optional<Shape> logical_shape(const Shape &like, const Shape &device) {
     const int rank = like.rank();
-    if (device.rank() != 4 || rank < 1 || rank > 5) return std::nullopt;
+    if (device.rank() != 4 || rank < 1 || rank > kMaxRank) return std::nullopt;
     if (rank == 4) return device;
     std::vector<int64_t> extents(size_t(rank), 1);
-    const std::vector<std::vector<int>> &groups = device_groups(rank);
+    const std::vector<std::vector<int>> groups = device_groups(rank);
     for (size_t d = 0; d < groups.size(); ++d) {
         const int64_t extent = device[Dim(int(d))];
         const std::vector<int> &group = groups[d];
         if (group.empty()) {
             if (extent != 1) return std::nullopt;
-        } else if (group.size() == 1) {
-            extents[size_t(group[0])] = extent;
+            continue;
+        }
+        // The dimensions sharing H (rank 5 and above): as `like` splits them, or the one above
+        // 1 in `like` takes the whole extent (the last one when all are 1).
+        int64_t product = 1;
+        std::vector<int> above_one;
+        for (int member : group) {
+            product *= like[Dim(member)];
+            if (like[Dim(member)] != 1) above_one.push_back(member);
+        }
+        if (product == extent) {
+            for (int member : group) extents[size_t(member)] = like[Dim(member)];
+        } else if (above_one.size() <= 1) {
+            extents[size_t(above_one.empty() ? group.back() : above_one[0])] = extent;
         } else {
-            // D and H of a 5-D tensor: as `like` splits them, or the one that is 1 in `like`
-            // stays 1.
-            const int64_t outer = like[Dim(group[0])], inner = like[Dim(group[1])];
-            if (outer * inner == extent) {
-                extents[size_t(group[0])] = outer;
-                extents[size_t(group[1])] = inner;
-            } else if (outer == 1) {
-                extents[size_t(group[1])] = extent;
-            } else if (inner == 1) {
-                extents[size_t(group[0])] = extent;
-            } else {
-                return std::nullopt;
-            }
+            return std::nullopt;
         }
     }
     return Shape(extents);

@@ -187,9 +187,9 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
                              in.name() + "=...");
         shape.push_back(d.dim_value());
     }
-    if (shape.empty() || shape.size() > 5)
+    if (shape.empty() || shape.size() > size_t(dsl::kMaxRank))
         throw ModelError(what + ": rank " + std::to_string(shape.size()) +
-                         " (graph inputs have ranks 1 to 5)");
+                         " (graph inputs have ranks 1 to " + std::to_string(dsl::kMaxRank) + ")");
     t.order =
         shape.size() == 4 ? dsl::DimsOrder::NHWC() : dsl::DimsOrder::identity(int(shape.size()));
     t.shape = dsl::Shape(shape);
@@ -205,8 +205,9 @@ dsl::Layer output_layer(const dsl::Layer &value, detail::UniqueNames &names,
     try {
         if (dsl::is_constant(value)) {
             if (value.output().shape.rank() == 0)
-                throw ModelError(what + ": a scalar constant; the device holds tensors of rank 1 "
-                                        "to 5");
+                throw ModelError(what +
+                                 ": a scalar constant; the device holds tensors of rank 1 to " +
+                                 std::to_string(dsl::kMaxRank));
             return dsl::LayerRegistry::constant(
                 names.take(output), dsl::to_device(value.output(), dsl::constant_value(value)));
         }

@@ -185,9 +185,9 @@ Halide::Buffer<> tensor_value(const TensorProto &t, const std::string &what) {
     const dsl::ElemType type = elem_type(t.data_type(), what);
     if (t.data_location() == TensorProto::EXTERNAL)
         throw ModelError(what + ": external data was not loaded");
-    if (t.dims_size() > 5)
+    if (t.dims_size() > dsl::kMaxRank)
         throw ModelError(what + ": rank " + std::to_string(t.dims_size()) +
-                         " (graph tensors have ranks up to 5)");
+                         " (graph tensors have ranks up to " + std::to_string(dsl::kMaxRank) + ")");
     std::vector<int> extents;
     uint64_t count = 1;
     for (int i = t.dims_size() - 1; i >= 0; --i) {

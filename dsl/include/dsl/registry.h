@@ -85,7 +85,7 @@ struct LayerDef {
 };
 
 // A constant is a layer of op "constant" without inputs, its value in attribute "value": a
-// dense buffer of any rank up to 5 and any graph element type, the last logical dimension
+// dense buffer of any rank up to kMaxRank and any graph element type, the last logical dimension
 // innermost (dim 0), as ONNX and numpy lay tensors out. It computes nothing on the device:
 // its consumers fold it at compile time (LayerDef::fold) or take it as an attribute
 // (LayerDef::attr_inputs).

@@ -75,15 +75,23 @@ struct TensorDesc {
     std::string describe() const; // "conv1: 1x64x56x56 u8 NHWC q(0.02, 128)"
 };
 
+// The highest rank of a graph tensor the device computes (as .npy files and blobs hold).
+constexpr int kMaxRank = 8;
+
 // Device tensors are 4-D (N, C, H, W) and computed image by image. A graph tensor of rank 1 to
-// 5 maps onto one, keeping the row-major order of its elements (a tensor of a rank other than
-// 4 is stored in its logical order, DimsOrder::identity): [K] -> [1, K, 1, 1], [N, K] ->
-// [N, K, 1, 1], [N, C, L] -> [N, C, 1, L], [N, C, D, H, W] -> [N, C, D*H, W]. The view of a
-// 4-D tensor is the tensor. Throws LayerError naming the tensor for rank 0 or above 5, or for
-// a rank other than 4 in another order.
+// kMaxRank maps onto one, keeping the row-major order of its elements (a tensor of a rank
+// other than 4 is stored in its logical order, DimsOrder::identity): [K] -> [1, K, 1, 1],
+// [N, K] -> [N, K, 1, 1], [N, C, L] -> [N, C, 1, L], and from rank 5 on the dimensions between
+// C and the last one share H: [N, C, D, H, W] -> [N, C, D*H, W], [N, C, A, B, H, W] ->
+// [N, C, A*B*H, W]. The view of a 4-D tensor is the tensor. Throws LayerError naming the
+// tensor for rank 0 or above kMaxRank, or for a rank other than 4 in another order.
 TensorDesc device_view(const TensorDesc &tensor);
+// The logical axes each device dimension (N, C, H, W) holds, outermost first, for a rank of 1
+// to kMaxRank: {{}, {0}, {}, {}} for rank 1, {{0}, {1}, {2, 3, 4}, {5}} for rank 6.
+std::vector<std::vector<int>> device_groups(int rank);
 // The device dimension that holds logical axis `axis` of a tensor of shape `logical` and
-// nothing else, or nullopt: a 5-D tensor's D and H share H unless one of them is 1.
+// nothing else, or nullopt: the dimensions sharing H (rank 5 and above) hold one of them
+// alone only where the others have extent 1.
 std::optional<Dim> device_axis(const Shape &logical, int axis);
 // The shape, of the rank of `like`, of the device tensor `device` that a layer computes from a
 // tensor of shape `like` (the inverse of device_view), or nullopt when that rank cannot hold it.
