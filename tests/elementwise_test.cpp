@@ -381,6 +381,73 @@ TEST(ConstantEltwise, PowPReluAndComparisonsWithAConstant) {
                 [&](int c, int px, int py) { return 0.5 <= read(vx, c, px, py) ? 1 : 0; });
 }
 
+// Integers without a quantization compute exactly in int32 with an integer constant: i32 values
+// beyond fp16's integers (4097, 70000) and near int32's ends, sums and products wrapping at 32
+// bits, quotients truncated toward zero (x / 0 = 0), comparisons giving bools; u8 and i8 wrap to
+// their own type. A float constant, or one outside int32, is refused.
+TEST(ConstantEltwise, IntegersComputeExactlyInTheirType) {
+    std::mt19937 rng(103);
+    const dsl::Layer x = input("x", 5, 3, 7, ElemType::I32);
+    Buffer<> vx = values(x, [&] {
+        const int64_t anchors[] = {0, 1, -1, 4097, -4097, 70000, INT32_MAX, INT32_MIN};
+        return double(rng() % 2 ? anchors[rng() % 8]
+                                : std::uniform_int_distribution<int64_t>(-100000, 100000)(rng));
+    });
+    // One value per channel ([5, 1, 1]), a zero divisor among them, or one value.
+    const std::vector<int64_t> per_channel = {4097, -3, 0, 70000, 7};
+    auto with = [&](const dsl::Layer &in, const Buffer<> &v, const std::string &op,
+                    std::vector<int64_t> constant, bool first = false) {
+        const std::vector<int64_t> shape =
+            constant.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{5, 1, 1};
+        dsl::Attrs a;
+        a.set("op", op);
+        a.set("constant", dsl::const_buffer({ElemType::I64, shape, constant, {}}));
+        a.set("constant_first", int64_t(first));
+        return algorithms::run_reference(build("constant_eltwise", {in}, a), {v});
+    };
+    auto wrap32 = [](int64_t v) { return double(int32_t(uint32_t(uint64_t(v)))); };
+    auto truncated = [](int64_t a, int64_t b) { return b == 0 ? 0.0 : double(a / b); };
+    auto k = [&](int c) { return per_channel[size_t(c)]; };
+    auto at = [&](int c, int px, int py) { return int64_t(read(vx, c, px, py)); };
+    const Buffer<> sum = with(x, vx, "add", per_channel);
+    EXPECT_EQ(sum.type(), Halide::Int(32));
+    expect_each(sum, [&](int c, int px, int py) { return wrap32(at(c, px, py) + k(c)); });
+    expect_each(with(x, vx, "sub", per_channel, true),
+                [&](int c, int px, int py) { return wrap32(k(c) - at(c, px, py)); });
+    expect_each(with(x, vx, "mul", per_channel),
+                [&](int c, int px, int py) { return wrap32(at(c, px, py) * k(c)); });
+    expect_each(with(x, vx, "div", per_channel),
+                [&](int c, int px, int py) { return truncated(at(c, px, py), k(c)); });
+    expect_each(with(x, vx, "div", {-7}, true),
+                [&](int c, int px, int py) { return truncated(-7, at(c, px, py)); });
+    expect_each(with(x, vx, "max", per_channel),
+                [&](int c, int px, int py) { return double(std::max(at(c, px, py), k(c))); });
+    const Buffer<> equal = with(x, vx, "equal", {70000});
+    EXPECT_EQ(equal.type(), Halide::UInt(8));
+    expect_each(equal, [&](int c, int px, int py) { return at(c, px, py) == 70000 ? 1 : 0; });
+    expect_each(with(x, vx, "greater", {4097}, true),
+                [&](int c, int px, int py) { return 4097 > at(c, px, py) ? 1 : 0; });
+    // u8 and i8 wrap to their own type.
+    for (ElemType type : {ElemType::U8, ElemType::I8}) {
+        const dsl::Layer b = input("b", 5, 3, 7, type);
+        const Buffer<> vb = values(b, [&] { return double(rng() % 128); });
+        const Buffer<> out = with(b, vb, "add", {200});
+        EXPECT_EQ(out.type(), dsl::halide_type(type));
+        expect_each(out, [&](int c, int px, int py) {
+            const int64_t v = int64_t(read(vb, c, px, py)) + 200;
+            return type == ElemType::U8 ? double(uint8_t(v)) : double(int8_t(uint8_t(v)));
+        });
+    }
+    dsl::Attrs real;
+    real.set("op", std::string("add"));
+    real.set("constant", dsl::const_buffer({ElemType::F32, {}, {}, {0.5}}));
+    EXPECT_THROW(build("constant_eltwise", {x}, real), dsl::LayerError);
+    dsl::Attrs huge;
+    huge.set("op", std::string("add"));
+    huge.set("constant", dsl::const_buffer({ElemType::I64, {}, {int64_t(1) << 40}, {}}));
+    EXPECT_THROW(build("constant_eltwise", {x}, huge), dsl::LayerError);
+}
+
 // Shape arithmetic: comparisons, Where and Mod of constants fold at compile time.
 TEST(ElementwiseFolding, ConstantsFold) {
     auto constant = [](ElemType type, std::vector<int64_t> shape, std::vector<int64_t> ints) {
@@ -464,6 +531,12 @@ INSTANTIATE_TEST_SUITE_P(
                       "test_where_example", "test_prelu_example", "test_prelu_broadcast",
                       "test_div", "test_div_bcast", "test_div_uint8"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
+
+// PyTorch's Add of an int64 input and an int64 initializer (constant_eltwise, exact in i32),
+// then Mul of two computed int64 tensors.
+TEST(ElementwiseBackendTest, IntegersWithAConstantOperand) {
+    vpuc::testing::expect_backend_test_passes("pytorch-operator", "test_operator_non_float_params");
+}
 
 // PyTorch's PReLU of one constant slope, on inputs of rank 3 to 5; and of one slope per
 // channel (opset 6's form, [C], upgraded to broadcast along axis 1).
