@@ -10,9 +10,11 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
+#include "codegen/check.h"
 #include "dsl/constant_values.h"
 #include "frontend/onnx_import.h"
 #include "onnx_node_test.h"
@@ -511,6 +513,71 @@ TEST(ElementwiseImport, ABoolGraphInputIsU8AndAConstantOperandOfAndIsNamed) {
                   std::string::npos)
             << e.what();
     }
+}
+
+// Where(c, 0.25, y) and Where(c, 0.25, 1.5) (NLL's masks) of a bool graph input c [2, 3]: the
+// constants are fp16 tensors beside the computed ones, copied from the blob's constants, on
+// vpu27 as on the reference, and each element is the one its condition picks.
+TEST(ElementwiseImport, WhereTakesConstantValuesBesideComputedOnes) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("where");
+    auto tensor = [](onnx::ValueInfoProto &v, const char *name, int32_t type) {
+        v.set_name(name);
+        v.mutable_type()->mutable_tensor_type()->set_elem_type(type);
+        for (int64_t d : {2, 3})
+            v.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    };
+    tensor(*g.add_input(), "c", onnx::TensorProto::BOOL);
+    tensor(*g.add_input(), "y", onnx::TensorProto::FLOAT);
+    tensor(*g.add_output(), "w1", onnx::TensorProto::FLOAT);
+    tensor(*g.add_output(), "w2", onnx::TensorProto::FLOAT);
+    for (const auto &[name, value] :
+         {std::pair<const char *, float>{"quarter", 0.25f}, {"one", 1.5f}}) {
+        onnx::TensorProto &k = *g.add_initializer();
+        k.set_name(name);
+        k.set_data_type(onnx::TensorProto::FLOAT);
+        k.add_float_data(value);
+    }
+    for (const auto &[name, x, y] :
+         {std::tuple<const char *, const char *, const char *>{"w1", "quarter", "y"},
+          {"w2", "quarter", "one"}}) {
+        onnx::NodeProto &node = *g.add_node();
+        node.set_name(name);
+        node.set_op_type("Where");
+        node.add_input("c");
+        node.add_input(x);
+        node.add_input(y);
+        node.add_output(name);
+    }
+    const std::string bytes = m.SerializeAsString();
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes({bytes.begin(), bytes.end()}, "where.onnx");
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : model.graph.layers())
+        if (dsl::is_constant(layer))
+            layers.push_back(layer.name() + " " + dsl::to_string(layer.output().type));
+    // The scalars, given the inputs' rank (numpy's leading unit dimensions).
+    EXPECT_EQ(layers, (std::vector<std::string>{"w1.input1_rank f16", "w2.input1_rank f16",
+                                                "w2.input2_rank f16"}));
+    ASSERT_EQ(model.graph.inputs().size(), 2u);
+    std::mt19937 rng(107);
+    Buffer<> c = values(model.graph.inputs()[0], [&] { return double(rng() % 2); });
+    Buffer<> y = values(model.graph.inputs()[1], fractions_and_reals(rng));
+    codegen::CheckOptions options;
+    options.inputs = {c, y};
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+    const std::vector<Buffer<>> out = algorithms::run_reference(model.graph, {c, y});
+    ASSERT_EQ(out.size(), 2u);
+    expect_each(out[0], [&](int ch, int px, int py) {
+        return get(c, ch, px, py) != 0 ? 0.25 : get(y, ch, px, py);
+    });
+    expect_each(out[1],
+                [&](int ch, int px, int py) { return get(c, ch, px, py) != 0 ? 0.25 : 1.5; });
 }
 
 class ElementwiseNodeTest : public ::testing::TestWithParam<std::string> {};
