@@ -485,6 +485,46 @@ TEST(DataMovementImport, GatherElementsByConstantIndices) {
     EXPECT_EQ(picked, (std::vector<float>{4, 0, 3, 3}));
 }
 
+// Gather from a table x [5] by computed indices, an int64 graph input [2, 3] (i32 on the device;
+// negative ones from the end, one outside the table clamped): gather_elements along the indices'
+// last axis of the table as [1, 5].
+TEST(DataMovementImport, GatherByComputedIndicesFromALookupTable) {
+    onnx::ModelProto m = one_node_model("Gather", {5}, {2, 3}, {{"indices", {0}}});
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.clear_initializer();
+    onnx::ValueInfoProto &indices = *g.add_input();
+    indices.set_name("indices");
+    indices.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    for (int64_t d : {2, 3})
+        indices.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    const std::string bytes = m.SerializeAsString();
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes({bytes.begin(), bytes.end()}, "gather.onnx");
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : model.graph.layers())
+        if (!layer.is_input())
+            layers.push_back(layer.op() + " " + layer.name() + " " +
+                             dsl::to_string(layer.output().shape));
+    EXPECT_EQ(layers, (std::vector<std::string>{"reshape y.table 1x5", "gather_elements y 2x3"}));
+    std::map<std::string, Halide::Buffer<>> values;
+    Halide::Buffer<Halide::float16_t> table(
+        algorithms::make_buffer(model.graph.inputs().at(0).output()));
+    for (int i = 0; i < 5; ++i) table(i, 0, 0) = Halide::float16_t(10 + i);
+    // [2, 3]: a batch of 2 rows of 3, buffer (c, x, y, n) = (3, 1, 1, 2).
+    Halide::Buffer<int32_t> k(algorithms::make_buffer(model.graph.inputs().at(1).output()));
+    const int32_t picks[6] = {4, -1, 0, -5, 70000, 2};
+    for (int i = 0; i < 6; ++i) k(i % 3, 0, 0, i / 3) = picks[i];
+    codegen::CheckOptions options;
+    options.inputs = {table, k};
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+    const Halide::Buffer<Halide::float16_t> y(
+        algorithms::run_reference(model.graph, {table, k})[0]);
+    const float want[6] = {14, 14, 10, 10, 14, 12};
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(float(y(i % 3, 0, 0, i / 3)), want[i]) << i;
+}
+
 class DataMovementNodeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DataMovementNodeTest, MatchesTheExpectedOutputs) {

@@ -385,8 +385,8 @@ TEST(ConstantEltwise, PowPReluAndComparisonsWithAConstant) {
 
 // Integers without a quantization compute exactly in int32 with an integer constant: i32 values
 // beyond fp16's integers (4097, 70000) and near int32's ends, sums and products wrapping at 32
-// bits, quotients truncated toward zero (x / 0 = 0), comparisons giving bools; u8 and i8 wrap to
-// their own type. A float constant, or one outside int32, is refused.
+// bits, quotients truncated toward zero (x / 0 = 0), comparisons giving bools, powers rounded;
+// u8 and i8 wrap to their own type. A float constant, or one outside int32, is refused.
 TEST(ConstantEltwise, IntegersComputeExactlyInTheirType) {
     std::mt19937 rng(103);
     const dsl::Layer x = input("x", 5, 3, 7, ElemType::I32);
@@ -429,6 +429,10 @@ TEST(ConstantEltwise, IntegersComputeExactlyInTheirType) {
     expect_each(equal, [&](int c, int px, int py) { return at(c, px, py) == 70000 ? 1 : 0; });
     expect_each(with(x, vx, "greater", {4097}, true),
                 [&](int c, int px, int py) { return 4097 > at(c, px, py) ? 1 : 0; });
+    // Pow is the float32 power rounded: exact cubes of small integers.
+    const Buffer<> small = values(x, [&] { return double(int(rng() % 101) - 50); });
+    expect_each(with(x, small, "pow", {3}),
+                [&](int c, int px, int py) { return std::pow(read(small, c, px, py), 3); });
     // u8 and i8 wrap to their own type.
     for (ElemType type : {ElemType::U8, ElemType::I8}) {
         const dsl::Layer b = input("b", 5, 3, 7, type);
