@@ -129,7 +129,7 @@ bool plain_integers(const detail::InputInfo &in, const dsl::Layer &input) {
     return (in.quantized || in.type == dsl::ElemType::I32) && input.output().quant.empty();
 }
 
-// The constant's values as int32, refusing a float or one outside int32.
+// The constant, checked to hold integers within int32 (a float or a larger one is refused).
 dsl::ConstValues int32_constant(const std::string &what, const dsl::ConstValues &k) {
     if (k.is_float())
         detail::invalid(what, std::string("an integer input takes an integer constant, not ") +
