@@ -7,6 +7,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <map>
+#include <random>
 
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
@@ -23,17 +25,24 @@ dsl::LayerRegistry &registry() {
 }
 
 // The layer's output on the CPU reference, checked first to be what both targets compute from
-// `x`.
-Halide::Buffer<> run_checked(const dsl::Layer &layer, const Halide::Buffer<> &x) {
+// its graph inputs' values, by name.
+Halide::Buffer<> run_checked(const dsl::Layer &layer,
+                             const std::map<std::string, Halide::Buffer<>> &values) {
     const dsl::Graph g(layer.name(), {layer});
+    std::vector<Halide::Buffer<>> inputs;
+    for (const dsl::Layer &in : g.inputs()) inputs.push_back(values.at(in.name()));
     for (const char *target : {"vpu27", "vpu20"}) {
         codegen::CheckOptions options;
-        options.inputs = {x};
+        options.inputs = inputs;
         const codegen::CheckResult r =
             codegen::check_against_reference(g, target::load_target(target), options);
         EXPECT_TRUE(r.ok()) << layer.name() << " on " << target << "\n" << r.report();
     }
-    return algorithms::run_reference(g, {x})[0];
+    return algorithms::run_reference(g, inputs)[0];
+}
+
+Halide::Buffer<> run_checked(const dsl::Layer &layer, const Halide::Buffer<> &x) {
+    return run_checked(layer, {{dsl::Graph(layer.name(), {layer}).inputs().at(0).name(), x}});
 }
 
 // Real values in [-4, 4) rounded to fp16, on the Halide (c, x, y) = (C, W, H) of `t`.
@@ -241,35 +250,111 @@ TEST(DataMovement, CumSumAddsAlongAnAxisInFloat32) {
                  dsl::LayerError);
 }
 
-// GatherElements picks each element's own index (negative ones from the end) along each axis
-// but the batch, the indices smaller than the data along the other axes.
-TEST(DataMovement, GatherElementsPicksEachElementsIndex) {
+// An i32 tensor of `shape` (held as the device holds it) for indices.
+dsl::TensorDesc i32_tensor(const std::string &name, const std::vector<int64_t> &shape) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape(shape);
+    t.order = dsl::DimsOrder::identity(int(shape.size()));
+    t.type = dsl::ElemType::I32;
+    return t;
+}
+
+// The index gather_elements takes along an axis of `extent` for `index`: negative ones count
+// from the end, and one outside [-extent, extent) is clamped into the extent.
+int64_t clamped_index(int64_t index, int64_t extent) {
+    return std::clamp<int64_t>(index < 0 ? index + extent : index, 0, extent - 1);
+}
+
+// GatherElements picks each element's own index, a tensor of i32 (negative ones from the end,
+// ones outside the extent clamped), along each axis but the batch, the indices smaller than the
+// data along the other axes.
+TEST(DataMovement, GatherElementsPicksEachElementsIndexFromATensor) {
     const dsl::Layer in = dsl::Layer::input(test::activation("in", 5, 7, 3));
     const Halide::Buffer<uint8_t> x(test::random_input(in.output(), 19));
+    dsl::TensorDesc t = test::activation("indices", 4, 6, 2);
+    t.type = dsl::ElemType::I32;
+    t.quant = {};
+    const dsl::Layer indices = dsl::Layer::input(t);
     const int64_t extents[4] = {1, 5, 3, 7}; // N, C, H, W
+    std::mt19937 rng(41);
     for (int64_t axis : {1, 2, 3}) {
-        const std::vector<int64_t> shape = {1, 4, 2, 6};
-        dsl::ConstValues indices{dsl::ElemType::I64, shape, {}, {}};
         const int64_t n = extents[axis];
-        for (int64_t k = 0; k < indices.elements(); ++k)
-            indices.ints.push_back((k * 7 + axis) % (2 * n) - n);
-        dsl::Attrs a;
-        a.set("indices", dsl::const_buffer(indices)).set("axis", axis);
-        const dsl::Layer g = registry().build("gather_elements", "g", {in}, a);
-        EXPECT_EQ(g.output().shape.raw(), shape);
-        const Halide::Buffer<uint8_t> out(run_checked(g, x));
+        Halide::Buffer<int32_t> k(algorithms::make_buffer(t));
+        k.for_each_value([&](int32_t &v) { v = int32_t(int64_t(rng() % (4 * n)) - 2 * n); });
+        const dsl::Layer g =
+            registry().build("gather_elements", "g", {in, indices}, dsl::Attrs().set("axis", axis));
+        EXPECT_EQ(g.output().shape.raw(), (std::vector<int64_t>{1, 4, 2, 6}));
+        const Halide::Buffer<uint8_t> out(run_checked(g, {{"in", x}, {"indices", k}}));
         out.for_each_element([&](int c, int w, int h) {
-            int64_t index = indices.ints[size_t((c * 2 + h) * 6 + w)];
-            if (index < 0) index += n;
-            const int fc = axis == 1 ? int(index) : c, fh = axis == 2 ? int(index) : h,
-                      fw = axis == 3 ? int(index) : w;
+            const int index = int(clamped_index(k(c, w, h), n));
+            const int fc = axis == 1 ? index : c, fh = axis == 2 ? index : h,
+                      fw = axis == 3 ? index : w;
             ASSERT_EQ(out(c, w, h), x(fc, fw, fh)) << "axis " << axis;
         });
     }
-    dsl::ConstValues outside{dsl::ElemType::I64, {1, 1, 1, 1}, {7}, {}};
-    dsl::Attrs a;
-    a.set("indices", dsl::const_buffer(outside)).set("axis", int64_t(3));
-    EXPECT_THROW(registry().build("gather_elements", "g", {in}, a), dsl::LayerError);
+    // Float indices, indices of another rank, and picking along the batch are refused.
+    dsl::TensorDesc reals = t;
+    reals.type = dsl::ElemType::F16;
+    EXPECT_THROW(registry().build("gather_elements", "g", {in, dsl::Layer::input(reals)},
+                                  dsl::Attrs().set("axis", int64_t(1))),
+                 dsl::LayerError);
+    EXPECT_THROW(registry().build("gather_elements", "g",
+                                  {in, dsl::Layer::input(i32_tensor("i", {1, 4, 2}))},
+                                  dsl::Attrs().set("axis", int64_t(1))),
+                 dsl::LayerError);
+    const dsl::Layer batch = dsl::Layer::input(i32_tensor("b", {3, 5, 6}));
+    EXPECT_THROW(registry().build("gather_elements", "g", {batch, batch},
+                                  dsl::Attrs().set("axis", int64_t(0))),
+                 dsl::LayerError);
+}
+
+// A batch of 3 images, each picking from its own image of the data with indices of its own
+// (beyond fp16's integers, 4097 and 70000, clamped; negative ones from the end); and a lookup
+// table, data of extent 1 along every axis but the last, which serves every index and image.
+TEST(DataMovement, GatherElementsOfABatchAndOfALookupTable) {
+    dsl::TensorDesc t;
+    t.name = "data";
+    t.shape = dsl::Shape{3, 5, 6};
+    t.order = dsl::DimsOrder::identity(3);
+    t.type = dsl::ElemType::F16;
+    const dsl::Layer data = dsl::Layer::input(t);
+    const dsl::Layer indices = dsl::Layer::input(i32_tensor("indices", {3, 2, 6}));
+    std::mt19937 rng(43);
+    std::uniform_real_distribution<float> reals(-4, 4);
+    Halide::Buffer<Halide::float16_t> x(algorithms::make_buffer(t));
+    x.for_each_value([&](Halide::float16_t &v) { v = Halide::float16_t(reals(rng)); });
+    Halide::Buffer<int32_t> k(algorithms::make_buffer(indices.output()));
+    k.for_each_value([&](int32_t &v) { v = int32_t(rng() % 11) - 5; });
+    k(0, 1, 0, 1) = 4097;
+    k(1, 2, 0, 2) = 70000;
+    k(1, 3, 0, 0) = -70000;
+    ASSERT_EQ(x.dimensions(), 4); // (c, x, y, n) = (C, L, 1, N)
+    const Halide::Buffer<Halide::float16_t> picked(
+        run_checked(registry().build("gather_elements", "g", {data, indices},
+                                     dsl::Attrs().set("axis", int64_t(1))),
+                    {{"data", x}, {"indices", k}}));
+    ASSERT_EQ(picked.dim(0).extent(), 2);
+    picked.for_each_element([&](int c, int l, int y, int n) {
+        ASSERT_EQ(float(picked(c, l, y, n)),
+                  float(x(int(clamped_index(k(c, l, y, n), 5)), l, y, n)))
+            << "image " << n << " at " << c << ", " << l;
+    });
+
+    dsl::TensorDesc lookup = t;
+    lookup.name = "table";
+    lookup.shape = dsl::Shape{1, 1, 9};
+    const dsl::Layer table = dsl::Layer::input(lookup);
+    const Halide::Buffer<Halide::float16_t> w(real_input(lookup, 31));
+    const Halide::Buffer<Halide::float16_t> looked_up(
+        run_checked(registry().build("gather_elements", "l", {table, indices},
+                                     dsl::Attrs().set("axis", int64_t(-1))),
+                    {{"table", w}, {"indices", k}}));
+    looked_up.for_each_element([&](int c, int l, int y, int n) {
+        ASSERT_EQ(float(looked_up(c, l, y, n)),
+                  float(w(0, int(clamped_index(k(c, l, y, n), 9)), 0)))
+            << "image " << n << " at " << c << ", " << l;
+    });
 }
 
 // Slice with steps of 2, -1 and -3 (from the end, clamped as ONNX clamps), a gather kernel.
@@ -391,6 +476,55 @@ TEST(DataMovement, TriluOfRank2AndPadAlongAxis0RunOnALeadingUnitDimension) {
     EXPECT_EQ(padded, (std::vector<float>{0, 0, 0, 0, 1, 0, 2, 3, 0, 4, 5, 0, 0, 0, 0, 0, 0, 0}));
 }
 
+// GatherElements by constant indices (an int64 initializer, negative ones from the end): an i32
+// constant the kernel reads as it reads computed ones.
+TEST(DataMovementImport, GatherElementsByConstantIndices) {
+    const auto [layers, picked] =
+        import_and_run(one_node_model("GatherElements", {5}, {4}, {{"indices", {-1, 0, 3, -2}}}));
+    EXPECT_EQ(layers, (std::vector<std::string>{"constant y.indices 4", "gather_elements y 4"}));
+    EXPECT_EQ(picked, (std::vector<float>{4, 0, 3, 3}));
+}
+
+// Gather from a table x [5] by computed indices, an int64 graph input [2, 3] (i32 on the device;
+// negative ones from the end, one outside the table clamped): gather_elements along the indices'
+// last axis of the table as [1, 5].
+TEST(DataMovementImport, GatherByComputedIndicesFromALookupTable) {
+    onnx::ModelProto m = one_node_model("Gather", {5}, {2, 3}, {{"indices", {0}}});
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.clear_initializer();
+    onnx::ValueInfoProto &indices = *g.add_input();
+    indices.set_name("indices");
+    indices.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    for (int64_t d : {2, 3})
+        indices.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    const std::string bytes = m.SerializeAsString();
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes({bytes.begin(), bytes.end()}, "gather.onnx");
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : model.graph.layers())
+        if (!layer.is_input())
+            layers.push_back(layer.op() + " " + layer.name() + " " +
+                             dsl::to_string(layer.output().shape));
+    EXPECT_EQ(layers, (std::vector<std::string>{"reshape y.table 1x5", "gather_elements y 2x3"}));
+    std::map<std::string, Halide::Buffer<>> values;
+    Halide::Buffer<Halide::float16_t> table(
+        algorithms::make_buffer(model.graph.inputs().at(0).output()));
+    for (int i = 0; i < 5; ++i) table(i, 0, 0) = Halide::float16_t(10 + i);
+    // [2, 3]: a batch of 2 rows of 3, buffer (c, x, y, n) = (3, 1, 1, 2).
+    Halide::Buffer<int32_t> k(algorithms::make_buffer(model.graph.inputs().at(1).output()));
+    const int32_t picks[6] = {4, -1, 0, -5, 70000, 2};
+    for (int i = 0; i < 6; ++i) k(i % 3, 0, 0, i / 3) = picks[i];
+    codegen::CheckOptions options;
+    options.inputs = {table, k};
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+    const Halide::Buffer<Halide::float16_t> y(
+        algorithms::run_reference(model.graph, {table, k})[0]);
+    const float want[6] = {14, 14, 10, 10, 14, 12};
+    for (int i = 0; i < 6; ++i) EXPECT_EQ(float(y(i % 3, 0, 0, i / 3)), want[i]) << i;
+}
+
 class DataMovementNodeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DataMovementNodeTest, MatchesTheExpectedOutputs) {
@@ -399,13 +533,17 @@ TEST_P(DataMovementNodeTest, MatchesTheExpectedOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Onnx, DataMovementNodeTest,
-    ::testing::Values(
-        "test_constant_pad", "test_edge_pad", "test_reflect_pad", "test_tile_precomputed",
-        "test_expand_dim_changed", "test_expand_dim_unchanged", "test_depthtospace_crd_mode",
-        "test_depthtospace_dcr_mode", "test_spacetodepth", "test_spacetodepth_example",
-        "test_castlike_FLOAT_to_FLOAT16", "test_castlike_DOUBLE_to_FLOAT", "test_cumsum_1d",
-        "test_cumsum_2d_axis_0", "test_cumsum_1d_reverse_exclusive", "test_gather_elements_0",
-        "test_gather_elements_1", "test_gather_elements_negative_indices", "test_slice_neg_steps"),
+    ::testing::Values("test_constant_pad", "test_edge_pad", "test_reflect_pad",
+                      "test_tile_precomputed", "test_expand_dim_changed",
+                      "test_expand_dim_unchanged", "test_depthtospace_crd_mode",
+                      "test_depthtospace_dcr_mode", "test_spacetodepth",
+                      "test_spacetodepth_example", "test_castlike_FLOAT_to_FLOAT16",
+                      "test_castlike_DOUBLE_to_FLOAT", "test_cumsum_1d", "test_cumsum_2d_axis_0",
+                      "test_cumsum_1d_reverse_exclusive", "test_gather_elements_0",
+                      "test_gather_elements_1", "test_gather_elements_negative_indices",
+                      "test_slice_neg_steps", "test_nllloss_NC_expanded",
+                      "test_nllloss_NCd1d2_expanded", "test_nllloss_NCd1d2_with_weight_expanded",
+                      "test_nllloss_NCd1d2d3_none_no_weight_negative_ii_expanded"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace

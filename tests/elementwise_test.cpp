@@ -10,9 +10,11 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
+#include "codegen/check.h"
 #include "dsl/constant_values.h"
 #include "frontend/onnx_import.h"
 #include "onnx_node_test.h"
@@ -435,6 +437,77 @@ TEST(ConstantEltwise, PowPReluAndComparisonsWithAConstant) {
                 [&](int c, int px, int py) { return 0.5 <= read(vx, c, px, py) ? 1 : 0; });
 }
 
+// Integers without a quantization compute exactly in int32 with an integer constant: i32 values
+// beyond fp16's integers (4097, 70000) and near int32's ends, sums and products wrapping at 32
+// bits, quotients truncated toward zero (x / 0 = 0), comparisons giving bools, powers rounded;
+// u8 and i8 wrap to their own type. A float constant, or one outside int32, is refused.
+TEST(ConstantEltwise, IntegersComputeExactlyInTheirType) {
+    std::mt19937 rng(103);
+    const dsl::Layer x = input("x", 5, 3, 7, ElemType::I32);
+    Buffer<> vx = values(x, [&] {
+        const int64_t anchors[] = {0, 1, -1, 4097, -4097, 70000, INT32_MAX, INT32_MIN};
+        return double(rng() % 2 ? anchors[rng() % 8]
+                                : std::uniform_int_distribution<int64_t>(-100000, 100000)(rng));
+    });
+    // One value per channel ([5, 1, 1]), a zero divisor among them, or one value.
+    const std::vector<int64_t> per_channel = {4097, -3, 0, 70000, 7};
+    auto with = [&](const dsl::Layer &in, const Buffer<> &v, const std::string &op,
+                    std::vector<int64_t> constant, bool first = false) {
+        const std::vector<int64_t> shape =
+            constant.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{5, 1, 1};
+        dsl::Attrs a;
+        a.set("op", op);
+        a.set("constant", dsl::const_buffer({ElemType::I64, shape, constant, {}}));
+        a.set("constant_first", int64_t(first));
+        return algorithms::run_reference(build("constant_eltwise", {in}, a), {v});
+    };
+    auto wrap32 = [](int64_t v) { return double(int32_t(uint32_t(uint64_t(v)))); };
+    auto truncated = [](int64_t a, int64_t b) { return b == 0 ? 0.0 : double(a / b); };
+    auto k = [&](int c) { return per_channel[size_t(c)]; };
+    auto at = [&](int c, int px, int py) { return int64_t(read(vx, c, px, py)); };
+    const Buffer<> sum = with(x, vx, "add", per_channel);
+    EXPECT_EQ(sum.type(), Halide::Int(32));
+    expect_each(sum, [&](int c, int px, int py) { return wrap32(at(c, px, py) + k(c)); });
+    expect_each(with(x, vx, "sub", per_channel, true),
+                [&](int c, int px, int py) { return wrap32(k(c) - at(c, px, py)); });
+    expect_each(with(x, vx, "mul", per_channel),
+                [&](int c, int px, int py) { return wrap32(at(c, px, py) * k(c)); });
+    expect_each(with(x, vx, "div", per_channel),
+                [&](int c, int px, int py) { return truncated(at(c, px, py), k(c)); });
+    expect_each(with(x, vx, "div", {-7}, true),
+                [&](int c, int px, int py) { return truncated(-7, at(c, px, py)); });
+    expect_each(with(x, vx, "max", per_channel),
+                [&](int c, int px, int py) { return double(std::max(at(c, px, py), k(c))); });
+    const Buffer<> equal = with(x, vx, "equal", {70000});
+    EXPECT_EQ(equal.type(), Halide::UInt(8));
+    expect_each(equal, [&](int c, int px, int py) { return at(c, px, py) == 70000 ? 1 : 0; });
+    expect_each(with(x, vx, "greater", {4097}, true),
+                [&](int c, int px, int py) { return 4097 > at(c, px, py) ? 1 : 0; });
+    // Pow is the float32 power rounded: exact cubes of small integers.
+    const Buffer<> small = values(x, [&] { return double(int(rng() % 101) - 50); });
+    expect_each(with(x, small, "pow", {3}),
+                [&](int c, int px, int py) { return std::pow(read(small, c, px, py), 3); });
+    // u8 and i8 wrap to their own type.
+    for (ElemType type : {ElemType::U8, ElemType::I8}) {
+        const dsl::Layer b = input("b", 5, 3, 7, type);
+        const Buffer<> vb = values(b, [&] { return double(rng() % 128); });
+        const Buffer<> out = with(b, vb, "add", {200});
+        EXPECT_EQ(out.type(), dsl::halide_type(type));
+        expect_each(out, [&](int c, int px, int py) {
+            const int64_t v = int64_t(read(vb, c, px, py)) + 200;
+            return type == ElemType::U8 ? double(uint8_t(v)) : double(int8_t(uint8_t(v)));
+        });
+    }
+    dsl::Attrs real;
+    real.set("op", std::string("add"));
+    real.set("constant", dsl::const_buffer({ElemType::F32, {}, {}, {0.5}}));
+    EXPECT_THROW(build("constant_eltwise", {x}, real), dsl::LayerError);
+    dsl::Attrs huge;
+    huge.set("op", std::string("add"));
+    huge.set("constant", dsl::const_buffer({ElemType::I64, {}, {int64_t(1) << 40}, {}}));
+    EXPECT_THROW(build("constant_eltwise", {x}, huge), dsl::LayerError);
+}
+
 // Shape arithmetic: comparisons, Where and Mod of constants fold at compile time.
 TEST(ElementwiseFolding, ConstantsFold) {
     auto constant = [](ElemType type, std::vector<int64_t> shape, std::vector<int64_t> ints) {
@@ -500,6 +573,71 @@ TEST(ElementwiseImport, ABoolGraphInputIsU8AndAConstantOperandOfAndIsNamed) {
     }
 }
 
+// Where(c, 0.25, y) and Where(c, 0.25, 1.5) (NLL's masks) of a bool graph input c [2, 3]: the
+// constants are fp16 tensors beside the computed ones, copied from the blob's constants, on
+// vpu27 as on the reference, and each element is the one its condition picks.
+TEST(ElementwiseImport, WhereTakesConstantValuesBesideComputedOnes) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("where");
+    auto tensor = [](onnx::ValueInfoProto &v, const char *name, int32_t type) {
+        v.set_name(name);
+        v.mutable_type()->mutable_tensor_type()->set_elem_type(type);
+        for (int64_t d : {2, 3})
+            v.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    };
+    tensor(*g.add_input(), "c", onnx::TensorProto::BOOL);
+    tensor(*g.add_input(), "y", onnx::TensorProto::FLOAT);
+    tensor(*g.add_output(), "w1", onnx::TensorProto::FLOAT);
+    tensor(*g.add_output(), "w2", onnx::TensorProto::FLOAT);
+    for (const auto &[name, value] :
+         {std::pair<const char *, float>{"quarter", 0.25f}, {"one", 1.5f}}) {
+        onnx::TensorProto &k = *g.add_initializer();
+        k.set_name(name);
+        k.set_data_type(onnx::TensorProto::FLOAT);
+        k.add_float_data(value);
+    }
+    for (const auto &[name, x, y] :
+         {std::tuple<const char *, const char *, const char *>{"w1", "quarter", "y"},
+          {"w2", "quarter", "one"}}) {
+        onnx::NodeProto &node = *g.add_node();
+        node.set_name(name);
+        node.set_op_type("Where");
+        node.add_input("c");
+        node.add_input(x);
+        node.add_input(y);
+        node.add_output(name);
+    }
+    const std::string bytes = m.SerializeAsString();
+    const frontend::ImportedModel model =
+        frontend::import_onnx_bytes({bytes.begin(), bytes.end()}, "where.onnx");
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : model.graph.layers())
+        if (dsl::is_constant(layer))
+            layers.push_back(layer.name() + " " + dsl::to_string(layer.output().type));
+    // The scalars, given the inputs' rank (numpy's leading unit dimensions).
+    EXPECT_EQ(layers, (std::vector<std::string>{"w1.input1_rank f16", "w2.input1_rank f16",
+                                                "w2.input2_rank f16"}));
+    ASSERT_EQ(model.graph.inputs().size(), 2u);
+    std::mt19937 rng(107);
+    Buffer<> c = values(model.graph.inputs()[0], [&] { return double(rng() % 2); });
+    Buffer<> y = values(model.graph.inputs()[1], fractions_and_reals(rng));
+    codegen::CheckOptions options;
+    options.inputs = {c, y};
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+    const std::vector<Buffer<>> out = algorithms::run_reference(model.graph, {c, y});
+    ASSERT_EQ(out.size(), 2u);
+    expect_each(out[0], [&](int ch, int px, int py) {
+        return get(c, ch, px, py) != 0 ? 0.25 : get(y, ch, px, py);
+    });
+    expect_each(out[1],
+                [&](int ch, int px, int py) { return get(c, ch, px, py) != 0 ? 0.25 : 1.5; });
+}
+
 class ElementwiseNodeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ElementwiseNodeTest, MatchesTheExpectedOutputs) {
@@ -518,6 +656,12 @@ INSTANTIATE_TEST_SUITE_P(
                       "test_where_example", "test_prelu_example", "test_prelu_broadcast",
                       "test_div", "test_div_bcast", "test_div_uint8"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
+
+// PyTorch's Add of an int64 input and an int64 initializer (constant_eltwise, exact in i32),
+// then Mul of two computed int64 tensors.
+TEST(ElementwiseBackendTest, IntegersWithAConstantOperand) {
+    vpuc::testing::expect_backend_test_passes("pytorch-operator", "test_operator_non_float_params");
+}
 
 // PyTorch's PReLU of one constant slope, on inputs of rank 3 to 5; and of one slope per
 // channel (opset 6's form, [C], upgraded to broadcast along axis 1).

@@ -1,9 +1,13 @@
 // gather_elements: each element picked along an axis by an index of its own (ONNX's
 // GatherElements): out[..., i, ...] = data[..., indices[..., i, ...], ...] along `axis`, the
-// output of the indices' shape (of the data's rank, no larger than it along the other axes);
-// negative indices count from the end. The indices are constant: a SHAVE copy kernel carries
-// them. One image (a batch of 1, rank 2 or more), as the indices differ per image; the importer
-// gives the tensors a leading unit dimension.
+// output of the indices' shape (of the data's rank, no larger than it along the other axes where
+// the data's extent is not 1); negative indices count from the end. The indices are a tensor
+// (i32, or u8 or i8 without a quantization), computed or constant, read as the data is: a SHAVE
+// copy kernel. An index outside [-extent, extent) is clamped into the extent, so that no read
+// leaves the data. The device computes one image at a time: data and indices have one batch
+// (their first extent, for a rank of 2 or more; data of one image serves every image), and the
+// axis is not the batch unless that is 1; the importer gives the tensors a leading unit dimension
+// otherwise.
 #include "common.h"
 #include "logical_index.h"
 
@@ -11,62 +15,62 @@ namespace vpuc::algorithms {
 
 namespace {
 
+bool integer_indices(const detail::InputInfo &in, const dsl::Layer &indices) {
+    return (in.type == dsl::ElemType::I32 || in.quantized) && indices.output().quant.empty();
+}
+
 dsl::Layer build_gather_elements(const std::string &name, const std::vector<dsl::Layer> &inputs,
                                  const dsl::Attrs &attrs) {
     const std::string what = "gather_elements '" + name + "'";
-    const dsl::Layer &input = inputs.at(0);
+    const dsl::Layer &input = inputs.at(0), &indices = inputs.at(1);
     detail::input_info(what, input, true);
+    if (!integer_indices(detail::input_info(what, indices, true), indices))
+        detail::invalid(what, "the indices '" + indices.name() + "' are " +
+                                  indices.output().describe() +
+                                  "; they must be i32, or u8 or i8 without a quantization");
     const dsl::TensorDesc t = detail::graph_tensor(input.output());
-    const std::vector<int64_t> &data_shape = t.shape.raw();
+    const dsl::TensorDesc ti = detail::graph_tensor(indices.output());
+    const std::vector<int64_t> &data_shape = t.shape.raw(), &index_shape = ti.shape.raw();
     const int64_t rank = t.shape.rank();
     int64_t axis = attrs.get_int("axis");
     if (axis < -rank || axis >= rank)
         detail::invalid(what, "axis " + std::to_string(axis) + " of a tensor of rank " +
                                   std::to_string(rank));
     if (axis < 0) axis += rank;
-    const dsl::ConstValues indices = dsl::const_values(attrs.get_tensor("indices"), what);
-    if (indices.is_float()) detail::invalid(what, "indices must be integers");
-    if (int64_t(indices.shape.size()) != rank)
-        detail::invalid(what, "indices of rank " + std::to_string(indices.shape.size()) +
+    if (ti.shape.rank() != rank)
+        detail::invalid(what, "indices of rank " + std::to_string(ti.shape.rank()) +
                                   " for data of rank " + std::to_string(rank));
+    // Along the other axes the data has the indices' extent at least, or 1: it serves every
+    // index there (numpy's take_along_axis broadcasts it so; a lookup table of Gather).
     for (int64_t d = 0; d < rank; ++d)
-        if (indices.shape[size_t(d)] < 1 ||
-            (d != axis && indices.shape[size_t(d)] > data_shape[size_t(d)]))
-            detail::invalid(what, "indices of shape " + dsl::to_string(dsl::Shape(indices.shape)) +
-                                      " for data " + dsl::to_string(t.shape) + " (axis " +
-                                      std::to_string(d) + ")");
-    if (rank > 1 && (data_shape[0] != 1 || indices.shape[0] != 1))
-        detail::invalid(what, "data " + dsl::to_string(t.shape) + " and indices " +
-                                  dsl::to_string(dsl::Shape(indices.shape)) +
-                                  " of a batch above 1; the device computes one image at a "
-                                  "time, and these indices are for one image");
-    const int64_t extent = data_shape[size_t(axis)];
-    Halide::Buffer<int32_t> table(static_cast<int>(indices.elements()));
-    for (int64_t e = 0; e < indices.elements(); ++e) {
-        const int64_t index = indices.ints[size_t(e)];
-        if (index < -extent || index >= extent)
-            detail::invalid(what, "index " + std::to_string(index) + " outside [" +
-                                      std::to_string(-extent) + ", " + std::to_string(extent) +
+        if (d != axis && index_shape[size_t(d)] > data_shape[size_t(d)] &&
+            data_shape[size_t(d)] != 1)
+            detail::invalid(what, "indices of shape " + dsl::to_string(ti.shape) + " for data " +
+                                      dsl::to_string(t.shape) + " (axis " + std::to_string(d) +
                                       ")");
-        table(int(e)) = int32_t(index < 0 ? index + extent : index);
-    }
+    if (rank > 1 && data_shape[0] != index_shape[0] && data_shape[0] != 1)
+        detail::invalid(what, "data " + dsl::to_string(t.shape) + " and indices " +
+                                  dsl::to_string(ti.shape) +
+                                  " of other batches (first extents); the device computes one "
+                                  "image of both at a time");
+    if (rank > 1 && axis == 0 && data_shape[0] != 1)
+        detail::invalid(what, "picks along axis 0, the batch, of " + dsl::to_string(t.shape) +
+                                  "; on the device images are computed one at a time");
     dsl::TensorDesc out = input.output();
     out.name = name;
-    out.shape = dsl::Shape(indices.shape);
-    const int first = detail::first_image_axis(t);
+    out.shape = ti.shape;
+    const int extent = int(data_shape[size_t(axis)]);
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         std::vector<Halide::Expr> at = detail::logical_coords(out, v.c, v.x, v.y);
-        // The element's index in the output's logical order (of its one image).
-        Halide::Expr flat = 0;
-        for (int64_t d = first; d < rank; ++d)
-            flat = flat * int(indices.shape[size_t(d)]) + at[size_t(d)];
-        at[size_t(axis)] = table(Halide::clamp(flat, 0, int(table.number_of_elements() - 1)));
+        const Halide::Expr index = Halide::cast<int32_t>(detail::read_logical(funcs.at(1), ti, at));
+        at[size_t(axis)] =
+            Halide::clamp(Halide::select(index < 0, index + extent, index), 0, extent - 1);
         Halide::Func f = detail::named_func(name);
         f(v.c, v.x, v.y) = detail::read_logical(funcs.at(0), t, at);
         return f;
     };
-    return dsl::Layer::make("gather_elements", out, {input}, algorithm);
+    return dsl::Layer::make("gather_elements", out, {input, indices}, algorithm);
 }
 
 } // namespace
@@ -74,26 +78,21 @@ dsl::Layer build_gather_elements(const std::string &name, const std::vector<dsl:
 void register_layer_gather_elements(dsl::LayerRegistry &registry) {
     dsl::LayerDef def;
     def.op = "gather_elements";
-    def.doc = "each element picked along an axis by its own constant index (SHAVE copy)";
-    def.inputs = {"data"};
-    def.attr_inputs = {"indices"};
-    def.attrs = {{"indices",
-                  dsl::AttrType::Tensor,
-                  std::nullopt,
-                  "integers of the output's shape, in [-extent, extent); negative count from the "
-                  "end",
-                  {}},
-                 {"axis", dsl::AttrType::Int, int64_t(0), "negative counts from the end", {}}};
+    def.doc = "each element picked along an axis by its own index, a tensor (SHAVE copy)";
+    def.inputs = {"data", "indices"};
+    def.attrs = {{"axis", dsl::AttrType::Int, int64_t(0), "negative counts from the end", {}}};
     def.build = build_gather_elements;
-    // Along H of odd extents, indices of every sign, fewer columns than the data.
+    // Along H of odd extents, i32 indices of any value (those outside the extent clamped), fewer
+    // columns than the data.
     def.example = [](dsl::ElemType type) {
-        dsl::ConstValues indices{dsl::ElemType::I64, {1, 3, 4, 5}, {}, {}};
-        for (int64_t k = 0; k < indices.elements(); ++k) indices.ints.push_back(k * 5 % 17 - 8);
+        dsl::TensorDesc indices = detail::example_input("indices", 3, 5, 4, type).output();
+        indices.type = dsl::ElemType::I32;
+        indices.quant = {};
         dsl::Attrs a;
-        a.set("indices", dsl::const_buffer(indices));
         a.set("axis", int64_t(2));
-        return layer_registry().build("gather_elements", "gather_elements",
-                                      {detail::example_input("in", 3, 7, 9, type)}, a);
+        return layer_registry().build(
+            "gather_elements", "gather_elements",
+            {detail::example_input("in", 3, 7, 9, type), dsl::Layer::input(indices)}, a);
     };
     registry.add(std::move(def));
 }

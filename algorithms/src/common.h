@@ -139,6 +139,10 @@ Halide::Expr compare(const std::string &op, const Halide::Expr &a, const Halide:
 // ONNX's Pow in float32: a negative base to an integer power takes the sign of an odd one, to
 // any other power NaN (eltwise.cpp).
 Halide::Expr onnx_pow(const Halide::Expr &base, const Halide::Expr &exponent);
+// a / b: floats in float32; integers truncated toward zero, as C, ONNX Runtime and ONNX's
+// reference implementation divide them (Halide's integer division is Euclidean: its remainder is
+// never negative, and x / 0 = 0) (eltwise.cpp).
+Halide::Expr quotient(const Halide::Expr &a, const Halide::Expr &b);
 // The output quantization of an int8 layer whose results lie in [0, 1] (sigmoid, softmax):
 // `given`, else the type's 256 steps over [0, 1].
 dsl::Quant probability_quant(const InputInfo &in, const std::optional<dsl::Quant> &given);

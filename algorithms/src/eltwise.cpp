@@ -584,19 +584,6 @@ double remainder(const std::vector<double> &v, const dsl::Attrs &attrs) {
     return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
-// a / b: floats in float32; integers truncated toward zero, as C, ONNX Runtime and ONNX's
-// reference implementation divide them (Halide's integer division is Euclidean: its remainder is
-// never negative, and x / 0 = 0).
-Expr quotient(const Expr &a, const Expr &b) {
-    if (a.type().is_float()) return Halide::strict_float(a / b);
-    const Expr zero = Halide::Internal::make_zero(a.type());
-    const Expr one = Halide::Internal::make_one(a.type());
-    const Expr euclidean = a / b;
-    if (a.type().is_uint()) return euclidean;
-    return Halide::select(a < zero && a % b != zero,
-                          euclidean + Halide::select(b > zero, one, -one), euclidean);
-}
-
 // The values of an unsigned type of `bits` bits, as numpy shifts them: a left shift drops the
 // bits past the width, a shift by the width or more gives 0. The operands' bits read unsigned
 // (an i32 holds a u32 of 2^31 or more as negative).
@@ -789,6 +776,16 @@ Expr detail::onnx_pow(const Expr &base, const Expr &exponent) {
                                                Halide::is_nan(base) || Halide::is_nan(exponent) ||
                                                    (base < 0.0f && !integer),
                                                nan, base < 0.0f && odd, -magnitude, magnitude));
+}
+
+Expr detail::quotient(const Expr &a, const Expr &b) {
+    if (a.type().is_float()) return Halide::strict_float(a / b);
+    const Expr zero = Halide::Internal::make_zero(a.type());
+    const Expr one = Halide::Internal::make_one(a.type());
+    const Expr euclidean = a / b;
+    if (a.type().is_uint()) return euclidean;
+    return Halide::select(a < zero && a % b != zero,
+                          euclidean + Halide::select(b > zero, one, -one), euclidean);
 }
 
 Expr detail::stored_as(const Expr &value, const Halide::Type &type) {

@@ -546,6 +546,36 @@ Layers division(NodeImport &node) {
     return computed_elementwise(node, "div");
 }
 
+// Where of computed tensors; a constant beside them (X or Y, a zero or a one of NLL's masks) is
+// a tensor of the type the device holds (floats the precision's, INT64 i32, BOOL u8) copied
+// from the blob's constants. All constant: folded.
+Layers where(NodeImport &node) {
+    if (node.input_count() != 3) node.fail("takes exactly 3 inputs");
+    bool all_constant = true;
+    for (size_t i = 0; i < 3; ++i) all_constant = all_constant && dsl::is_constant(node.input(i));
+    if (all_constant) return computed_elementwise(node, "where");
+    static const char *const roles[] = {"condition", "x", "y"};
+    Layers inputs;
+    for (size_t i = 0; i < 3; ++i) {
+        const dsl::Layer &in = node.input(i);
+        if (!dsl::is_constant(in)) {
+            inputs.push_back(in);
+            continue;
+        }
+        const dsl::ConstValues values = dsl::const_values(in);
+        for (int64_t v : values.ints)
+            if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+                node.fail(std::string("the constant ") + roles[i] + " holds " + std::to_string(v) +
+                          ", outside i32, the device's integers");
+        const dsl::ElemType device =
+            values.is_float() ? float_type(node) : dsl::device_type(values.type);
+        inputs.push_back(dsl::LayerRegistry::constant(
+            node.unique_name(node.name() + "." + roles[i]),
+            converted(dsl::constant_value(in), device, node.node().input(int(i)))));
+    }
+    return {broadcasting(node, "where", node.name(), inputs)};
+}
+
 Layers mod(NodeImport &node) {
     dsl::Attrs attrs;
     attrs.set("fmod", node.attr_int("fmod", 0));
@@ -1083,11 +1113,39 @@ OpImporter direct(const std::string &op, std::vector<std::string> int_attrs,
     };
 }
 
-// Gather along axis 0 of a computed tensor picks images, so on a leading unit dimension: of
+// Gather by computed indices, from data of rank 1 (a lookup table): gather_elements along the
+// indices' last axis, of the data as [1, ..., 1, K] (NODE.table, a view), whose extents of 1
+// serve every index.
+Layers gather_by_tensor(NodeImport &node) {
+    const dsl::Layer &data = node.input(0), &indices = node.input(1);
+    if (shape_of(data).rank() != 1)
+        node.fail("the data is " + dsl::to_string(shape_of(data)) +
+                  "; computed indices pick from data of rank 1 only (a lookup table)");
+    const int64_t axis = node.attr_int("axis", 0);
+    if (axis != 0 && axis != -1) node.fail("axis " + std::to_string(axis) + " of data of rank 1");
+    const int rank = shape_of(indices).rank();
+    if (rank < 1) node.fail("the indices have rank 0; computed indices need a rank of 1 or more");
+    std::vector<int64_t> table(size_t(rank), 1);
+    table.back() = shape_of(data)[dsl::Dim(0)];
+    const dsl::Layer rows = rank == 1
+                                ? data
+                                : node.build("reshape", node.unique_name(node.name() + ".table"),
+                                             {data}, dsl::Attrs().set("shape", table));
+    return {node.build("gather_elements", {rows, indices},
+                       dsl::Attrs().set("axis", int64_t(rank - 1)))};
+}
+
+// Gather by constant indices (computed ones: gather_by_tensor). Along axis 0 of a computed tensor
+// it picks images, so on a leading unit dimension: of
 // the data as rows [N, the rest] (a view of logical order, a SHAVE kernel keeping the batch for
 // a tensor held NHWC), whose picked rows then take the output's shape (a view).
 Layers gather(NodeImport &node) {
     const dsl::Layer &data = node.input(0);
+    const dsl::Layer &picks = node.input(1);
+    // A graph input of a known value is a constant, but to a lookup table.
+    const bool known = picks.is_input() && node.options().known_inputs.count(picks.name()) > 0;
+    if (!dsl::is_constant(picks) && (!known || shape_of(data).rank() == 1))
+        return gather_by_tensor(node);
     if (!along_batch(data, node.attr_int("axis", 0))) return direct("gather", {"axis"})(node);
     const Halide::Buffer<> &indices = node.constant_input(1, "indices");
     dsl::Attrs attrs;
@@ -1190,23 +1248,37 @@ Layers cumsum(NodeImport &node) {
     return {maybe_unbatched(node, "cumsum", x, batch, attrs)};
 }
 
-// GatherElements with constant indices, which differ per image: a computed tensor of a batch
-// above 1 runs on a leading unit dimension (the indices given one too).
+// GatherElements: the indices a tensor, computed or constant (a constant one checked to lie in
+// [-extent, extent), then i32 as the device holds int64); data and indices of other batches, or
+// picking along axis 0, run on a leading unit dimension.
 Layers gather_elements(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
-    dsl::ConstValues indices =
-        dsl::const_values(node.constant_input(1, "indices"), node.node().input(1));
+    dsl::Layer indices = node.input(1);
     const int64_t rank = shape_of(x).rank();
     int64_t axis = node.attr_int("axis", 0);
     if (axis < -rank || axis >= rank) node.fail("axis out of range");
     if (axis < 0) axis += rank;
-    const bool batch = along_batch(x, 0) && (shape_of(x)[dsl::Dim(0)] != 1 ||
-                                             (!indices.shape.empty() && indices.shape[0] != 1));
-    if (batch) indices.shape.insert(indices.shape.begin(), 1);
+    if (shape_of(indices).rank() != rank)
+        node.fail("the indices have rank " + std::to_string(shape_of(indices).rank()) +
+                  ", the data " + std::to_string(rank) + "; they must have one rank");
+    if (dsl::is_constant(indices)) {
+        dsl::ConstValues values = dsl::const_values(indices);
+        if (values.is_float()) node.fail("the indices must be integers");
+        const int64_t extent = shape_of(x)[dsl::Dim(int(axis))];
+        for (int64_t index : values.ints)
+            if (index < -extent || index >= extent)
+                node.fail("index " + std::to_string(index) + " outside [" +
+                          std::to_string(-extent) + ", " + std::to_string(extent) + ")");
+        values.type = dsl::ElemType::I32;
+        indices = dsl::LayerRegistry::constant(node.unique_name(node.name() + ".indices"),
+                                               dsl::const_buffer(values));
+    }
+    const bool batch = along_batch(x, 0) &&
+                       (axis == 0 || shape_of(x)[dsl::Dim(0)] != shape_of(indices)[dsl::Dim(0)]);
     dsl::Attrs attrs;
     attrs.set("axis", batch ? axis + 1 : axis);
-    attrs.set("indices", dsl::const_buffer(indices));
-    return {maybe_unbatched(node, "gather_elements", x, batch, attrs)};
+    if (batch) return {along_unit_batch(node, "gather_elements", node.name(), {x, indices}, attrs)};
+    return {node.build("gather_elements", {x, indices}, attrs)};
 }
 
 // Reshape, Flatten, Squeeze and Unsqueeze. One changing the first extent (the batch) is a view
@@ -1399,7 +1471,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Transpose", transpose},
         {"Trilu", trilu},
         {"Unsqueeze", reshaping("unsqueeze", {})},
-        {"Where", [](NodeImport &n) { return computed_elementwise(n, "where"); }},
+        {"Where", where},
         {"Xor", [](NodeImport &n) { return computed_elementwise(n, "xor"); }},
     };
     return importers;

@@ -244,10 +244,10 @@ Layers import_linear(NodeImport &node) {
     return {node.build("linear", {a}, attrs)};
 }
 
-// Add, Sub, Mul, Div, Max or Min (`op`) with one constant operand, kept in float32: the kernel
-// computes in float32 and rounds once, to the output's type; a constant varying along axis 0
-// on a leading unit dimension. Div also takes a divisor that is a graph input of a known value
-// (ImportOptions::known_inputs).
+// Add, Sub, Mul, Div, Max or Min (`op`) with one constant operand, kept in float32 (an integer
+// one of integers as it is): the kernel computes in float32 and rounds once, to the output's type
+// (integers exactly); a constant varying along axis 0 on a leading unit dimension. Div also takes a
+// divisor that is a graph input of a known value (ImportOptions::known_inputs).
 Layers import_constant_eltwise(NodeImport &node, const std::string &op) {
     if (node.input_count() != 2) node.fail("takes exactly 2 inputs here");
     const bool known_divisor = op == "div" && node.input(1).is_input() &&
@@ -258,13 +258,20 @@ Layers import_constant_eltwise(NodeImport &node, const std::string &op) {
     const size_t constant_at = constant_first ? 0 : 1;
     dsl::ConstValues value = dsl::const_values(node.constant_input(constant_at, "operand"),
                                                node.node().input(int(constant_at)));
-    if (!value.is_float()) value.reals.assign(value.ints.begin(), value.ints.end());
-    value.type = dsl::ElemType::F32;
+    const dsl::Layer &x = node.input(constant_first ? 1 : 0);
+    const dsl::ElemType type = x.output().type;
+    // An integer constant of an integer x (ONNX's int64 held as i32) stays as it is: the layer
+    // computes exactly in i32, refusing a value outside it.
+    const bool integers =
+        type != dsl::ElemType::F16 && type != dsl::ElemType::F32 && x.output().quant.empty();
+    if (!integers || value.is_float()) {
+        if (!value.is_float()) value.reals.assign(value.ints.begin(), value.ints.end());
+        value.type = dsl::ElemType::F32;
+    }
     dsl::Attrs attrs;
     attrs.set("op", op);
     attrs.set("constant", dsl::const_buffer(value));
     attrs.set("constant_first", int64_t(constant_first ? 1 : 0));
-    const dsl::Layer &x = node.input(constant_first ? 1 : 0);
     // A constant varying along axis 0 differs from image to image: on a leading unit dimension
     // of x it varies along axis 1 (the constant broadcasts to it as it is).
     if (along_batch(x, 0) && value.shape.size() == size_t(x.output().shape.rank()) &&
