@@ -57,6 +57,12 @@ algorithms::QuantWeights quant_weights(const std::vector<int> &dims, int out_cha
 }
 
 TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
+    // A scalar is one element, and its view keeps its rank 0 (an empty graph shape, set).
+    const dsl::TensorDesc scalar = dsl::device_view(tensor("s", {}));
+    EXPECT_EQ(shape_of(scalar), "1x1x1x1");
+    ASSERT_TRUE(scalar.graph_shape);
+    EXPECT_EQ(scalar.logical_shape().rank(), 0);
+    EXPECT_EQ(shape_of(dsl::device_view(scalar)), "1x1x1x1");
     EXPECT_EQ(shape_of(dsl::device_view(tensor("k", {7}))), "1x7x1x1");
     EXPECT_EQ(shape_of(dsl::device_view(tensor("nk", {2, 7}))), "2x7x1x1");
     EXPECT_EQ(shape_of(dsl::device_view(tensor("ncl", {2, 7, 5}))), "2x7x1x5");
@@ -67,7 +73,7 @@ TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
     // A 4-D tensor is its own view, in its own order.
     const dsl::TensorDesc nhwc = test::activation("a", 19, 5, 3);
     EXPECT_EQ(dsl::device_view(nhwc).order, dsl::DimsOrder::NHWC());
-    EXPECT_EQ(dsl::device_view(nhwc).graph_shape.rank(), 0);
+    EXPECT_FALSE(dsl::device_view(nhwc).graph_shape);
 
     // Axes: each on its own device dimension, but D and H of a 5-D tensor.
     using namespace dsl::dims;
@@ -85,6 +91,9 @@ TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
     EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 4, 5, 6}, {2, 8, 20, 1})), "2x8x4x5x1");
     EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 1, 5, 6}, {2, 3, 2, 6})), "2x3x1x2x6");
     EXPECT_FALSE(dsl::logical_shape({2, 3, 4, 5, 6}, {2, 3, 7, 6}));
+    EXPECT_EQ(dsl::logical_shape({}, {1, 1, 1, 1}), dsl::Shape{});
+    EXPECT_FALSE(dsl::logical_shape({}, {1, 2, 1, 1}));
+    EXPECT_FALSE(dsl::device_axis(dsl::Shape{}, 0));
 
     // Another order than the logical one is 4-D only; ranks stop at 5.
     dsl::TensorDesc permuted = tensor("p", {2, 7, 5});

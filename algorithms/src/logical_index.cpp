@@ -7,9 +7,11 @@ namespace vpuc::algorithms::detail {
 std::vector<Halide::Expr> logical_coords(const dsl::TensorDesc &t, const Halide::Expr &c,
                                          const Halide::Expr &x, const Halide::Expr &y) {
     const std::vector<int64_t> shape = graph_tensor(t).shape.raw();
-    // dsl::device_view's groups: [K] -> C; [N, K] -> C; [N, C, L] -> C, W; [N, C, H, W];
-    // [N, C, D, H, W] -> C, D*H, W.
+    // dsl::device_view's groups: [] -> none; [K] -> C; [N, K] -> C; [N, C, L] -> C, W;
+    // [N, C, H, W]; [N, C, D, H, W] -> C, D*H, W.
     switch (shape.size()) {
+    case 0:
+        return {};
     case 1:
         return {c};
     case 2:
@@ -24,7 +26,7 @@ std::vector<Halide::Expr> logical_coords(const dsl::TensorDesc &t, const Halide:
         break;
     }
     invalid("tensor '" + t.name + "'", "has rank " + std::to_string(shape.size()) +
-                                           "; the device computes tensors of rank 1 to 5");
+                                           "; the device computes tensors of rank 0 to 5");
 }
 
 Halide::Expr read_logical(const Halide::Func &in, const dsl::TensorDesc &t,
@@ -41,6 +43,8 @@ Halide::Expr read_logical(const Halide::Func &in, const dsl::TensorDesc &t,
         return Halide::clamp(indices(Halide::clamp(at[axis], 0, extent - 1)), 0, extent - 1);
     };
     switch (shape.size()) {
+    case 0:
+        return in(0, 0, 0);
     case 1:
         return in(inside(0), 0, 0);
     case 2:
@@ -55,7 +59,7 @@ Halide::Expr read_logical(const Halide::Func &in, const dsl::TensorDesc &t,
         break;
     }
     invalid("tensor '" + t.name + "'", "has rank " + std::to_string(shape.size()) +
-                                           "; the device computes tensors of rank 1 to 5");
+                                           "; the device computes tensors of rank 0 to 5");
 }
 
 void require_same_batch(const std::string &what, const dsl::TensorDesc &in,

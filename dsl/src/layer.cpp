@@ -143,11 +143,9 @@ void Layer::set_built_for(size_t input, TensorDesc tensor) {
     impl().built_for.at(input) = std::move(tensor);
 }
 void Layer::to_device_views() {
-    // A constant computes nothing on the device: its consumers fold it or take it as an
-    // attribute, and its value may have any rank. One of rank 1 to 5 may be a graph output,
-    // copied into DDR, which holds device views.
-    if (!is_constant(*this) || impl().outputs.at(0).shape.rank() >= 1)
-        for (TensorDesc &t : impl().outputs) t = device_view(t);
+    // A constant computes nothing on the device, but may be a graph output, copied into DDR,
+    // which holds device views (a scalar's too).
+    for (TensorDesc &t : impl().outputs) t = device_view(t);
     for (size_t i = 0; i < impl().built_for.size(); ++i)
         if (!is_constant(impl().inputs.at(i)))
             impl().built_for[i] = device_view(impl().built_for[i]);

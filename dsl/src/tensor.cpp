@@ -148,12 +148,12 @@ namespace {
 // The logical dimensions each device dimension (N, C, H, W) holds, by rank.
 const std::vector<std::vector<int>> &device_groups(int rank) {
     static const std::vector<std::vector<int>> groups[] = {
-        {}, // rank 0: none
-        {{}, {0}, {}, {}},
-        {{0}, {1}, {}, {}},
-        {{0}, {1}, {}, {2}},
-        {{0}, {1}, {2}, {3}},
-        {{0}, {1}, {2, 3}, {4}},
+        {{}, {}, {}, {}},        // []: one element
+        {{}, {0}, {}, {}},       // [K]
+        {{0}, {1}, {}, {}},      // [N, K]
+        {{0}, {1}, {}, {2}},     // [N, C, L]
+        {{0}, {1}, {2}, {3}},    // [N, C, H, W]
+        {{0}, {1}, {2, 3}, {4}}, // [N, C, D, H, W]
     };
     return groups[rank];
 }
@@ -162,14 +162,14 @@ const std::vector<std::vector<int>> &device_groups(int rank) {
 
 TensorDesc device_view(const TensorDesc &tensor) {
     const int rank = tensor.shape.rank();
-    if (rank < 1 || rank > 5)
+    if (rank > 5)
         throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) +
-                         ": the device computes tensors of rank 1 to 5");
+                         ": the device computes tensors of rank 0 to 5");
     if (tensor.order.rank() != rank)
         throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) +
                          " with the order " + tensor.order.name() + " of rank " +
                          std::to_string(tensor.order.rank()));
-    if (rank == 4 || tensor.graph_shape.rank()) return tensor; // 4-D, or a view already
+    if (rank == 4 || tensor.graph_shape) return tensor; // 4-D, or a view already
     if (tensor.order != DimsOrder::identity(rank))
         throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) + " in " +
                          tensor.order.name() +
@@ -215,7 +215,7 @@ std::optional<Dim> device_axis(const Shape &logical, int axis) {
 
 std::optional<Shape> logical_shape(const Shape &like, const Shape &device) {
     const int rank = like.rank();
-    if (device.rank() != 4 || rank < 1 || rank > 5) return std::nullopt;
+    if (device.rank() != 4 || rank > 5) return std::nullopt;
     if (rank == 4) return device;
     std::vector<int64_t> extents(size_t(rank), 1);
     const std::vector<std::vector<int>> &groups = device_groups(rank);

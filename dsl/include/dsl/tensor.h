@@ -66,21 +66,21 @@ struct TensorDesc {
     Quant quant;
     DimsOrder order = DimsOrder::NCHW();
     // In a device view (device_view) of a tensor of a rank other than 4, the tensor's shape in
-    // the graph; empty otherwise.
-    Shape graph_shape;
+    // the graph (of rank 0 for a scalar); unset otherwise.
+    std::optional<Shape> graph_shape;
 
     // The shape the graph knows the tensor by: graph_shape if set, else shape.
-    const Shape &logical_shape() const { return graph_shape.rank() ? graph_shape : shape; }
+    const Shape &logical_shape() const { return graph_shape ? *graph_shape : shape; }
     int64_t bytes() const { return shape.elements() * bytes_of(type); }
     std::string describe() const; // "conv1: 1x64x56x56 u8 NHWC q(0.02, 128)"
 };
 
-// Device tensors are 4-D (N, C, H, W) and computed image by image. A graph tensor of rank 1 to
+// Device tensors are 4-D (N, C, H, W) and computed image by image. A graph tensor of rank 0 to
 // 5 maps onto one, keeping the row-major order of its elements (a tensor of a rank other than
-// 4 is stored in its logical order, DimsOrder::identity): [K] -> [1, K, 1, 1], [N, K] ->
-// [N, K, 1, 1], [N, C, L] -> [N, C, 1, L], [N, C, D, H, W] -> [N, C, D*H, W]. The view of a
-// 4-D tensor is the tensor. Throws LayerError naming the tensor for rank 0 or above 5, or for
-// a rank other than 4 in another order.
+// 4 is stored in its logical order, DimsOrder::identity): [] (a scalar) -> [1, 1, 1, 1], [K] ->
+// [1, K, 1, 1], [N, K] -> [N, K, 1, 1], [N, C, L] -> [N, C, 1, L], [N, C, D, H, W] ->
+// [N, C, D*H, W]. The view of a 4-D tensor is the tensor. Throws LayerError naming the tensor
+// for a rank above 5, or for a rank other than 4 in another order.
 TensorDesc device_view(const TensorDesc &tensor);
 // The device dimension that holds logical axis `axis` of a tensor of shape `logical` and
 // nothing else, or nullopt: a 5-D tensor's D and H share H unless one of them is 1.
