@@ -9,6 +9,7 @@
 #include <fstream>
 #include <functional>
 #include <random>
+#include <sstream>
 
 #include "../frontend/src/onnx_internal.h"
 #include "algorithms/reference.h"
@@ -18,6 +19,7 @@
 #include "frontend/blob_io.h"
 #include "frontend/onnx_import.h"
 #include "onnx_node_test.h"
+#include "vpu_target/blob_printer.h"
 #include "vpu_target/simulator.h"
 #include "vpu_target/verifier.h"
 
@@ -1018,7 +1020,8 @@ TEST(OnnxImport, ScalarsAreOneElementOfRankZero) {
         codegen::check_against_reference(imported.graph, target::load_target("vpu27"), {});
     EXPECT_TRUE(r.ok()) << r.report();
 
-    // The blob's outputs have rank 0 and hold one element.
+    // The blob's outputs have rank 0 and hold one element; `vpuc inspect` prints them as
+    // scalars.
     const target::Target target = target::load_target("vpu27");
     const std::vector<uint8_t> bytes = codegen::lower(imported.graph, target);
     const blob::Blob &b = blob::verify_structure(bytes);
@@ -1027,6 +1030,10 @@ TEST(OnnxImport, ScalarsAreOneElementOfRankZero) {
         EXPECT_EQ(b.header()->outputs()->Get(i)->shape()->size(), 0u);
         EXPECT_EQ(b.header()->outputs()->Get(i)->bytes(), i == 0 ? 2u : 4u);
     }
+    std::ostringstream inspected;
+    EXPECT_TRUE(blob::print_blob_text(inspected, "m.vpub", bytes));
+    for (const char *scalar : {"\n  0 'scale': scalar ", "\n  1 'n': scalar "})
+        EXPECT_NE(inspected.str().find(scalar), std::string::npos) << inspected.str();
 
     // Odd eighths from -17/8 to 11/8: a range of 3.5, then random reals.
     Halide::Buffer<float> x(5, 3); // numpy (3, 5)
