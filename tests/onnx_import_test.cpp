@@ -274,7 +274,7 @@ TEST(OnnxImport, AlongAxis0AnOpRunsOnALeadingUnitDimension) {
               "of the input's bytes, and 'a' is held NHWC, not in logical order");
     EXPECT_EQ(import_error(concat_model({2, 3, 4, 5, 6})),
               "model.onnx: node 'join' (Concat): tensor 'join.a_unbatched' is 1x2x3x4x5x6: the "
-              "device computes tensors of rank 1 to 5");
+              "device computes tensors of rank 0 to 5");
 }
 
 // External data is read only from files inside the model's directory.
@@ -694,7 +694,7 @@ TEST(OnnxImport, GatherGemmAndEltwiseAlongAxis0RunOnALeadingUnitDimension) {
               "of the input's bytes, and 'a' is held NHWC, not in logical order");
     EXPECT_EQ(import_error(eltwise("Mul", {2, 3, 2, 3, 5}, {2, 1, 1, 1, 5}, false)),
               "model.onnx: node 'y' (Mul): tensor 'y.a_unbatched' is 1x2x3x2x3x5: the device "
-              "computes tensors of rank 1 to 5");
+              "computes tensors of rank 0 to 5");
 }
 
 // Opset-6 models whose Gemm or Add reads an intermediate value upgrade to opset 13: the

@@ -1,4 +1,4 @@
-// Tensors of rank 1 to 5: each maps onto the device's 4-D tensors keeping its elements'
+// Tensors of rank 0 to 5: each maps onto the device's 4-D tensors keeping its elements'
 // row-major order (dsl::device_view). Networks of ranks 2, 3 and 5 with a batch compile and
 // match the reference on both targets; the blob keeps their shapes; what the device cannot do
 // with a rank is an error naming the layer.

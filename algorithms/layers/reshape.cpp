@@ -44,7 +44,7 @@ std::vector<int64_t> reshaped(const std::string &what, const std::vector<int64_t
         for (int64_t e : attrs.get_ints("shape"))
             text += (text.empty() ? "" : ",") + std::to_string(e);
         detail::invalid(what, "shape [" + text + "] does not hold the input's " +
-                                  std::to_string(elements) + " elements in rank 1 to 5");
+                                  std::to_string(elements) + " elements in rank 0 to 5");
     }
     return out;
 }
