@@ -378,6 +378,65 @@ TEST(DataMovement, SliceTakesEveryStepthElementBothWays) {
     EXPECT_THROW(registry().build("slice", "s", {in}, zero), dsl::LayerError);
 }
 
+// Shape arithmetic takes empty parts of a shape (LayerNormalization's expanded form slices the
+// prefix before axis 0): a slice of a constant may be empty, and an empty constant joins others.
+// A computed tensor of an extent 0 has no device form: an empty slice of one stays an error.
+TEST(DataMovement, EmptySlicesFoldForConstantsOnly) {
+    const dsl::Layer shape = dsl::LayerRegistry::constant(
+        "shape", dsl::const_buffer({dsl::ElemType::I64, {3}, {2, 7, 5}, {}}));
+    auto slice = [&](const dsl::Layer &in, int64_t start, int64_t end, int64_t step) {
+        return registry().build("slice", "s", {in},
+                                dsl::Attrs()
+                                    .set("starts", std::vector<int64_t>{start})
+                                    .set("ends", std::vector<int64_t>{end})
+                                    .set("axes", std::vector<int64_t>{0})
+                                    .set("steps", std::vector<int64_t>{step}));
+    };
+    for (const auto &[start, end, step] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+             {0, 0, 1}, {2, 1, 1}, {1000, 1000, 1}, {0, 3, -1}, {-1, 5, -2}}) {
+        SCOPED_TRACE(std::to_string(start) + ":" + std::to_string(end) + ":" +
+                     std::to_string(step));
+        const dsl::ConstValues empty = dsl::const_values(slice(shape, start, end, step));
+        EXPECT_EQ(empty.shape, std::vector<int64_t>{0});
+        EXPECT_TRUE(empty.ints.empty());
+    }
+    const dsl::Layer prefix = slice(shape, 0, 0, 1);
+    const dsl::ConstValues tail = dsl::const_values(slice(shape, -1, -4, -2)); // 5, 2
+    EXPECT_EQ(tail.ints, (std::vector<int64_t>{5, 2}));
+    const dsl::Layer minus_one = dsl::LayerRegistry::constant(
+        "minus_one", dsl::const_buffer({dsl::ElemType::I64, {1}, {-1}, {}}));
+    const dsl::ConstValues joined = dsl::const_values(registry().build(
+        "concat", "c", {prefix, minus_one, prefix}, dsl::Attrs().set("axis", int64_t(0))));
+    EXPECT_EQ(joined.shape, std::vector<int64_t>{1});
+    EXPECT_EQ(joined.ints, std::vector<int64_t>{-1});
+    // Of rank 2, an empty part along axis 1 and rows of 3 halves and odd fractions.
+    const dsl::Layer rows = dsl::LayerRegistry::constant(
+        "rows",
+        dsl::const_buffer({dsl::ElemType::F32, {2, 3}, {}, {0.5, -1.5, 2.5, 0.125, 3, -7}}));
+    const dsl::Layer no_columns = registry().build("slice", "none", {rows},
+                                                   dsl::Attrs()
+                                                       .set("starts", std::vector<int64_t>{3})
+                                                       .set("ends", std::vector<int64_t>{9})
+                                                       .set("axes", std::vector<int64_t>{1}));
+    EXPECT_EQ(dsl::const_values(no_columns).shape, (std::vector<int64_t>{2, 0}));
+    const dsl::ConstValues both = dsl::const_values(registry().build(
+        "concat", "both", {no_columns, rows, no_columns}, dsl::Attrs().set("axis", int64_t(-1))));
+    EXPECT_EQ(both.shape, (std::vector<int64_t>{2, 3}));
+    EXPECT_EQ(both.reals, (std::vector<double>{0.5, -1.5, 2.5, 0.125, 3, -7}));
+
+    const dsl::Layer in = f16_input("in", 5, 7, 3);
+    try {
+        registry().build("slice", "s", {in},
+                         dsl::Attrs()
+                             .set("starts", std::vector<int64_t>{4})
+                             .set("ends", std::vector<int64_t>{2})
+                             .set("axes", std::vector<int64_t>{1}));
+        FAIL() << "expected a LayerError";
+    } catch (const dsl::LayerError &e) {
+        EXPECT_STREQ(e.what(), "slice 's': axis 1: [4, 2) in steps of 1 of 5 is empty");
+    }
+}
+
 // Size folds to the number of elements, an i64 scalar, from the shape alone.
 TEST(DataMovement, SizeFoldsToTheNumberOfElements) {
     const dsl::Layer in = f16_input("in", 5, 7, 3);

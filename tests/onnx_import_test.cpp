@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <sstream>
 
 #include "../frontend/src/onnx_internal.h"
 #include "algorithms/reference.h"
@@ -20,7 +21,9 @@
 #include "frontend/blob_io.h"
 #include "frontend/onnx_import.h"
 #include "onnx_node_test.h"
+#include "vpu_target/blob_printer.h"
 #include "vpu_target/simulator.h"
+#include "vpu_target/verifier.h"
 
 using namespace vpuc;
 namespace fs = std::filesystem;
@@ -61,6 +64,12 @@ INSTANTIATE_TEST_SUITE_P(
         "test_identity", "test_cast_FLOAT_to_FLOAT16", "test_cast_DOUBLE_to_FLOAT",
         "test_dropout_default", "test_dropout_default_mask",
         "test_training_dropout_zero_ratio_mask",
+        // Scalars: Size's constant as a graph output.
+        "test_size", "test_size_example",
+        // Empty constants in shape arithmetic: the prefix of a shape before axis 0.
+        "test_layer_normalization_2d_axis0_expanded",
+        "test_layer_normalization_3d_axis_negative_3_epsilon_expanded",
+        "test_layer_normalization_4d_axis0_expanded",
         // Reductions (axes as an attribute, ReduceSum's as an input), kept or not, over every
         // axis (the batch too); ArgMax and ArgMin ties; Hardmax; LogSoftmax along axis 0.
         "test_reduce_mean_do_not_keepdims_random", "test_reduce_sum_keepdims_random",
@@ -275,7 +284,7 @@ TEST(OnnxImport, AlongAxis0AnOpRunsOnALeadingUnitDimension) {
     EXPECT_TRUE(r.ok()) << r.report();
     EXPECT_EQ(import_error(concat_model({2, 3, 2, 3, 2, 3, 2, 3})),
               "model.onnx: node 'join' (Concat): unsqueeze 'join.a_unbatched': the output "
-              "1x2x3x2x3x2x3x2x3 has rank 9; the device computes tensors of rank 1 to 8");
+              "1x2x3x2x3x2x3x2x3 has rank 9; the device computes tensors of rank 0 to 8");
 }
 
 // External data is read only from files inside the model's directory.
@@ -381,6 +390,27 @@ TEST(OnnxImport, ShapeArithmeticFoldsAtCompileTime) {
     const codegen::CheckResult r =
         codegen::check_against_reference(model.graph, target::load_target("vpu27"), check);
     EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// A graph output of `type` and `shape` (of rank 0: a scalar).
+void add_output(onnx::GraphProto &g, const std::string &name, int32_t type,
+                const std::vector<int64_t> &shape) {
+    onnx::ValueInfoProto &y = *g.add_output();
+    y.set_name(name);
+    y.mutable_type()->mutable_tensor_type()->set_elem_type(type);
+    y.mutable_type()->mutable_tensor_type()->mutable_shape();
+    for (int64_t d : shape)
+        y.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+// An int64 initializer of `values`, of one dimension (or none: a scalar).
+void add_ints(onnx::GraphProto &g, const std::string &name, const std::vector<int64_t> &values,
+              bool scalar = false) {
+    onnx::TensorProto &t = *g.add_initializer();
+    t.set_name(name);
+    t.set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t.add_dims(int64_t(values.size()));
+    for (int64_t v : values) t.add_int64_data(v);
 }
 
 // A float graph input of `shape`.
@@ -696,7 +726,7 @@ TEST(OnnxImport, GatherGemmAndEltwiseAlongAxis0RunOnALeadingUnitDimension) {
     EXPECT_EQ(
         import_error(eltwise("Mul", {2, 3, 1, 2, 1, 1, 3, 5}, {2, 1, 1, 1, 1, 1, 1, 5}, false)),
         "model.onnx: node 'y' (Mul): unsqueeze 'y.a_unbatched': the output "
-        "1x2x3x1x2x1x1x3x5 has rank 9; the device computes tensors of rank 1 to 8");
+        "1x2x3x1x2x1x1x3x5 has rank 9; the device computes tensors of rank 0 to 8");
 }
 
 // Opset-6 models whose Gemm or Add reads an intermediate value upgrade to opset 13: the
@@ -796,7 +826,7 @@ namespace {
 
 // The Reduce ops, ArgMax and ArgMin keep the reduced axes with extent 1 (keepdims 1) or squeeze
 // the kept result, NODE.kept (keepdims 0); along axis 0 they run on a leading unit dimension.
-// A result of rank 0 has no device form: an error naming the node.
+// A result of rank 0 is a scalar, one element on the device.
 TEST(OnnxImport, ReductionsKeepOrSqueezeTheReducedAxes) {
     auto model = [](const std::string &op, const std::vector<int64_t> &shape,
                     const std::vector<int64_t> &axes, int64_t keepdims,
@@ -841,6 +871,13 @@ TEST(OnnxImport, ReductionsKeepOrSqueezeTheReducedAxes) {
         {"an argmin along axis 0, kept",
          model("ArgMin", {4, 9}, {0}, 1, {1, 9}),
          {"unsqueeze y.a_unbatched 1x4x9", "argmin y.unbatched 1x1x9", "squeeze y 1x9"}},
+        {"a maximum over every axis, not kept: a scalar",
+         model("ReduceMax", {3, 5}, {0, 1}, 0, {}),
+         {"unsqueeze y.kept.a_unbatched 1x3x5", "reduce y.kept.unbatched 1x1x1",
+          "squeeze y.kept 1x1", "squeeze y scalar"}},
+        {"an argmax of a vector, not kept: a scalar",
+         model("ArgMax", {11}, {0}, 0, {}),
+         {"argmax y.kept 1", "squeeze y scalar"}},
     };
     for (const Case &c : cases) {
         SCOPED_TRACE(c.what);
@@ -855,9 +892,6 @@ TEST(OnnxImport, ReductionsKeepOrSqueezeTheReducedAxes) {
             codegen::check_against_reference(imported.graph, target::load_target("vpu27"), {});
         EXPECT_TRUE(r.ok()) << r.report();
     }
-    EXPECT_EQ(import_error(model("ReduceMax", {3, 5}, {0, 1}, 0, {})),
-              "model.onnx: node 'y' (ReduceMax): keepdims 0 over every axis gives a tensor of "
-              "rank 0, which the device has no form of");
 }
 
 } // namespace
@@ -1310,5 +1344,143 @@ INSTANTIATE_TEST_SUITE_P(
                       "test_cast_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded",
                       "test_castlike_BFLOAT16_to_FLOAT"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
+
+// The outputs of `imported` compiled for vpu27 and run on the simulator with `inputs`.
+std::vector<frontend::NamedTensor> run_model(const frontend::ImportedModel &imported,
+                                             const std::vector<frontend::NamedTensor> &inputs) {
+    const target::Target target = target::load_target("vpu27");
+    sim::Simulator simulator(target, codegen::lower(imported.graph, target));
+    return frontend::blob_outputs(
+        simulator.blob(), simulator.run(frontend::blob_inputs(simulator.blob(), inputs)).outputs);
+}
+
+// Shape arithmetic folds empty constants: the prefix of x's shape before axis 0 is empty (as
+// LayerNormalization's expanded form slices it), joined with [-1] it flattens x, and a
+// ConstantOfShape of it is a scalar, added to every element. An empty slice of a computed
+// tensor, and an empty constant as a graph output, have no device form: errors naming them.
+TEST(OnnxImport, EmptyConstantsFoldInShapeArithmetic) {
+    onnx::ModelProto m = graph_model("y", {35});
+    onnx::GraphProto &g = *m.mutable_graph();
+    add_float_input(g, "x", {5, 7});
+    add_ints(g, "zero", {0});
+    add_ints(g, "minus_one", {-1});
+    add_node(g, "Shape", {"x"}, "shape");
+    add_node(g, "Slice", {"shape", "zero", "zero"}, "prefix");
+    onnx::AttributeProto &axis =
+        *add_node(g, "Concat", {"prefix", "minus_one", "prefix"}, "flat_shape").add_attribute();
+    axis.set_name("axis");
+    axis.set_type(onnx::AttributeProto::INT);
+    axis.set_i(0);
+    onnx::AttributeProto &fill = *add_node(g, "ConstantOfShape", {"prefix"}, "c").add_attribute();
+    fill.set_name("value");
+    fill.set_type(onnx::AttributeProto::TENSOR);
+    fill.mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    fill.mutable_t()->add_dims(1);
+    fill.mutable_t()->add_float_data(0.375f);
+    add_node(g, "Reshape", {"x", "flat_shape"}, "flat");
+    add_node(g, "Add", {"flat", "c"}, "y");
+    const frontend::ImportedModel imported = frontend::import_onnx_bytes(bytes_of(m), "m.onnx");
+    std::vector<std::string> layers;
+    for (const dsl::Layer &layer : imported.graph.layers())
+        layers.push_back(layer.op() + " " + dsl::to_string(layer.output().shape));
+    EXPECT_EQ(layers, (std::vector<std::string>{"reshape 35", "constant_eltwise 35"}));
+    // Eighths of odd numerators, exact in fp16, as are their sums with 0.375.
+    Halide::Buffer<float> x(7, 5); // numpy (5, 7)
+    x.for_each_element([&](int j, int i) { x(j, i) = float(2 * (i * 7 + j) - 33) / 8; });
+    const std::vector<frontend::NamedTensor> out = run_model(imported, {{"x", x}});
+    ASSERT_EQ(out.size(), 1u);
+    const Halide::Buffer<Halide::float16_t> y(out[0].value);
+    ASSERT_EQ(y.dimensions(), 1);
+    ASSERT_EQ(y.dim(0).extent(), 35);
+    for (int e = 0; e < 35; ++e) EXPECT_EQ(float(y(e)), x(e % 7, e / 7) + 0.375f) << e;
+
+    onnx::ModelProto empty = graph_model("y", {5, 0});
+    add_float_input(*empty.mutable_graph(), "x", {5, 7});
+    add_ints(*empty.mutable_graph(), "far", {1000});
+    add_ints(*empty.mutable_graph(), "one", {1});
+    add_node(*empty.mutable_graph(), "Slice", {"x", "far", "far", "one"}, "y");
+    EXPECT_EQ(import_error(empty), "model.onnx: node 'y' (Slice): slice 'y': axis 1: [1000, "
+                                   "1000) in steps of 1 of 7 is empty");
+
+    onnx::ModelProto nothing = graph_model("y", {2, 0});
+    add_ints(*nothing.mutable_graph(), "extents", {2, 0});
+    add_node(*nothing.mutable_graph(), "ConstantOfShape", {"extents"}, "y");
+    EXPECT_EQ(import_error(nothing), "model.onnx: graph output 'y': an empty constant (2x0); the "
+                                     "device has no tensor of an extent 0");
+}
+
+// A scalar (a result of rank 0) is one element on the device, and a blob output of rank 0:
+// the range of x over 255 levels (DynamicQuantizeLinear's scale: reductions over every axis,
+// not kept, then arithmetic on scalars), and Size's constant.
+TEST(OnnxImport, ScalarsAreOneElementOfRankZero) {
+    onnx::ModelProto m = graph_model("scale", {});
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape(); // rank 0
+    add_output(g, "n", onnx::TensorProto::INT64, {});
+    add_float_input(g, "x", {3, 5});
+    onnx::TensorProto &levels = *g.add_initializer();
+    levels.set_name("levels");
+    levels.set_data_type(onnx::TensorProto::FLOAT);
+    levels.add_float_data(255);
+    for (const char *op : {"ReduceMin", "ReduceMax"}) {
+        onnx::AttributeProto &keep =
+            *add_node(g, op, {"x"}, op == std::string("ReduceMin") ? "low" : "high")
+                 .add_attribute();
+        keep.set_name("keepdims");
+        keep.set_type(onnx::AttributeProto::INT);
+        keep.set_i(0);
+    }
+    add_node(g, "Sub", {"high", "low"}, "range");
+    add_node(g, "Div", {"range", "levels"}, "scale");
+    add_node(g, "Size", {"x"}, "n").set_name("size"); // so that the output takes the name n
+    const frontend::ImportedModel imported = frontend::import_onnx_bytes(bytes_of(m), "m.onnx");
+    ASSERT_EQ(imported.graph.outputs().size(), 2u);
+    EXPECT_EQ(imported.graph.outputs()[0].op(), "constant_eltwise");
+    EXPECT_EQ(imported.graph.outputs()[0].output().shape.rank(), 0);
+    EXPECT_TRUE(dsl::is_constant(imported.graph.outputs()[1]));
+    EXPECT_EQ(imported.graph.outputs()[1].output().shape.rank(), 0);
+    const codegen::CheckResult r =
+        codegen::check_against_reference(imported.graph, target::load_target("vpu27"), {});
+    EXPECT_TRUE(r.ok()) << r.report();
+
+    // The blob's outputs have rank 0 and hold one element; `vpuc inspect` prints them as
+    // scalars.
+    const target::Target target = target::load_target("vpu27");
+    const std::vector<uint8_t> bytes = codegen::lower(imported.graph, target);
+    const blob::Blob &b = blob::verify_structure(bytes);
+    ASSERT_EQ(b.header()->outputs()->size(), 2u);
+    for (uint32_t i = 0; i < 2; ++i) {
+        EXPECT_EQ(b.header()->outputs()->Get(i)->shape()->size(), 0u);
+        EXPECT_EQ(b.header()->outputs()->Get(i)->bytes(), i == 0 ? 2u : 4u);
+    }
+    std::ostringstream inspected;
+    EXPECT_TRUE(blob::print_blob_text(inspected, "m.vpub", bytes));
+    for (const char *scalar : {"\n  0 'scale': scalar ", "\n  1 'n': scalar "})
+        EXPECT_NE(inspected.str().find(scalar), std::string::npos) << inspected.str();
+
+    // Odd eighths from -17/8 to 11/8: a range of 3.5, then random reals.
+    Halide::Buffer<float> x(5, 3); // numpy (3, 5)
+    x.for_each_element([&](int j, int i) { x(j, i) = float(2 * (i * 5 + j) - 17) / 8; });
+    std::vector<frontend::NamedTensor> out = run_model(imported, {{"x", x}});
+    ASSERT_EQ(out.size(), 2u);
+    EXPECT_EQ(out[0].name, "scale");
+    EXPECT_EQ(out[0].value.dimensions(), 0);
+    EXPECT_EQ(float(static_cast<const Halide::float16_t *>(out[0].value.data())[0]),
+              float(Halide::float16_t(3.5f / 255)));
+    EXPECT_EQ(out[1].name, "n");
+    ASSERT_EQ(out[1].value.dimensions(), 0);
+    ASSERT_EQ(out[1].value.type(), Halide::Int(32));
+    EXPECT_EQ(static_cast<const int32_t *>(out[1].value.data())[0], 15);
+
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> real(-4, 4);
+    x.for_each_value([&](float &v) { v = float(Halide::float16_t(real(rng))); });
+    float low = x(0, 0), high = x(0, 0);
+    x.for_each_value([&](float v) { low = std::min(low, v), high = std::max(high, v); });
+    out = run_model(imported, {{"x", x}});
+    const double scale = double((high - low) / 255);
+    EXPECT_NEAR(double(static_cast<const Halide::float16_t *>(out[0].value.data())[0]), scale,
+                2e-3 * scale);
+}
 
 } // namespace

@@ -1,4 +1,4 @@
-// Tensors of rank 1 to 8: each maps onto the device's 4-D tensors keeping its elements'
+// Tensors of rank 0 to 8: each maps onto the device's 4-D tensors keeping its elements'
 // row-major order (dsl::device_view). Networks of ranks 2, 3, 5, 6 and 8 with a batch compile
 // and match the reference on both targets; the blob keeps their shapes; what the device cannot
 // do with a rank is an error naming the layer.
@@ -98,6 +98,12 @@ algorithms::QuantWeights quant_weights(const std::vector<int> &dims, int out_cha
 }
 
 TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
+    // A scalar is one element, and its view keeps its rank 0 (an empty graph shape, set).
+    const dsl::TensorDesc scalar = dsl::device_view(tensor("s", {}));
+    EXPECT_EQ(shape_of(scalar), "1x1x1x1");
+    ASSERT_TRUE(scalar.graph_shape);
+    EXPECT_EQ(scalar.logical_shape().rank(), 0);
+    EXPECT_EQ(shape_of(dsl::device_view(scalar)), "1x1x1x1");
     EXPECT_EQ(shape_of(dsl::device_view(tensor("k", {7}))), "1x7x1x1");
     EXPECT_EQ(shape_of(dsl::device_view(tensor("nk", {2, 7}))), "2x7x1x1");
     EXPECT_EQ(shape_of(dsl::device_view(tensor("ncl", {2, 7, 5}))), "2x7x1x5");
@@ -113,7 +119,7 @@ TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
     // A 4-D tensor is its own view, in its own order.
     const dsl::TensorDesc nhwc = test::activation("a", 19, 5, 3);
     EXPECT_EQ(dsl::device_view(nhwc).order, dsl::DimsOrder::NHWC());
-    EXPECT_EQ(dsl::device_view(nhwc).graph_shape.rank(), 0);
+    EXPECT_FALSE(dsl::device_view(nhwc).graph_shape);
 
     // Axes: each on its own device dimension, but D and H of a 5-D tensor.
     using namespace dsl::dims;
@@ -143,6 +149,9 @@ TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
     EXPECT_EQ(dsl::to_string(*dsl::logical_shape({2, 3, 1, 1, 1, 7}, {2, 3, 11, 7})),
               "2x3x1x1x11x7");
     EXPECT_FALSE(dsl::logical_shape({2, 3, 4, 1, 6, 7}, {2, 3, 11, 7}));
+    EXPECT_EQ(dsl::logical_shape({}, {1, 1, 1, 1}), dsl::Shape{});
+    EXPECT_FALSE(dsl::logical_shape({}, {1, 2, 1, 1}));
+    EXPECT_FALSE(dsl::device_axis(dsl::Shape{}, 0));
 
     // Another order than the logical one is 4-D only; ranks stop at 8.
     dsl::TensorDesc permuted = tensor("p", {2, 7, 5});
@@ -153,7 +162,7 @@ TEST(Ranks, DeviceViewsKeepTheRowMajorOrder) {
         FAIL() << "expected a LayerError";
     } catch (const dsl::LayerError &e) {
         EXPECT_EQ(std::string(e.what()), "tensor 'nine' is 1x2x3x1x2x3x1x2x3: the device "
-                                         "computes tensors of rank 1 to 8");
+                                         "computes tensors of rank 0 to 8");
     }
     // A tensor's order has its rank.
     dsl::TensorDesc wrong = tensor("w", {2, 7});
@@ -454,7 +463,7 @@ TEST(Ranks, WhatTheDeviceCannotDoIsAnErrorNamingTheLayer) {
     nine.set("axes", std::vector<int64_t>{0, 2, 4});
     expect_error([&] { registry().build("unsqueeze", "u", {six}, nine); },
                  "unsqueeze 'u': the output 1x1x1x4x1x2x3x2x5 has rank 9; the device computes "
-                 "tensors of rank 1 to 8");
+                 "tensors of rank 0 to 8");
     algorithms::PoolParams tall;
     tall.kernel_h = 2;
     expect_error([&] { algorithms::max_pool("p", three, tall); }, "the window");

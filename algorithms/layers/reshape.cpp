@@ -44,7 +44,7 @@ std::vector<int64_t> reshaped(const std::string &what, const std::vector<int64_t
         for (int64_t e : attrs.get_ints("shape"))
             text += (text.empty() ? "" : ",") + std::to_string(e);
         detail::invalid(what, "shape [" + text + "] does not hold the input's " +
-                                  std::to_string(elements) + " elements in rank 1 to " +
+                                  std::to_string(elements) + " elements in rank 0 to " +
                                   std::to_string(dsl::kMaxRank));
     }
     return out;
@@ -66,7 +66,7 @@ dsl::Layer reshape_to(const std::string &op, const std::string &name, const dsl:
     if (out.size() > size_t(dsl::kMaxRank))
         detail::invalid(what, "the output " + dsl::to_string(result.shape) + " has rank " +
                                   std::to_string(out.size()) +
-                                  "; the device computes tensors of rank 1 to " +
+                                  "; the device computes tensors of rank 0 to " +
                                   std::to_string(dsl::kMaxRank));
     if (result.shape.rank() != t.shape.rank())
         result.order = result.shape.rank() == 4 ? dsl::DimsOrder::NCHW()

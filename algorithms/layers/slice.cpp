@@ -2,7 +2,7 @@
 // step walks from starts down to ends). With steps of 1, on the device (the batch whole) stored
 // in DDR it is a view of its input that moves no data; computed in CMX, a SHAVE copy kernel.
 // With other steps it is a SHAVE gather kernel. A constant of any rank folds at compile time
-// (shape arithmetic: the spatial part of a Shape).
+// (shape arithmetic: the spatial part of a Shape, or an empty part of one).
 #include "common.h"
 #include "logical_index.h"
 
@@ -21,9 +21,11 @@ struct SlicePlan {
 };
 
 // The plan of a slice of `input`, after ONNX's rules: negative indices count from the end; both
-// are clamped to the extent, for a negative step to [0, extent - 1] and [-1, extent - 1].
-SlicePlan slice_plan(const std::string &what, const dsl::TensorDesc &input,
-                     const dsl::Attrs &attrs) {
+// are clamped to the extent, for a negative step to [0, extent - 1] and [-1, extent - 1]. An
+// empty range is an error unless `allow_empty` (constants: shape arithmetic takes empty
+// prefixes of a shape; the device has no tensor of an extent 0).
+SlicePlan slice_plan(const std::string &what, const dsl::TensorDesc &input, const dsl::Attrs &attrs,
+                     bool allow_empty = false) {
     const auto starts = attrs.get_ints("starts"), ends = attrs.get_ints("ends"),
                axes = attrs.get_ints("axes");
     const std::vector<int64_t> steps =
@@ -48,14 +50,14 @@ SlicePlan slice_plan(const std::string &what, const dsl::TensorDesc &input,
         };
         const int64_t b = index(starts[i], 0), e = index(ends[i], low);
         const int64_t span = step > 0 ? e - b : b - e, stride = step > 0 ? step : -step;
-        if (span <= 0)
+        if (span <= 0 && !allow_empty)
             detail::invalid(what, "axis " + std::to_string(axes[i]) + ": [" +
                                       std::to_string(starts[i]) + ", " + std::to_string(ends[i]) +
                                       ") in steps of " + std::to_string(step) + " of " +
                                       std::to_string(size) + " is empty");
         plan.start[axis] = b;
         plan.step[axis] = step;
-        plan.count[axis] = (span + stride - 1) / stride;
+        plan.count[axis] = std::max<int64_t>(0, (span + stride - 1) / stride);
     }
     return plan;
 }
@@ -139,7 +141,8 @@ void register_layer_slice(dsl::LayerRegistry &registry) {
     def.fold = [](const std::string &name, const std::vector<dsl::Layer> &inputs,
                   const dsl::Attrs &attrs) {
         const dsl::ConstValues v = dsl::const_values(inputs.at(0));
-        const SlicePlan plan = slice_plan("slice '" + name + "'", inputs.at(0).output(), attrs);
+        const SlicePlan plan =
+            slice_plan("slice '" + name + "'", inputs.at(0).output(), attrs, true);
         return dsl::const_buffer(
             dsl::pick_elements(v, plan.count, [&](const std::vector<int64_t> &index) {
                 int64_t from = 0;

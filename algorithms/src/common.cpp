@@ -140,11 +140,11 @@ int halide_dim(dsl::Dim device) {
 }
 
 dsl::TensorDesc graph_tensor(const dsl::TensorDesc &t) {
-    if (!t.graph_shape.rank()) return t;
+    if (!t.graph_shape) return t;
     dsl::TensorDesc g = t;
-    g.shape = t.graph_shape;
+    g.shape = *t.graph_shape;
     g.order = dsl::DimsOrder::identity(g.shape.rank());
-    g.graph_shape = {};
+    g.graph_shape.reset();
     return g;
 }
 

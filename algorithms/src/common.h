@@ -29,7 +29,7 @@ struct InputInfo {
     int32_t zero_point = 0;
 };
 
-// The facts of the input's device view (dsl::device_view: n, c, h and w of any rank 1 to
+// The facts of the input's device view (dsl::device_view: n, c, h and w of any rank 0 to
 // dsl::kMaxRank). Throws LayerError naming `what` (e.g. "conv2d 'c1'") on a rank the device
 // does not have, an empty extent, or a per-channel-quantized input.
 // `takes_i32`: the layer also computes on i32 tensors (eltwise's exact integer arithmetic).

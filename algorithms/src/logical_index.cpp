@@ -9,9 +9,9 @@ namespace {
 // The graph shape of `t`, checked to be one the device computes.
 std::vector<int64_t> graph_extents(const dsl::TensorDesc &t) {
     const std::vector<int64_t> shape = graph_tensor(t).shape.raw();
-    if (shape.empty() || shape.size() > size_t(dsl::kMaxRank))
+    if (shape.size() > size_t(dsl::kMaxRank))
         invalid("tensor '" + t.name + "'", "has rank " + std::to_string(shape.size()) +
-                                               "; the device computes tensors of rank 1 to " +
+                                               "; the device computes tensors of rank 0 to " +
                                                std::to_string(dsl::kMaxRank));
     return shape;
 }
@@ -21,8 +21,8 @@ std::vector<int64_t> graph_extents(const dsl::TensorDesc &t) {
 std::vector<Halide::Expr> logical_coords(const dsl::TensorDesc &t, const Halide::Expr &c,
                                          const Halide::Expr &x, const Halide::Expr &y) {
     const std::vector<int64_t> shape = graph_extents(t);
-    // dsl::device_view's groups: [K] -> C; [N, K] -> C; [N, C, L] -> C, W; [N, C, H, W];
-    // from rank 5 on, the axes between C and W share H, row-major.
+    // dsl::device_view's groups: [] -> none; [K] -> C; [N, K] -> C; [N, C, L] -> C, W;
+    // [N, C, H, W]; from rank 5 on, the axes between C and W share H, row-major.
     const std::vector<std::vector<int>> groups = dsl::device_groups(int(shape.size()));
     const Halide::Expr device[4] = {Halide::Expr(), c, y, x};
     std::vector<Halide::Expr> at(shape.size());

@@ -301,7 +301,7 @@ IoDecl io_decl(const dsl::TensorDesc &t) {
     // is its device view's NCHW.
     for (int64_t v : t.logical_shape().raw()) io.shape.push_back(uint32_t(v));
     io.dtype = blob_dtype(t.type);
-    io.layout = t.graph_shape.rank()                ? blob::Layout::ND
+    io.layout = t.graph_shape                       ? blob::Layout::ND
                 : t.order == dsl::DimsOrder::NHWC() ? blob::Layout::NHWC
                                                     : blob::Layout::NCHW;
     if (!t.quant.empty() && !t.quant.per_channel())

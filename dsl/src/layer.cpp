@@ -143,15 +143,11 @@ void Layer::set_built_for(size_t input, TensorDesc tensor) {
     impl().built_for.at(input) = std::move(tensor);
 }
 void Layer::to_device_views() {
-    // A constant computes nothing on the device: its consumers fold it or take it as an
-    // attribute, and its value may have any rank. One of rank 1 to kMaxRank may be a graph
-    // output or a layer's input (gather_elements' indices, where's values), copied into DDR,
-    // which holds device views.
-    if (!is_constant(*this) || impl().outputs.at(0).shape.rank() >= 1)
-        for (TensorDesc &t : impl().outputs) t = device_view(t);
-    for (size_t i = 0; i < impl().built_for.size(); ++i)
-        if (!is_constant(impl().inputs.at(i)) || impl().built_for[i].shape.rank() >= 1)
-            impl().built_for[i] = device_view(impl().built_for[i]);
+    // A constant computes nothing on the device, but may be a graph output or a layer's input
+    // (gather_elements' indices, where's values), copied into DDR, which holds device views (a
+    // scalar's too).
+    for (TensorDesc &t : impl().outputs) t = device_view(t);
+    for (TensorDesc &t : impl().built_for) t = device_view(t);
 }
 void Layer::set_attrs(Attrs attrs) {
     impl().attrs = std::move(attrs);

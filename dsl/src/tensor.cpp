@@ -145,6 +145,8 @@ Halide::Buffer<> to_device(const TensorDesc &tensor, const Halide::Buffer<> &val
 
 std::vector<std::vector<int>> device_groups(int rank) {
     switch (rank) {
+    case 0:
+        return {{}, {}, {}, {}}; // one element
     case 1:
         return {{}, {0}, {}, {}};
     case 2:
@@ -161,14 +163,14 @@ std::vector<std::vector<int>> device_groups(int rank) {
 
 TensorDesc device_view(const TensorDesc &tensor) {
     const int rank = tensor.shape.rank();
-    if (rank < 1 || rank > kMaxRank)
+    if (rank > kMaxRank)
         throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) +
-                         ": the device computes tensors of rank 1 to " + std::to_string(kMaxRank));
+                         ": the device computes tensors of rank 0 to " + std::to_string(kMaxRank));
     if (tensor.order.rank() != rank)
         throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) +
                          " with the order " + tensor.order.name() + " of rank " +
                          std::to_string(tensor.order.rank()));
-    if (rank == 4 || tensor.graph_shape.rank()) return tensor; // 4-D, or a view already
+    if (rank == 4 || tensor.graph_shape) return tensor; // 4-D, or a view already
     if (tensor.order != DimsOrder::identity(rank))
         throw LayerError("tensor '" + tensor.name + "' is " + to_string(tensor.shape) + " in " +
                          tensor.order.name() +
@@ -214,7 +216,7 @@ std::optional<Dim> device_axis(const Shape &logical, int axis) {
 
 std::optional<Shape> logical_shape(const Shape &like, const Shape &device) {
     const int rank = like.rank();
-    if (device.rank() != 4 || rank < 1 || rank > kMaxRank) return std::nullopt;
+    if (device.rank() != 4 || rank > kMaxRank) return std::nullopt;
     if (rank == 4) return device;
     std::vector<int64_t> extents(size_t(rank), 1);
     const std::vector<std::vector<int>> groups = device_groups(rank);

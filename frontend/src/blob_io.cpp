@@ -136,7 +136,7 @@ IoLayout io_layout(const blob::IoTensor &io) {
 IoLayout io_layout(const dsl::TensorDesc &tensor) {
     IoLayout layout{tensor.name, tensor.logical_shape().raw(), dsl::halide_type(tensor.type),
                     blob::Layout::NCHW};
-    if (tensor.graph_shape.rank())
+    if (tensor.graph_shape)
         layout.layout = blob::Layout::ND;
     else if (tensor.order == dsl::DimsOrder::NHWC())
         layout.layout = blob::Layout::NHWC;

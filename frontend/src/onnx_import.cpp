@@ -196,21 +196,20 @@ dsl::Layer graph_input(const onnx::ValueInfoProto &in, const std::string &path,
     return dsl::Layer::input(t);
 }
 
-// The layer computing graph output `value` on the device: a constant, in its device type
-// (dsl::to_device: i64 as i32, bool as u8, f64 as f32), copied from the blob's constants; a graph
-// input copied by a cast to its own type; any other layer itself. A new layer is named after
-// `output` (unless a node or input has that name).
+// The layer computing graph output `value` on the device: a constant (a scalar too), in its
+// device type (dsl::to_device: i64 as i32, bool as u8, f64 as f32), copied from the blob's
+// constants; a graph input copied by a cast to its own type; any other layer itself. A new layer
+// is named after `output` (unless a node or input has that name). An empty constant has no
+// device form.
 dsl::Layer output_layer(const dsl::Layer &value, detail::UniqueNames &names,
                         const std::string &output, const std::string &what) {
     try {
-        if (dsl::is_constant(value)) {
-            if (value.output().shape.rank() == 0)
-                throw ModelError(what +
-                                 ": a scalar constant; the device holds tensors of rank 1 to " +
-                                 std::to_string(dsl::kMaxRank));
+        if (dsl::is_constant(value) && value.output().shape.elements() == 0)
+            throw ModelError(what + ": an empty constant (" + dsl::to_string(value.output().shape) +
+                             "); the device has no tensor of an extent 0");
+        if (dsl::is_constant(value))
             return dsl::LayerRegistry::constant(
                 names.take(output), dsl::to_device(value.output(), dsl::constant_value(value)));
-        }
         if (!value.is_input()) return value;
         dsl::Attrs attrs;
         attrs.set("to", std::string(dsl::to_string(value.output().type)));

@@ -734,14 +734,12 @@ std::vector<int64_t> normalized_axes(const NodeImport &node, std::vector<int64_t
 
 // A layer `op` reducing input 0 along `axes` (normalized_axes), which `attrs` names as
 // `axes_attr` ("axes", or "axis" for one): with keepdims 1 of the input's rank, the reduced
-// axes of extent 1; with keepdims 0 that result (NODE.kept) squeezed.
+// axes of extent 1; with keepdims 0 that result (NODE.kept) squeezed, over every axis to a
+// scalar.
 Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_t> &axes,
                const std::string &axes_attr, dsl::Attrs attrs) {
     const dsl::Layer &x = node.input(0);
     const bool keep = node.attr_int("keepdims", 1) != 0;
-    if (!keep && int64_t(axes.size()) == shape_of(x).rank())
-        node.fail("keepdims 0 over every axis gives a tensor of rank 0, which the device has "
-                  "no form of");
     const std::string name = keep ? node.name() : node.unique_name(node.name() + ".kept");
     const bool batch = along_batch(x, axes.front());
     std::vector<int64_t> along = axes;

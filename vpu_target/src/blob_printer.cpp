@@ -130,6 +130,7 @@ class Printer {
             std::string shape;
             for (uint32_t d = 0; d < counted(io.shape()->size()); ++d)
                 shape += cat(d ? "x" : "", io.shape()->Get(d));
+            if (shape.empty()) shape = "scalar";
             print("  %u %s: %s %s %s, %s, %llu bytes\n      %s\n", i, quoted(io.name()).c_str(),
                   shape.c_str(), name_of(io.dtype()).c_str(), name_of(io.layout()).c_str(),
                   text_quant(io).c_str(), static_cast<unsigned long long>(io.bytes()),

@@ -112,6 +112,7 @@ IoTensorT BlobWriter::make_io(const std::string &name, const std::vector<uint32_
     if (layout == Layout::ND || shape.size() != 4) {
         io.layout = Layout::ND;
         std::vector<uint32_t> innermost_first(shape.rbegin(), shape.rend());
+        if (shape.empty()) innermost_first = {1}; // a scalar: one element
         io.tensor = std::make_unique<TensorRefT>(dense(at, dtype, innermost_first));
     } else {
         io.tensor = std::make_unique<TensorRefT>(

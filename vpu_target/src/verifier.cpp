@@ -255,7 +255,6 @@ class Checker {
             Ctx c{&problems_, cat(what, " ", i, " ", quoted(io.name()))};
             if (!valid(io.dtype())) c.add("dtype", cat("unknown dtype ", int(io.dtype())));
             if (!valid(io.layout())) c.add("layout", cat("unknown layout ", int(io.layout())));
-            if (size_of(io.shape()) == 0) c.add("shape", "empty");
             check_quant(c, io);
             const Address &at = *io.tensor()->address();
             if (at.space() != space || at.index() != i) {

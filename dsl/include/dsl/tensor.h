@@ -66,11 +66,11 @@ struct TensorDesc {
     Quant quant;
     DimsOrder order = DimsOrder::NCHW();
     // In a device view (device_view) of a tensor of a rank other than 4, the tensor's shape in
-    // the graph; empty otherwise.
-    Shape graph_shape;
+    // the graph (of rank 0 for a scalar); unset otherwise.
+    std::optional<Shape> graph_shape;
 
     // The shape the graph knows the tensor by: graph_shape if set, else shape.
-    const Shape &logical_shape() const { return graph_shape.rank() ? graph_shape : shape; }
+    const Shape &logical_shape() const { return graph_shape ? *graph_shape : shape; }
     int64_t bytes() const { return shape.elements() * bytes_of(type); }
     std::string describe() const; // "conv1: 1x64x56x56 u8 NHWC q(0.02, 128)"
 };
@@ -78,16 +78,18 @@ struct TensorDesc {
 // The highest rank of a graph tensor the device computes (as .npy files and blobs hold).
 constexpr int kMaxRank = 8;
 
-// Device tensors are 4-D (N, C, H, W) and computed image by image. A graph tensor of rank 1 to
+// Device tensors are 4-D (N, C, H, W) and computed image by image. A graph tensor of rank 0 to
 // kMaxRank maps onto one, keeping the row-major order of its elements (a tensor of a rank
-// other than 4 is stored in its logical order, DimsOrder::identity): [K] -> [1, K, 1, 1],
-// [N, K] -> [N, K, 1, 1], [N, C, L] -> [N, C, 1, L], and from rank 5 on the dimensions between
-// C and the last one share H: [N, C, D, H, W] -> [N, C, D*H, W], [N, C, A, B, H, W] ->
-// [N, C, A*B*H, W]. The view of a 4-D tensor is the tensor. Throws LayerError naming the
-// tensor for rank 0 or above kMaxRank, or for a rank other than 4 in another order.
+// other than 4 is stored in its logical order, DimsOrder::identity): [] (a scalar) ->
+// [1, 1, 1, 1], [K] -> [1, K, 1, 1], [N, K] -> [N, K, 1, 1], [N, C, L] -> [N, C, 1, L], and from
+// rank 5 on the dimensions between C and the last one share H: [N, C, D, H, W] ->
+// [N, C, D*H, W], [N, C, A, B, H, W] -> [N, C, A*B*H, W]. The view of a 4-D tensor is the
+// tensor. Throws LayerError naming the tensor for a rank above kMaxRank, or for a rank other
+// than 4 in another order.
 TensorDesc device_view(const TensorDesc &tensor);
-// The logical axes each device dimension (N, C, H, W) holds, outermost first, for a rank of 1
-// to kMaxRank: {{}, {0}, {}, {}} for rank 1, {{0}, {1}, {2, 3, 4}, {5}} for rank 6.
+// The logical axes each device dimension (N, C, H, W) holds, outermost first, for a rank of 0
+// to kMaxRank: none for rank 0, {{}, {0}, {}, {}} for rank 1, {{0}, {1}, {2, 3, 4}, {5}} for
+// rank 6.
 std::vector<std::vector<int>> device_groups(int rank);
 // The device dimension that holds logical axis `axis` of a tensor of shape `logical` and
 // nothing else, or nullopt: the dimensions sharing H (rank 5 and above) hold one of them
