@@ -62,7 +62,9 @@ void expect_consistent(const sim::MemoryMap &map) {
         EXPECT_EQ(use.occupancy.back().second, 0u);
         uint64_t peak = 0;
         for (size_t i = 0; i < use.occupancy.size(); ++i) {
-            if (i > 0) EXPECT_LT(use.occupancy[i - 1].first, use.occupancy[i].first);
+            if (i > 0) {
+                EXPECT_LT(use.occupancy[i - 1].first, use.occupancy[i].first);
+            }
             peak = std::max(peak, use.occupancy[i].second);
         }
         EXPECT_EQ(peak, use.peak_bytes);

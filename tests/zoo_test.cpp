@@ -205,6 +205,22 @@ TEST(ZooQdq, ResNet18HasInt8WeightsAndQdqOnActivations) {
     EXPECT_EQ(model.graph().node(model.graph().node_size() - 1).output(0), "logits");
 }
 
+// Its 8 residual Adds, between DequantizeLinears and a QuantizeLinear, are int8 adds reading
+// the u8 tensors themselves (the DequantizeLinears fold into them), not fp16 ones.
+TEST(ZooQdq, ResNet18AddsAreInt8) {
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(qdq_bytes("resnet18"), "resnet18_qdq.onnx");
+    int adds = 0;
+    for (const dsl::Layer &layer : imported.graph.layers()) {
+        if (layer.op() != "add") continue;
+        ++adds;
+        EXPECT_TRUE(dsl::is_quantized_int(layer.output().type)) << layer.output().describe();
+        for (const dsl::Layer &in : layer.inputs())
+            EXPECT_TRUE(dsl::is_quantized_int(in.output().type)) << in.output().describe();
+    }
+    EXPECT_EQ(adds, 8);
+}
+
 TEST(ZooQdq, AModelWithoutAQdqFormIsAnError) {
     try {
         zoo::qdq_model_bytes("transformer_encoder");

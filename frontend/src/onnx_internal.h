@@ -166,7 +166,9 @@ dsl::Layer along_unit_batch(NodeImport &node, const std::string &op, const std::
                             const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs);
 
 // onnx_ops_quant.cpp: pre-quantized models (QDQ, QLinearConv, QLinearMatMul) as int8 layers.
-bool reads_int8(const NodeImport &node);       // input 0 is a u8/i8 tensor or its dequantize
+bool reads_int8(const NodeImport &node); // input 0 is a u8/i8 tensor or its dequantize
+// Input 0 is a quantized u8/i8 tensor or its dequantize (not a plain uint8/int8 tensor).
+bool reads_quantized_int8(const NodeImport &node);
 bool awaits_quantize(const dsl::Layer &layer); // an int8 result before its QuantizeLinear
 std::vector<dsl::Layer> import_quant_conv(NodeImport &node);
 std::vector<dsl::Layer> import_quant_fully_connected(NodeImport &node); // Gemm, MatMul

@@ -1322,8 +1322,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Add",
          [](NodeImport &n) {
              // uint8 and int8 without a quantization are plain integers.
-             return reads_int8(n) && !n.input(0).output().quant.empty() ? import_quant_add(n)
-                                                                        : eltwise(n, "add");
+             return reads_quantized_int8(n) ? import_quant_add(n) : eltwise(n, "add");
          }},
         {"And", [](NodeImport &n) { return computed_elementwise(n, "and"); }},
         {"ArgMax", arg_extreme("argmax")},

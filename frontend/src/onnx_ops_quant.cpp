@@ -398,6 +398,10 @@ bool reads_int8(const NodeImport &node) {
     return node.has_input(0) && is_int8(int8_source(node.input(0)));
 }
 
+bool reads_quantized_int8(const NodeImport &node) {
+    return reads_int8(node) && !int8_source(node.input(0)).output().quant.empty();
+}
+
 bool awaits_quantize(const dsl::Layer &layer) {
     return layer.op() == kAwaitingQuantize;
 }
