@@ -98,10 +98,11 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 # The property tests searching for TEST_LONG_MINUTES minutes: random schedules for every layer
-# kind and compute_at chains, both executables at once, each splitting the time evenly across
-# its kinds. Prints the cases each kind ran; fails, showing the log, on any mismatch.
+# kind, for every registry op in every element type it takes (the layer matrix), and
+# compute_at chains, the three executables at once, each splitting the time evenly across its
+# kinds. Prints the cases each kind ran; fails, showing the log, on any mismatch.
 TEST_LONG_MINUTES ?= 30
-TEST_LONG := schedule_property_test compute_at_property_test
+TEST_LONG := schedule_property_test layer_matrix_test compute_at_property_test
 
 test-long: build
 	@cd $(BUILD_DIR)/tests && pids= && trap 'kill $$pids 2>/dev/null; exit 130' INT TERM && \

@@ -188,6 +188,21 @@ TEST_F(Cli, LayersListsTheRegistry) {
     expect_failure(vpuc_run("layers conv4d"), "no layer op 'conv4d' (registered: abs, acos,");
 }
 
+// docs/layers.md holds the table `vpuc layers --table` prints, so it lists every op with the
+// types and engines the tests run.
+TEST_F(Cli, LayersTableIsTheDocumented) {
+    const Outcome run = vpuc_run("layers --table");
+    EXPECT_EQ(run.status, 0) << run.output;
+    EXPECT_NE(run.output.find("| conv2d | input | DPU: u8 i8 f16; SHAVE: f32 |"), std::string::npos)
+        << run.output;
+    std::ifstream doc(std::string(VPUC_SOURCE_DIR) + "/docs/layers.md");
+    ASSERT_TRUE(doc) << "docs/layers.md";
+    const std::string text((std::istreambuf_iterator<char>(doc)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(run.output), std::string::npos)
+        << "docs/layers.md does not hold the table `vpuc layers --table` prints; paste:\n"
+        << run.output;
+}
+
 TEST_F(Cli, BenchLayersMeasuresEveryRegistryExample) {
     const Outcome run = vpuc_run("bench layers --registry --json");
     EXPECT_EQ(run.status, 0) << run.output;
@@ -350,11 +365,11 @@ TEST_F(Cli, BenchSimulatorMeasuresTheDpuEmulation) {
 
 TEST_F(Cli, BenchNeedsAKnownSubcommand) {
     expect_subcommands_listed(vpuc_run("bench"),
-                              "vpuc: 'bench' needs a subcommand: layers, sandbox, simulator, "
-                              "timing-model");
+                              "vpuc: 'bench' needs a subcommand: layers, models, sandbox, "
+                              "simulator, timing-model");
     expect_subcommands_listed(vpuc_run("bench foo"),
                               "vpuc: unknown command 'bench foo' (bench subcommands: layers, "
-                              "sandbox, simulator, timing-model)");
+                              "models, sandbox, simulator, timing-model)");
     const Outcome help = vpuc_run("bench --help");
     EXPECT_EQ(help.status, 0) << help.output;
     EXPECT_NE(help.output.find("usage: vpuc bench SUBCOMMAND"), std::string::npos) << help.output;
@@ -375,6 +390,39 @@ TEST_F(Cli, BenchTimingModelComparesTheShaveModel) {
 
 // Every kernel of VPUNN's SHAVE file gets a row: the vpuc layer computing it, on one SHAVE
 // against VPUNN's figure and on all four, or why there is none.
+// One network of the zoo, both precisions: its latency, roofline and traffic as JSON.
+TEST_F(Cli, BenchModelsMeasuresANetworkAgainstItsRoofline) {
+    const Outcome run = vpuc_run("bench models --model mobilenet_v2 --target vpu27 --json");
+    EXPECT_EQ(run.status, 0) << run.output;
+    const size_t begin = run.output.find("{\n");
+    ASSERT_NE(begin, std::string::npos) << run.output;
+    const auto json = nlohmann::json::parse(run.output.substr(begin));
+    ASSERT_EQ(json["runs"].size(), 2u) << run.output;
+    for (const auto &r : json["runs"]) {
+        const std::string what =
+            r["model"].get<std::string>() + " " + r["dtype"].get<std::string>();
+        ASSERT_FALSE(r.contains("error")) << what << ": " << r["error"];
+        EXPECT_EQ(r["target"], "vpu27");
+        const double latency = r["latency_us"], roofline = r["roofline_us"];
+        EXPECT_GT(latency, roofline) << what;
+        EXPECT_NEAR(r["fps"].get<double>(), 1e6 / latency, 1e-6 * r["fps"].get<double>());
+        EXPECT_NEAR(r["roofline_share"].get<double>(), roofline / latency, 1e-9) << what;
+        // MobileNet-V2 at batch 1 is bound by its weights' traffic.
+        EXPECT_EQ(r["bound_by"], "DDR") << what;
+        const auto &ddr = r["ddr_bytes"];
+        EXPECT_GT(ddr["constants"].get<int64_t>(), 0) << what;
+        EXPECT_GE(ddr["network_inputs"].get<int64_t>(), 3 * 224 * 224) << what;
+        EXPECT_EQ(ddr["total"].get<int64_t>(), ddr["constants"].get<int64_t>() +
+                                                   ddr["network_inputs"].get<int64_t>() +
+                                                   ddr["activation_loads"].get<int64_t>() +
+                                                   ddr["activation_stores"].get<int64_t>() +
+                                                   ddr["network_outputs"].get<int64_t>());
+        for (const char *busy : {"dpu_busy", "dma_busy"})
+            EXPECT_TRUE(r[busy].get<double>() > 0 && r[busy].get<double>() <= 1) << what << busy;
+    }
+    expect_failure(vpuc_run("bench models --model resnet1000"), "resnet1000");
+}
+
 TEST_F(Cli, BenchLayersComparesTheShaveLayersWithVpunn) {
     const std::string csv =
         std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_shave_vpu27.csv";

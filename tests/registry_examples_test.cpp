@@ -1,12 +1,12 @@
-// Every layer of the registry, built-in or added in algorithms/layers/, through its example:
-// compiled with its default schedule for every bundled target, run on the simulator and
-// compared with the CPU reference on real-valued random inputs, in int8 (byte for byte) and
-// fp16 (the fp16 contract).
+// Every layer of the registry, built-in or added in algorithms/layers/, through its example in
+// every element type it takes (algorithms/examples.h): compiled with its default schedule (for
+// both bundled targets in u8 and fp16, for one in the other types), run on the simulator and
+// compared with the CPU reference on real-valued random inputs, bit for bit.
 #include <gtest/gtest.h>
 
+#include "algorithms/examples.h"
 #include "algorithms/registry.h"
 #include "codegen/check.h"
-#include "codegen/dpu_match.h"
 #include "dsl/graph_text.h"
 
 namespace vpuc {
@@ -23,13 +23,19 @@ void PrintTo(const ExampleCase &c, std::ostream *os) {
     *os << c.op << " " << dsl::to_string(c.type) << " on " << c.target;
 }
 
+// u8 and fp16, the types of networks, on both targets; the other types on one, alternating
+// (layer_matrix_test runs every type on both).
 std::vector<ExampleCase> cases() {
     std::vector<ExampleCase> list;
+    size_t others = 0;
     for (const auto *def : algorithms::layer_registry().all())
-        if (def->example)
-            for (auto type : {dsl::ElemType::U8, dsl::ElemType::F16})
-                for (const char *target : {"vpu27", "vpu20"})
-                    list.push_back({def->op, type, target});
+        for (dsl::ElemType type : algorithms::accepted_types(*def)) {
+            if (type != dsl::ElemType::U8 && type != dsl::ElemType::F16) {
+                list.push_back({def->op, type, others++ % 2 ? "vpu20" : "vpu27"});
+                continue;
+            }
+            for (const char *target : {"vpu27", "vpu20"}) list.push_back({def->op, type, target});
+        }
     return list;
 }
 
@@ -37,14 +43,16 @@ class RegistryExample : public ::testing::TestWithParam<ExampleCase> {};
 
 TEST_P(RegistryExample, CompilesRunsAndMatchesTheReference) {
     const ExampleCase &c = GetParam();
-    const dsl::Layer layer = algorithms::layer_registry().at(c.op).example(c.type);
-    if (!layer.defined()) GTEST_SKIP() << c.op << " takes no " << dsl::to_string(c.type);
+    const dsl::Layer layer =
+        algorithms::example_in_type(algorithms::layer_registry().at(c.op), c.type);
+    ASSERT_TRUE(layer.defined());
     EXPECT_EQ(layer.op(), c.op);
     const target::Target target = target::load_target(c.target);
-    // Real-valued inputs; the fp16 contract: a DPU operation's bits, a SHAVE kernel's within
-    // 1 ulp.
+    // Real-valued inputs, every result bit for bit: the DPU emulation sums in the reference's
+    // order, and SHAVE kernels, like the reference, keep their float operations' order
+    // (strict_float).
     codegen::CheckOptions options;
-    options.tolerance.f16_ulp = codegen::try_match_dpu(layer, target) ? 0 : 1;
+    options.tolerance.f16_ulp = 0;
     const codegen::CheckResult r = codegen::check_against_reference(
         dsl::Graph(c.op + "_example", dsl::output_layers(layer)), target, options);
     EXPECT_TRUE(r.ok()) << r.report();

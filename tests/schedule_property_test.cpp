@@ -32,24 +32,22 @@
 #include "codegen/lower.h"
 #include "codegen/random_schedule.h"
 #include "property_budget.h"
+#include "schedule_property_support.h"
 #include "schedules/default_schedule.h"
 #include "vpu_target/simulator.h"
 
 using namespace vpuc;
 using dsl::ElemType;
+using test::compile_and_run;
+using test::difference;
+using test::seed_of;
+using test::target_named;
 
 namespace {
 
 constexpr int kDefaultSchedules = 50;
 constexpr int kSchedulesPerShape = 10;
 const char *const kTargets[] = {"vpu27", "vpu20"};
-
-const target::Target &target_named(const std::string &name) {
-    static std::map<std::string, target::Target> loaded;
-    auto it = loaded.find(name);
-    if (it == loaded.end()) it = loaded.emplace(name, target::load_target(name)).first;
-    return it->second;
-}
 
 // ---- Layers ------------------------------------------------------------------------------
 
@@ -263,52 +261,6 @@ Halide::Buffer<> random_input(const dsl::TensorDesc &t, uint32_t seed) {
     return b;
 }
 
-std::vector<uint8_t> bytes_of(const Halide::Buffer<> &b) {
-    const uint8_t *p = static_cast<const uint8_t *>(b.raw_buffer()->host);
-    return std::vector<uint8_t>(p, p + b.size_in_bytes());
-}
-
-// Compiles `graph` with the schedules its layers carry and runs it; "" or the error.
-std::string compile_and_run(const dsl::Graph &graph, const target::Target &target,
-                            const std::vector<std::vector<uint8_t>> &inputs,
-                            std::vector<uint8_t> &output) {
-    try {
-        std::vector<uint8_t> blob = codegen::lower(graph, target);
-        sim::Simulator simulator(target, blob);
-        sim::RunResult result = simulator.run(inputs);
-        if (result.outputs.size() != 1)
-            return "the blob has " + std::to_string(result.outputs.size()) + " outputs";
-        output = std::move(result.outputs[0]);
-        return "";
-    } catch (const std::exception &e) {
-        return std::string("exception: ") + e.what();
-    }
-}
-
-// "" when equal, else how they differ.
-std::string difference(const std::vector<uint8_t> &got, const std::vector<uint8_t> &want) {
-    if (got.size() != want.size())
-        return std::to_string(got.size()) + " bytes instead of " + std::to_string(want.size());
-    size_t count = 0, first = got.size();
-    for (size_t i = 0; i < got.size(); ++i)
-        if (got[i] != want[i]) {
-            ++count;
-            first = std::min(first, i);
-        }
-    if (count == 0) return "";
-    return std::to_string(count) + " of " + std::to_string(got.size()) +
-           " bytes differ, the first at byte " + std::to_string(first) + " (" +
-           std::to_string(got[first]) + " instead of " + std::to_string(want[first]) + ")";
-}
-
-// Seeds from the kind's name (FNV-1a), so adding a kind leaves the others' cases unchanged.
-uint32_t seed_of(const std::string &kind, const std::string &what, int index) {
-    uint32_t h = 2166136261u;
-    for (char ch : kind + "/" + what + "/" + std::to_string(index))
-        h = (h ^ uint8_t(ch)) * 16777619u;
-    return h;
-}
-
 class ScheduleProperty : public ::testing::TestWithParam<size_t> {};
 
 TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
@@ -330,10 +282,10 @@ TEST_P(ScheduleProperty, RandomSchedulesGiveTheDefaultScheduleResult) {
         std::vector<std::vector<uint8_t>> input_bytes;
         for (const auto &in : graph.inputs()) {
             inputs.push_back(random_input(in.output(), uint32_t(draw(0, 1 << 30))));
-            input_bytes.push_back(bytes_of(inputs.back()));
+            input_bytes.push_back(test::bytes_of(inputs.back()));
         }
         const std::vector<uint8_t> reference =
-            bytes_of(algorithms::run_reference(graph, inputs)[0]);
+            test::bytes_of(algorithms::run_reference(graph, inputs)[0]);
         const std::string where =
             kind.name + " shape " + std::to_string(shape_index) + " (" + c.shape + ")";
 

@@ -108,6 +108,28 @@ TEST(ShaveLayer, UnrollAndFuseKeepTheKernelVectorized) {
         EXPECT_LE(test::kernel_ops(blob, layer), 1.25f * vectorized) << layer;
 }
 
+// A layer of a few channels (an image's 3) is vectorized along W, its channels unrolled: its
+// vectors use nearly as many lanes as a layer of many channels does (the row's tail is one
+// guarded vector per channel), not 3 of 16, and its results are the reference's.
+TEST(ShaveLayer, FewChannelsVectorizeAlongTheRow) {
+    const dsl::Layer wide = algorithms::sigmoid(
+        "wide", dsl::Layer::input(activation("in_wide", 32, 37, 5)), kProbability);
+    const std::vector<uint8_t> wide_blob =
+        test::compile_and_check(dsl::Graph("wide", {wide}), "vpu27").blob;
+    for (int64_t channels : {1, 2, 3, 4}) {
+        const std::string name = "c" + std::to_string(channels);
+        const dsl::Layer narrow = algorithms::sigmoid(
+            name, dsl::Layer::input(activation("in", channels, 37, 5)), kProbability);
+        for (const char *target : {"vpu27", "vpu20"}) {
+            const std::vector<uint8_t> blob =
+                test::compile_and_check(dsl::Graph(name, {narrow}), target).blob;
+            if (std::string(target) == "vpu27")
+                EXPECT_LE(test::kernel_ops(blob, name), 1.5f * test::kernel_ops(wide_blob, "wide"))
+                    << name;
+        }
+    }
+}
+
 // out(c, x, y) = max(in(c, x, y), floor): the Func is named after the layer, as the library's
 // layers name theirs.
 dsl::Layer floor_at(const std::string &name, const dsl::Layer &in, uint8_t floor) {

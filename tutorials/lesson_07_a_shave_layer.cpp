@@ -153,8 +153,8 @@ int main() {
     // as the kernels (x86-64 with SSE4.1, no FMA: algorithms/reference.h). Without fused
     // multiply-adds every float operation rounds the same way in a scalar loop and in a
     // vector lane, and Halide expands exp, log and pow into the same code for both. The
-    // reference also keeps the definition's order of float operations (strict_float); the
-    // kernels do not promise it, so an fp16 SHAVE layer is within one ulp of the reference
+    // reference and the kernels also keep the definition's order of float operations
+    // (strict_float), so no schedule's tiling or vector width changes a result's bits
     // (docs/ARCHITECTURE.md, "fp16 results"). A larger tolerance is needed only against an
     // implementation that is not this definition (another library, or the hardware's own
     // math units).

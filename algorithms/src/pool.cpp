@@ -88,9 +88,12 @@ dsl::Layer pool(bool is_max, const std::string &name, const dsl::Layer &input, c
     const dpu::FloatPpe float_stage = float_ppe(p.activation);
     const Halide::Type out_type = dsl::halide_type(q.type);
 
-    // Padding contributes nothing: 0 to a sum, the lowest value to a max.
-    const Expr lowest =
-        in.quantized ? Halide::Int(32).min() : Expr(-std::numeric_limits<float>::infinity());
+    // Padding contributes nothing: 0 to a sum, to a max the lowest value an input holds (every
+    // window holds an input element; a larger constant such as INT32_MIN overflows Halide's
+    // folding of the requantization).
+    const Expr lowest = in.quantized
+                            ? Expr((in.type == dsl::ElemType::U8 ? 0 : -128) - in.zero_point)
+                            : Expr(-std::numeric_limits<float>::infinity());
     const Expr zero = in.quantized ? Expr(0) : Expr(0.0f);
     const Expr identity = is_max ? lowest : zero;
 

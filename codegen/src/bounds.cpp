@@ -22,9 +22,36 @@ std::string input_name(size_t index) {
     return "vpuc_bounds_in" + std::to_string(index);
 }
 
-int64_t constant_bound(const Halide::Expr &e, const std::string &layer) {
+// Replaces each value read from a Func or buffer by a variable of its type, which `unknown`
+// bounds by nothing.
+class ForgetReadValues : public HI::IRMutator {
+  public:
+    HI::Scope<HI::Interval> unknown;
+
+  private:
+    using HI::IRMutator::visit;
+    Halide::Expr visit(const HI::Call *op) override {
+        if (op->call_type != HI::Call::Halide && op->call_type != HI::Call::Image)
+            return HI::IRMutator::visit(op);
+        const std::string name = "vpuc_read" + std::to_string(reads_++);
+        unknown.push(name, HI::Interval::everything());
+        return HI::Variable::make(op->type, name);
+    }
+    int reads_ = 0;
+};
+
+// The constant lower (`upper` false) or upper bound `e` gives. A bound that depends on values
+// the layer reads (gather_elements reading data at an index it reads, a task of one index) is
+// widened to what the rest of it allows (the index's clamp into the data's extent).
+int64_t constant_bound(const Halide::Expr &e, bool upper, const std::string &layer) {
     Halide::Expr simple = HI::simplify(e);
     if (const int64_t *v = HI::as_const_int(simple)) return *v;
+    ForgetReadValues forget;
+    const Halide::Expr widened = forget.mutate(simple);
+    const HI::Interval range = HI::bounds_of_expr_in_scope(widened, forget.unknown);
+    const Halide::Expr side = upper ? range.max : range.min;
+    if (side.defined() && (upper ? range.has_upper_bound() : range.has_lower_bound()))
+        if (const int64_t *v = HI::as_const_int(HI::simplify(side))) return *v;
     std::ostringstream bound;
     bound << simple;
     throw LoweringError("layer '" + layer + "': bounds inference: the bound '" + bound.str() +
@@ -136,8 +163,8 @@ void InputBounds::check_reads_inside_inputs(const dsl::Layer &layer) const {
         auto box = required.find(input_name(i));
         if (box == required.end()) continue;
         for (size_t d = 0; d < 3 && d < box->second.size(); ++d) {
-            const int64_t lo = constant_bound(box->second[d].min, p.layer);
-            const int64_t hi = constant_bound(box->second[d].max, p.layer) + 1;
+            const int64_t lo = constant_bound(box->second[d].min, false, p.layer);
+            const int64_t hi = constant_bound(box->second[d].max, true, p.layer) + 1;
             const int64_t extent = p.input_extents[i][d];
             if (lo >= 0 && hi <= extent) continue;
             const std::string dim = kDimNames[d];
@@ -174,8 +201,8 @@ std::vector<Region> InputBounds::operator()(const Region &output) const {
                 continue;
             }
             const int64_t extent = p.input_extents[i][d];
-            const int64_t lo = constant_bound(box->second[d].min, p.layer);
-            const int64_t hi = constant_bound(box->second[d].max, p.layer) + 1;
+            const int64_t lo = constant_bound(box->second[d].min, false, p.layer);
+            const int64_t hi = constant_bound(box->second[d].max, true, p.layer) + 1;
             r.dims[d] = {std::clamp<int64_t>(lo, 0, extent), std::clamp<int64_t>(hi, 0, extent)};
         }
         regions.push_back(r);

@@ -106,7 +106,11 @@ void apply_shave_schedule(const LayerPlan &plan, Halide::Func &out, int vector_b
             const Halide::Var var = order[i].var;
             int64_t width = loop.vector_width;
             if (!vectorizes && i == 0) {
+                // Halide 14 splits a predicated vector (under an unrolled loop's guard) into
+                // native pieces of 4 lanes or more, and a one-lane piece left over (13 lanes:
+                // 4 + 4 + 4 + 1) is a masked load LLVM refuses: such widths lose a lane.
                 width = std::min(default_lanes, loop.extent);
+                if (width > 4 && width % 4 == 1) --width;
                 doing = "the default vectorization of loop '" + loop.name + "' by " +
                         std::to_string(width);
             } else if (width > 0) {

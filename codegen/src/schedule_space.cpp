@@ -288,9 +288,10 @@ class SpaceBuilder {
     // --- placement, engine, prefetch -------------------------------------------------------
 
     // Whether the layer's output must stay in DDR: a layer moving images is a view of dense
-    // DDR memory, and so is its input (plan_views).
+    // DDR memory, and so is its input (plan_views); a layer of several outputs is computed at
+    // root into DDR, where its tuple_element layers read them (select_engines).
     bool ddr_only() const {
-        if (algorithms::moves_images(layer_)) return true;
+        if (algorithms::moves_images(layer_) || layer_.outputs().size() > 1) return true;
         const std::vector<dsl::Layer> consumers = graph_.consumers(layer_);
         return std::any_of(consumers.begin(), consumers.end(),
                            [](const dsl::Layer &c) { return algorithms::moves_images(c); });

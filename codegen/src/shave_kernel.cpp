@@ -357,26 +357,45 @@ class FixOutputRegion : public IRMutator {
 // whole kernel's instructions and bytes (every stage, with its own loops) over the output's
 // vectors. With the output's region constant, simplification gives every loop of the lowered
 // statement its trip count and drops the vector tails that region does not run.
+//
+// Halide may prove a small region unreachable (a vector along a dimension wider than its
+// extent, whose predicated tail reads past the stage it consumes): then the count is taken at
+// mins equal to the extents (the next task's region), and failing that over extents of at
+// least 16 (the cost of a larger region, per vector).
 ShaveKernelCost cost_per_output_vector(const LoweredFunc &function,
                                        const std::vector<int64_t> &extents, int vector_bits,
                                        uint32_t lanes) {
-    // Every output (a Tuple's values) covers the same region.
-    std::map<std::string, Halide::Expr> region;
-    double elements = 1;
-    for (int64_t e : extents) elements *= double(e);
-    for (const LoweredArgument &arg : function.args) {
-        if (!arg.is_output()) continue;
-        for (size_t d = 0; d < extents.size(); ++d) {
-            region[arg.name + ".min." + std::to_string(d)] = 0;
-            region[arg.name + ".extent." + std::to_string(d)] = int32_t(extents[d]);
+    enum class Region { AtZero, Shifted, Widened };
+    for (const Region attempt : {Region::AtZero, Region::Shifted, Region::Widened}) {
+        std::vector<int64_t> counted = extents;
+        if (attempt == Region::Widened)
+            for (int64_t &e : counted) e = std::max<int64_t>(e, 16);
+        double elements = 1;
+        for (int64_t e : counted) elements *= double(e);
+        // Every output (a Tuple's values) covers the same region.
+        std::map<std::string, Halide::Expr> region;
+        for (const LoweredArgument &arg : function.args) {
+            if (!arg.is_output()) continue;
+            for (size_t d = 0; d < counted.size(); ++d) {
+                const std::string dim = std::to_string(d);
+                region[arg.name + ".min." + dim] =
+                    attempt == Region::Shifted ? int32_t(counted[d]) : 0;
+                region[arg.name + ".extent." + dim] = int32_t(counted[d]);
+            }
         }
+        FixOutputRegion fix(region);
+        const Stmt body = simplify(fix.mutate(function.body));
+        // Without them the loops keep symbolic extents and would count once: a silent
+        // undercount.
+        if (fix.fixed() == 0 && !counted.empty())
+            throw std::logic_error("the lowered kernel does not unpack its output's extents");
+        const Evaluate *only = body.as<Evaluate>();
+        const Call *call = only ? only->value.as<Call>() : nullptr;
+        if (call && call->is_intrinsic(Call::unreachable)) continue;
+        return scaled(KernelCost(vector_bits).of(body), 1 / std::ceil(elements / lanes));
     }
-    FixOutputRegion fix(region);
-    const Stmt body = simplify(fix.mutate(function.body));
-    // Without them the loops keep symbolic extents and would count once: a silent undercount.
-    if (fix.fixed() == 0 && !extents.empty())
-        throw std::logic_error("the lowered kernel does not unpack its output's extents");
-    return scaled(KernelCost(vector_bits).of(body), 1 / std::ceil(elements / lanes));
+    throw std::logic_error("Halide proves every output region the kernel's cost is counted for "
+                           "unreachable");
 }
 
 // The output a count is taken for when the caller gives none: 16 vectors along the innermost
@@ -470,6 +489,26 @@ void vectorize_innermost(Halide::Func &f, int vector_bits) {
         else
             f.update(i).unscheduled();
     }
+}
+
+// The output's default vectorization: its innermost dimension, unless the extents it computes
+// (the caller's count extents) hold a few elements along it (an image's 3 channels) and a
+// vector's worth along the next: then the next dimension is vectorized and the short one
+// unrolled, so a vector's lanes are all used rather than 3 of 16.
+void vectorize_output(Halide::Func &out, int vector_bits, const std::vector<int64_t> &extents) {
+    int bits = 8;
+    for (const Halide::Type &t : out.output_types()) bits = std::max(bits, t.bits());
+    const int64_t lanes = vector_bits / bits;
+    const std::vector<std::string> &pure = out.function().args();
+    constexpr int64_t kShortExtent = 4;
+    if (extents.size() < 2 || pure.size() < 2 || out.num_update_definitions() > 0 ||
+        extents[0] > kShortExtent || extents[0] * 2 > lanes || extents[1] < lanes) {
+        vectorize_innermost(out, vector_bits);
+        return;
+    }
+    const Halide::Var inner(pure[0]), next(pure[1]);
+    out.vectorize(next, int(lanes), Halide::TailStrategy::GuardWithIf)
+        .unroll(inner, int(extents[0]), Halide::TailStrategy::GuardWithIf);
 }
 
 // Left inlined, a reduction (a Func with update definitions) is computed at the innermost loop
@@ -848,7 +887,8 @@ ShaveKernelCacheStats shave_kernel_cache_stats() {
 }
 
 const Halide::Target &shave_halide_target() {
-    static const Halide::Target target("x86-64-linux-sse41-no_runtime-no_bounds_query");
+    static const Halide::Target target(
+        "x86-64-linux-sse41-no_runtime-no_bounds_query-strict_float");
     return target;
 }
 
@@ -876,7 +916,7 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
     kernel.entry = name + "_argv";
     kernel.vector_lanes = uint32_t(vector_bits / out_type.bits());
     try {
-        if (!is_scheduled(output)) vectorize_innermost(output, vector_bits);
+        if (!is_scheduled(output)) vectorize_output(output, vector_bits, cost_extents);
         schedule_inner_stages(output, vector_bits);
         refuse_parallel_loops(name, output);
         const Halide::Module module = output.compile_to_module(inputs, name, shave_halide_target());
