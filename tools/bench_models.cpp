@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/layers.h"
 #include "bench/models.h"
 #include "command.h"
 #include "examples/zoo/zoo.h"
@@ -56,11 +57,6 @@ struct Run {
     double import_ms = 0;
 };
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-}
-
 Run run_one(const std::string &model, bool int8, const target::Target &target) {
     Run r{model, int8 ? "int8" : "fp16", target.name, {}, {}, {}, 0};
     try {
@@ -73,7 +69,7 @@ Run run_one(const std::string &model, bool int8, const target::Target &target) {
         const std::string name = model + (int8 ? "_qdq.onnx" : ".onnx");
         const frontend::ImportedModel imported = frontend::import_onnx_bytes(bytes, name, options);
         const dsl::Graph graph = frontend::run_graph_passes(imported.graph).graph;
-        r.import_ms = ms_since(start);
+        r.import_ms = bench::ms_since(start);
         r.roofline = bench::model_roofline(graph, target);
         r.m = bench::measure_model(graph, target);
         r.error = r.m.error;

@@ -52,8 +52,9 @@ std::string inputs_of(const dsl::LayerDef &def) {
 // the engine the lowering picks for the op's example in that type under the default schedule.
 std::string engines_on(const dsl::LayerDef &def, const target::Target &target) {
     std::vector<std::pair<std::string, std::string>> engines; // engine, its types
-    for (dsl::ElemType type : algorithms::accepted_types(def)) {
+    for (dsl::ElemType type : algorithms::example_types()) {
         const dsl::Layer layer = algorithms::example_in_type(def, type);
+        if (!layer.defined()) continue; // the op does not take the type
         const std::string engine = def.view && def.view(layer)             ? "view"
                                    : codegen::try_match_dpu(layer, target) ? "DPU"
                                                                            : "SHAVE";

@@ -66,11 +66,6 @@ std::pair<uint64_t, uint64_t> dpu_work(const blob::Blob &blob) {
     return {work, tasks};
 }
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-}
-
 } // namespace
 
 std::vector<EmulationCase> emulation_cases() {

@@ -223,6 +223,11 @@ Roofline roofline(const LayerSpec &spec, Precision precision, const target::Targ
     return r;
 }
 
+double ms_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+}
+
 int64_t graph_ddr_bytes(const dsl::Graph &graph) {
     int64_t bytes = 0;
     for (const dsl::Layer &in : graph.inputs()) bytes += in.output().bytes();
@@ -244,9 +249,7 @@ Measurement measure_graph(const dsl::Graph &graph, const target::Target &target)
         codegen::LowerOptions options;
         options.schedules = &schedules;
         blob = codegen::lower(graph, target, options);
-        m.compile_ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-                .count();
+        m.compile_ms = ms_since(start);
     } catch (const std::exception &e) {
         m.error = std::string("compile: ") + e.what();
         return m;

@@ -15,11 +15,6 @@ namespace vpuc::bench {
 
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-}
-
 // The DPU operations of one layer, and the fraction of the conv MAC rate its op kind runs at.
 struct DpuWork {
     double operations = 0;

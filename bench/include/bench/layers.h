@@ -3,6 +3,7 @@
 // simulate timing only). Tests can run the same layers through the same functions.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -94,6 +95,9 @@ Measurement measure(const LayerSpec &spec, Precision precision, const target::Ta
 // Compiles `graph` (layers without a schedule get lower()'s default) and simulates it in
 // timing-only mode; Measurement::schedule is its first output's. Errors as measure()'s.
 Measurement measure_graph(const dsl::Graph &graph, const target::Target &target);
+
+// Wall-clock milliseconds since `start`: the benchmarks' compile and simulation times.
+double ms_since(std::chrono::steady_clock::time_point start);
 
 // The bytes `graph` must move between DDR and CMX at least once: its inputs, its outputs and
 // its layers' constant tensors (the DDR term of a roofline for any graph).
