@@ -419,7 +419,15 @@ TEST_F(Cli, BenchModelsMeasuresANetworkAgainstItsRoofline) {
                                                    ddr["network_outputs"].get<int64_t>());
         for (const char *busy : {"dpu_busy", "dma_busy"})
             EXPECT_TRUE(r[busy].get<double>() > 0 && r[busy].get<double>() <= 1) << what << busy;
+        // The A/B: graph scheduling keeps tensors in CMX, so it moves fewer activations and
+        // is faster.
+        EXPECT_TRUE(r["graph_scheduling"].get<bool>()) << what;
+        EXPECT_GT(r["latency_us_without_graph_scheduling"].get<double>(), latency) << what;
     }
+    const Outcome off =
+        vpuc_run("bench models --model mobilenet_v2 --target vpu27 --no-graph-scheduling");
+    EXPECT_EQ(off.status, 0) << off.output;
+    EXPECT_NE(off.output.find("graph scheduling off (gs us: on)"), std::string::npos) << off.output;
     expect_failure(vpuc_run("bench models --model resnet1000"), "resnet1000");
 }
 
@@ -888,6 +896,20 @@ TEST_F(Cli, ProfileAnOnnxModelAndItsBlob) {
     ASSERT_EQ(doc["layers"].size(), 1u);
     EXPECT_EQ(doc["layers"][0]["layer"], "3");
     EXPECT_TRUE(fs::exists(trace));
+
+    // The timeline picture: a PNG 1650 pixels wide (its IHDR chunk), one row per engine.
+    const std::string picture = (scratch() / "profiled.png").string();
+    const Outcome drawn = vpuc_run("profile " + blob + " --timeline " + picture);
+    ASSERT_EQ(drawn.status, 0) << drawn.output;
+    EXPECT_NE(drawn.output.find("timeline: " + picture), std::string::npos) << drawn.output;
+    const std::vector<uint8_t> bytes = blob::read_file(picture);
+    const std::string png(bytes.begin(), bytes.end());
+    ASSERT_GT(png.size(), 24u);
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+    EXPECT_EQ(png.substr(12, 4), "IHDR");
+    EXPECT_EQ((uint8_t(png[18]) << 8) | uint8_t(png[19]), 1650);
+    expect_failure(vpuc_run("profile " + blob + " --timeline " + picture + ".svg"),
+                   "the picture is a PNG file");
 
     expect_failure(vpuc_run("profile " + blob + " --input-shape 0=1x3x7x5"),
                    "--input-shape applies to a model (MODEL.onnx)");

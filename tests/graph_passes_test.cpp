@@ -367,6 +367,63 @@ TEST(GraphPasses, Int8ReluFusesBitExactlyAndInt8LeakyReluStays) {
     EXPECT_EQ(run_one(leaky_graph, "fuse_activations").graph.layers().size(), 2u);
 }
 
+// --- propagate_dequantize ----------------------------------------------------------------
+
+// x (u8) -> dequantize -> max_pool -> quantize, then -> dequantize -> flatten -> quantize, the
+// quantizes giving `scale` and x's zero point 120.
+dsl::Graph qdq_pool_flatten(float scale) {
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape{1, kIn, kH, kW};
+    t.type = dsl::ElemType::U8;
+    t.order = dsl::DimsOrder::NHWC();
+    t.quant = dsl::Quant::per_tensor(0.0371f, 120);
+    const dsl::LayerRegistry &registry = algorithms::layer_registry();
+    const dsl::Attrs quantize = dsl::Attrs()
+                                    .set("output_type", std::string("u8"))
+                                    .set("output_scale", double(scale))
+                                    .set("output_zero_point", int64_t(120))
+                                    .set("axis", int64_t(1));
+    algorithms::PoolParams p;
+    p.kernel_w = p.kernel_h = 3;
+    p.stride_w = p.stride_h = 2;
+    p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
+    const dsl::Layer pool = algorithms::max_pool(
+        "pool", registry.build("dequantize", "pool_dq", {dsl::Layer::input(t)}, {}), p);
+    const dsl::Layer pool_q = registry.build("quantize", "pool_q", {pool}, quantize);
+    const dsl::Layer flat =
+        registry.build("flatten", "flat", {registry.build("dequantize", "flat_dq", {pool_q}, {})},
+                       dsl::Attrs().set("axis", int64_t(1)));
+    return dsl::Graph("qdq", {registry.build("quantize", "out", {flat}, quantize)});
+}
+
+TEST(GraphPasses, AMaxPoolAndAFlattenBetweenQdqRunOnTheInt8TensorWithTheSameBytes) {
+    const dsl::Graph before = qdq_pool_flatten(0.0371f);
+    const frontend::GraphPassState passed = run_one(before, "propagate_dequantize");
+    // The flatten is the graph output, so it takes the output's name.
+    EXPECT_EQ(ops_of(passed.graph), (std::vector<std::string>{"max_pool:pool", "flatten:out"}));
+    EXPECT_EQ(passed.graph.find("pool").output().type, dsl::ElemType::U8);
+    EXPECT_EQ(passed.merged_into.at("pool_q"), "pool");
+    EXPECT_EQ(passed.merged_into.at("pool_dq"), "pool");
+    EXPECT_EQ(passed.merged_into.at("flat"), "out");
+    ASSERT_EQ(passed.notes.size(), 2u);
+    EXPECT_NE(passed.notes[0].find("'pool' (max_pool) runs on the int8 'x'"), std::string::npos)
+        << passed.notes[0];
+    expect_same_results(before, passed.graph, 0);
+}
+
+TEST(GraphPasses, AQuantizeToAnotherScaleKeepsTheOpInFloat) {
+    const frontend::GraphPassState passed =
+        run_one(qdq_pool_flatten(0.05f), "propagate_dequantize");
+    // The pool stays in float; the flatten's quantize gives its source's quantization (0.05).
+    EXPECT_EQ(ops_of(passed.graph), (std::vector<std::string>{"dequantize:pool_dq", "max_pool:pool",
+                                                              "quantize:pool_q", "flatten:out"}));
+    ASSERT_FALSE(passed.notes.empty());
+    EXPECT_NE(passed.notes[0].find("'pool' (max_pool) stays in float: 'pool_q' quantizes to"),
+              std::string::npos)
+        << passed.notes[0];
+}
+
 // --- remove_identity_layers --------------------------------------------------------------
 
 TEST(GraphPasses, AReshapeToTheSameShapeIsRemovedAndNoLongerBlocksFusion) {
@@ -421,9 +478,10 @@ TEST(GraphPasses, LayersOfConstantsFoldToConstantsOfTheirValues) {
 // --- the driver --------------------------------------------------------------------------
 
 TEST(GraphPasses, TheListRunsInOrderAndAnUnknownPassIsAnError) {
-    EXPECT_EQ(frontend::graph_pass_names(),
-              (std::vector<std::string>{"fold_constants", "remove_identity_layers",
-                                        "fold_batch_norm", "fuse_activations"}));
+    EXPECT_EQ(
+        frontend::graph_pass_names(),
+        (std::vector<std::string>{"fold_constants", "remove_identity_layers",
+                                  "propagate_dequantize", "fold_batch_norm", "fuse_activations"}));
     const dsl::Layer x = f16_input("x", kIn, 5, 3);
     const dsl::Graph g("g", {algorithms::relu("relu", x)});
     frontend::GraphPassState state(g.clone());

@@ -299,6 +299,20 @@ void expect_close_to_opencv(const std::vector<NamedTensor> &outputs,
     }
 }
 
+// Graph scheduling changes where tensors live and how layers are split over the tiles, never a
+// result: `graph` lowered without it gives the bytes `scheduled` (its run with it) gave.
+void expect_same_bytes_without_graph_scheduling(const dsl::Graph &graph,
+                                                const target::Target &target,
+                                                const NamedTensor &input,
+                                                const sim::RunResult &scheduled) {
+    codegen::LowerOptions defaults_only;
+    defaults_only.graph_scheduling = false;
+    sim::Simulator simulator(target, codegen::lower(graph, target, defaults_only));
+    const sim::RunResult result = simulator.run(frontend::blob_inputs(simulator.blob(), {input}));
+    std::printf("without graph scheduling: simulated latency %.0f us\n", result.latency_ns / 1000);
+    EXPECT_TRUE(result.outputs == scheduled.outputs);
+}
+
 // Import, graph passes and lowering for vpu27 as `vpuc compile` does them, then the
 // simulator, on the input OpenCV is given; every output compared with OpenCV's, and for
 // logits the top classes too.
@@ -329,6 +343,7 @@ void expect_matches_opencv(const std::string &name) {
                 "simulated latency %.0f us\n",
                 name.c_str(), import_s, lower_s, total_s - import_s - lower_s,
                 passed.graph.layers().size(), result.latency_ns / 1000);
+    expect_same_bytes_without_graph_scheduling(passed.graph, target, input, result);
     ASSERT_EQ(outputs.size(), reference.size());
     expect_close_to_opencv(outputs, reference, 0.999, true);
 }
@@ -375,6 +390,7 @@ void expect_qdq_close_to_opencv(const std::string &name) {
         frontend::blob_outputs(simulator.blob(), result.outputs);
     std::printf("%s_qdq: %zu layers, %ld of them int8; simulated latency %.0f us\n", name.c_str(),
                 passed.graph.layers().size(), long(int8_layers), result.latency_ns / 1000);
+    expect_same_bytes_without_graph_scheduling(passed.graph, target, input, result);
     ASSERT_EQ(outputs.size(), reference.size());
     expect_close_to_opencv(outputs, reference, 0.99, false);
 }

@@ -23,12 +23,14 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-const char *const kUsage = R"(usage: vpuc bench models [--model NAME] [--target T] [--json]
+const char *const kUsage =
+    R"(usage: vpuc bench models [--model NAME] [--target T] [--no-graph-scheduling] [--json]
 
 Compiles every network of the model zoo (docs/zoo.md) for vpu27 and vpu20, int8 (the zoo's
-pre-quantized QDQ form) and fp16, with default schedules, and simulates each. Per run it
-prints:
+pre-quantized QDQ form) and fp16, with default schedules and the graph scheduling passes
+(docs/graph-scheduling.md), and simulates each. Per run it prints:
   - the simulated latency (us) and its FPS (1 / latency, batch 1);
+  - the A/B: the latency without graph scheduling (no gs us), and the speedup it gives;
   - the roofline: the larger of the DPU's compute at its peak for each layer's op kind and
     the minimal DDR traffic (inputs, outputs and constants once) at the DDR bandwidth,
     computed from the graph alone (bench/include/bench/models.h), and which bounds it;
@@ -45,6 +47,9 @@ Progress goes to stderr. Timings vary with the machine's load; simulated figures
 options:
   --model NAME   one network of the zoo (vpuc zoo --list names them); default all
   --target T     one target (a bundled name or a target file); default vpu27 and vpu20
+  --no-graph-scheduling
+                 measure without the graph scheduling passes; the A/B column then gives
+                 the latency with them
   --json         print the same data as one JSON document (times in us and ms, bytes)
 
 exit status: 0 when every run compiles and simulates; 1 otherwise (the row says why))";
@@ -55,10 +60,13 @@ struct Run {
     bench::ModelRoofline roofline;
     bench::ModelMeasurement m;
     double import_ms = 0;
+    bool graph_scheduling = true;
+    double other_latency_ns = 0; // with graph scheduling the other way: the A/B
 };
 
-Run run_one(const std::string &model, bool int8, const target::Target &target) {
-    Run r{model, int8 ? "int8" : "fp16", target.name, {}, {}, {}, 0};
+Run run_one(const std::string &model, bool int8, const target::Target &target,
+            bool graph_scheduling) {
+    Run r{model, int8 ? "int8" : "fp16", target.name, {}, {}, {}, 0, graph_scheduling, 0};
     try {
         frontend::ImportOptions options;
         if (int8) options.precision = frontend::Precision::INT8;
@@ -71,8 +79,10 @@ Run run_one(const std::string &model, bool int8, const target::Target &target) {
         const dsl::Graph graph = frontend::run_graph_passes(imported.graph).graph;
         r.import_ms = bench::ms_since(start);
         r.roofline = bench::model_roofline(graph, target);
-        r.m = bench::measure_model(graph, target);
+        r.m = bench::measure_model(graph, target, graph_scheduling);
         r.error = r.m.error;
+        if (r.error.empty())
+            r.other_latency_ns = bench::simulated_latency_ns(graph, target, !graph_scheduling);
     } catch (const std::exception &e) {
         r.error = e.what();
     }
@@ -83,12 +93,15 @@ double mb(int64_t bytes) {
     return double(bytes) / 1e6;
 }
 
-void print_table(const std::vector<Run> &runs) {
-    std::printf("vpuc bench models: default schedules, %s\n\n",
+void print_table(const std::vector<Run> &runs, bool graph_scheduling) {
+    std::printf("vpuc bench models: default schedules, %s, %s\n\n",
+                graph_scheduling ? "graph scheduling on (no gs: off)"
+                                 : "graph scheduling off (gs us: on)",
                 target::timing_model_label(target::load_target("vpu27")).c_str());
-    std::printf("%-20s %-6s %-5s %10s %8s %10s %-7s %6s %5s %5s %5s %7s %7s %7s %7s %7s %8s "
-                "%8s %8s %8s\n",
-                "model", "target", "dtype", "latency us", "FPS", "roofline", "bound", "share",
+    std::printf("%-20s %-6s %-5s %10s %8s %10s %6s %10s %-7s %6s %5s %5s %5s %7s %7s %7s %7s %7s "
+                "%8s %8s %8s %8s\n",
+                "model", "target", "dtype", "latency us", "FPS",
+                graph_scheduling ? "no gs us" : "gs us", "gain", "roofline", "bound", "share",
                 "DPU", "DMA", "SHAVE", "cmx KB", "const", "in", "act ld", "act st", "compile",
                 "lower", "sim t", "sim f");
     for (const Run &r : runs) {
@@ -98,19 +111,22 @@ void print_table(const std::vector<Run> &runs) {
             continue;
         }
         const bench::ModelMeasurement &m = r.m;
-        std::printf("%10.1f %8.1f %10.1f %-7s %5.0f%% %4.0f%% %4.0f%% %4.0f%% %7.0f %7.2f %7.2f "
-                    "%7.2f %7.2f %6.0fms %6.0fms %6.0fms %6.0fms\n",
-                    m.latency_ns / 1e3, 1e9 / m.latency_ns, r.roofline.bound_ns() / 1e3,
-                    r.roofline.bound_by(), 100 * r.roofline.bound_ns() / m.latency_ns,
-                    100 * m.dpu_busy, 100 * m.dma_busy, 100 * m.shave_busy,
-                    double(m.cmx_high_water_bytes) / 1024, mb(m.ddr.constants),
+        const double on = graph_scheduling ? m.latency_ns : r.other_latency_ns;
+        const double off = graph_scheduling ? r.other_latency_ns : m.latency_ns;
+        std::printf("%10.1f %8.1f %10.1f %5.2fx %10.1f %-7s %5.0f%% %4.0f%% %4.0f%% %4.0f%% %7.0f "
+                    "%7.2f %7.2f %7.2f %7.2f %6.0fms %6.0fms %6.0fms %6.0fms\n",
+                    m.latency_ns / 1e3, 1e9 / m.latency_ns, r.other_latency_ns / 1e3, off / on,
+                    r.roofline.bound_ns() / 1e3, r.roofline.bound_by(),
+                    100 * r.roofline.bound_ns() / m.latency_ns, 100 * m.dpu_busy, 100 * m.dma_busy,
+                    100 * m.shave_busy, double(m.cmx_high_water_bytes) / 1024, mb(m.ddr.constants),
                     mb(m.ddr.network_inputs), mb(m.ddr.activation_loads),
                     mb(m.ddr.activation_stores), r.import_ms, m.lower_ms, m.simulate_timing_ms,
                     m.simulate_functional_ms);
     }
-    std::printf("\nDDR MB by kind: const (constants: weights, tables), in (network inputs), act ld "
-                "and act st\n(intermediate tensors loaded and stored, spills included); network "
-                "outputs are in the JSON.\ncompile: import and graph passes; lower: lowering with "
+    std::printf("\ngain: the latency without graph scheduling over the latency with it.\nDDR MB by "
+                "kind: const (constants: weights, tables), in (network inputs), act ld and act "
+                "st\n(intermediate tensors loaded and stored, spills included); network outputs "
+                "are in the JSON.\ncompile: import and graph passes; lower: lowering with "
                 "verification; sim t / sim f: simulator wall\ntime, timing only / functional.\n");
 }
 
@@ -132,6 +148,9 @@ void print_json(const std::vector<Run> &runs) {
         row["layers"] = m.layers;
         row["latency_us"] = m.latency_ns / 1e3;
         row["fps"] = 1e9 / m.latency_ns;
+        row["graph_scheduling"] = r.graph_scheduling;
+        row[r.graph_scheduling ? "latency_us_without_graph_scheduling"
+                               : "latency_us_with_graph_scheduling"] = r.other_latency_ns / 1e3;
         row["roofline_us"] = r.roofline.bound_ns() / 1e3;
         row["roofline_compute_us"] = r.roofline.compute_ns / 1e3;
         row["roofline_ddr_us"] = r.roofline.ddr_ns / 1e3;
@@ -159,8 +178,9 @@ void print_json(const std::vector<Run> &runs) {
 }
 
 int run(const std::vector<std::string> &args) {
-    const Options o =
-        parse_options(args, {"--model", "--target"}, {"--json"}, {files::FileKind::Target});
+    const Options o = parse_options(args, {"--model", "--target"},
+                                    {"--json", "--no-graph-scheduling"}, {files::FileKind::Target});
+    const bool graph_scheduling = !o.has("--no-graph-scheduling");
     if (!o.positional.empty())
         throw std::runtime_error("unexpected argument '" + o.positional[0] + "' (see --help)");
     std::vector<std::string> models;
@@ -182,13 +202,13 @@ int run(const std::vector<std::string> &args) {
                 std::fprintf(stderr, "[%zu] %s %s %s ... ", runs.size() + 1, model.c_str(),
                              t.name.c_str(), int8 ? "int8" : "fp16");
                 std::fflush(stderr);
-                runs.push_back(run_one(model, int8, t));
+                runs.push_back(run_one(model, int8, t, graph_scheduling));
                 std::fprintf(stderr, "%s\n", runs.back().error.empty() ? "done" : "failed");
             }
     if (o.has("--json"))
         print_json(runs);
     else
-        print_table(runs);
+        print_table(runs, graph_scheduling);
     for (const Run &r : runs)
         if (!r.error.empty()) return 1;
     return 0;

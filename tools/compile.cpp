@@ -22,7 +22,7 @@ int compile_command(const std::vector<std::string> &args) {
     const Options o = parse_options(
         args, {"-o", "--target", "--precision", "--input-shape", "--schedules", "--dump-after"},
         {"--time-passes", "--verbose", "--quiet", "--print-graph", "--no-graph-passes",
-         "--list-passes", "--keep-all-layers"},
+         "--no-graph-scheduling", "--list-passes", "--keep-all-layers"},
         kCompileReads);
     if (o.has("--list-passes")) {
         for (const std::string &pass : frontend::graph_pass_names())
@@ -78,6 +78,9 @@ const bool registered = register_command(
      "                     passes, in order\n"
      "  --no-graph-passes  compile the graph as imported: no batch-norm folding, activation\n"
      "                     fusion, constant folding or identity removal\n"
+     "  --no-graph-scheduling\n"
+     "                     keep every unscheduled layer's default schedule: no SOK choice,\n"
+     "                     no outputs kept in CMX (docs/graph-scheduling.md)\n"
      "  --time-passes      print each graph and lowering pass's time to stderr\n"
      "  --keep-all-layers  make every layer's result an output of the blob too, for\n"
      "                     `vpuc run --dump-all` (a debugging blob: each result goes to DDR)\n"

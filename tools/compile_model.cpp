@@ -69,6 +69,7 @@ ModelCompileOptions model_compile_options(const Options &o) {
     options.quiet = o.has("--quiet");
     options.verbose = o.has("--verbose");
     options.graph_passes = !o.has("--no-graph-passes");
+    options.graph_scheduling = !o.has("--no-graph-scheduling");
     options.keep_all_layers = o.has("--keep-all-layers");
     options.time_passes = o.has("--time-passes");
     options.schedules_file = o.get("--schedules");
@@ -115,6 +116,7 @@ std::vector<uint8_t> lower_model(const dsl::Graph &graph, const target::Target &
     codegen::LowerOptions lower;
     if (!options.dump_after_graph_pass) lower.dump_after = options.dump_after;
     lower.time_passes = options.time_passes;
+    lower.graph_scheduling = options.graph_scheduling;
     if (options.verbose || !options.dump_after.empty())
         lower.log = &std::cout;
     else if (!options.quiet)

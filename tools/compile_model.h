@@ -19,6 +19,7 @@ struct ModelCompileOptions {
     std::string dump_after;         // --dump-after: a graph pass or a lowering pass
     bool dump_after_graph_pass = false;
     bool graph_passes = true;     // not --no-graph-passes
+    bool graph_scheduling = true; // not --no-graph-scheduling
     bool keep_all_layers = false; // --keep-all-layers
     bool time_passes = false;     // --time-passes
     bool verbose = false;         // --verbose: the pass log on stdout

@@ -8,6 +8,7 @@
 #include "compile_model.h"
 #include "options.h"
 #include "run_report.h"
+#include "timeline.h"
 #include "vpu_target/verifier.h"
 
 namespace vpuc::tools {
@@ -19,8 +20,8 @@ const std::vector<files::FileKind> kProfileReads = {files::FileKind::Model, file
                                                     files::FileKind::Schedule};
 // The options of `vpuc compile` that `vpuc profile` takes, for a model only.
 const std::vector<std::string> kCompileValues = {"--precision", "--input-shape", "--schedules"};
-const std::vector<std::string> kCompileFlags = {"--no-graph-passes", "--time-passes", "--verbose",
-                                                "--quiet"};
+const std::vector<std::string> kCompileFlags = {"--no-graph-passes", "--no-graph-scheduling",
+                                                "--time-passes", "--verbose", "--quiet"};
 
 bool is_model(const std::string &path) {
     const std::string suffix = ".onnx";
@@ -29,7 +30,7 @@ bool is_model(const std::string &path) {
 }
 
 int profile_command(const std::vector<std::string> &args) {
-    std::vector<std::string> with_value = {"--target", "--trace", "--sort"};
+    std::vector<std::string> with_value = {"--target", "--trace", "--timeline", "--sort"};
     with_value.insert(with_value.end(), kCompileValues.begin(), kCompileValues.end());
     std::vector<std::string> flags = {"--json"};
     flags.insert(flags.end(), kCompileFlags.begin(), kCompileFlags.end());
@@ -70,6 +71,10 @@ int profile_command(const std::vector<std::string> &args) {
         print_run_report(simulator, result, order);
     if (!o.get("--trace").empty())
         write_trace(result, path, o.get("--trace"), json ? stderr : stdout);
+    if (!o.get("--timeline").empty()) {
+        write_timeline_png(result, path + " on " + simulator.target().name, o.get("--timeline"));
+        std::fprintf(json ? stderr : stdout, "\ntimeline: %s\n", o.get("--timeline").c_str());
+    }
     return 0;
 }
 
@@ -88,10 +93,13 @@ const bool registered = register_command(
      "  --sort ORDER       the table's order: start (first start, the default), time (longest\n"
      "                     span first) or busy (most engine time first)\n"
      "  --json             print the same data as one JSON document (times in us)\n"
-     "  --trace FILE       write a Chrome trace-event JSON (Perfetto) to FILE\n\n"
+     "  --trace FILE       write a Chrome trace-event JSON (Perfetto) to FILE\n"
+     "  --timeline FILE.png\n"
+     "                     draw the engines' tasks over time into a PNG picture\n\n"
      "options of `vpuc compile`, for a model (see vpuc compile --help):\n"
      "  --precision P, --input-shape NAME=DIMS, --schedules FILE, --no-graph-passes,\n"
-     "  --time-passes, --verbose, --quiet (no compiler notes; implied by --json)\n" +
+     "  --no-graph-scheduling, --time-passes, --verbose, --quiet (no compiler notes; implied\n"
+     "  by --json)\n" +
          size_options_help(kProfileReads) +
          "\n\nexit status: 0 when the run completes; 1 on an error (a model that does not "
          "compile,\nan invalid blob), with a one-line reason",

@@ -139,12 +139,23 @@ int64_t cmx_high_water_bytes(const std::vector<uint8_t> &bytes) {
     return int64_t(high);
 }
 
-ModelMeasurement measure_model(const dsl::Graph &graph, const target::Target &target) {
+double simulated_latency_ns(const dsl::Graph &graph, const target::Target &target,
+                            bool graph_scheduling) {
+    codegen::LowerOptions options;
+    options.graph_scheduling = graph_scheduling;
+    sim::Simulator simulator(target, codegen::lower(graph, target, options));
+    return simulator.run({}, sim::Mode::TimingOnly).latency_ns;
+}
+
+ModelMeasurement measure_model(const dsl::Graph &graph, const target::Target &target,
+                               bool graph_scheduling) {
     ModelMeasurement m;
     m.layers = int(graph.layers().size());
     try {
         auto start = std::chrono::steady_clock::now();
-        const std::vector<uint8_t> blob = codegen::lower(graph, target);
+        codegen::LowerOptions options;
+        options.graph_scheduling = graph_scheduling;
+        const std::vector<uint8_t> blob = codegen::lower(graph, target, options);
         m.lower_ms = ms_since(start);
         m.ddr = ddr_traffic(blob);
         m.cmx_high_water_bytes = cmx_high_water_bytes(blob);

@@ -29,6 +29,8 @@ const std::vector<Pass> &passes() {
     static const std::vector<Pass> list = {
         {"check_element_types", check_element_types, nullptr},
         {"default_schedules", default_schedules, nullptr},
+        {"choose_strategies", choose_strategies, verify_graph_schedules},
+        {"keep_in_cmx", keep_in_cmx, verify_graph_schedules},
         {"resolve_schedules", resolve_schedules, nullptr},
         {"plan_views", plan_views, verify_views},
         {"select_engines", select_engines, nullptr},
@@ -94,7 +96,7 @@ std::string print_loop_nest(const LoopNest &nest) {
 }
 
 std::string dump(const LoweringState &s, const std::string &pass) {
-    if (pass == "default_schedules") {
+    if (pass == "default_schedules" || pass == "choose_strategies" || pass == "keep_in_cmx") {
         std::string out;
         for (const auto &layer : s.graph.layers())
             out += layer.name() + ": " + layer.schedule().to_string() + "\n";
@@ -163,6 +165,7 @@ std::vector<uint8_t> lower(const dsl::Graph &graph, const target::Target &target
     // the caller's schedules alone.
     const dsl::Graph own = graph.device_clone();
     LoweringState state(own, target);
+    state.graph_scheduling = options.graph_scheduling;
     note_input_layouts(state);
     size_t notes_logged = 0;
     for (const auto &pass : passes()) {
@@ -206,12 +209,33 @@ void check_element_types(LoweringState &s) {
 void default_schedules(LoweringState &s) {
     for (const auto &layer : s.graph.layers()) {
         dsl::Layer handle = layer;
-        if (!handle.schedule().empty()) continue;
+        if (!handle.schedule().empty()) {
+            s.authored_schedules[layer.name()] = handle.schedule();
+            continue;
+        }
         const std::optional<DpuOpDesc> &match =
             s.dpu_matches.emplace(layer.name(), try_match_dpu(layer, s.target)).first->second;
         handle.schedule() = schedules::default_schedule(
             layer, s.target, 0, match ? dpu_weight_bytes(*match, s.target) : 0,
             algorithms::layer_registry().unsplittable_dims(layer));
+        s.defaulted_schedules.insert(layer.name());
+    }
+}
+
+void verify_graph_schedules(const LoweringState &s) {
+    for (const dsl::Layer &layer : s.graph.layers()) {
+        const auto authored = s.authored_schedules.find(layer.name());
+        if (authored != s.authored_schedules.end() && authored->second != layer.schedule())
+            throw LoweringError("graph scheduling changed the schedule of layer '" + layer.name() +
+                                "', which its author gave: " + authored->second.to_string() +
+                                " became " + layer.schedule().to_string());
+        const auto &directives = layer.schedule().directives();
+        const bool in_cmx = std::any_of(directives.begin(), directives.end(), [](auto &d) {
+            return d.kind == dsl::Directive::Kind::StoreIn && d.memory == dsl::MemoryLevel::CMX;
+        });
+        if (authored == s.authored_schedules.end() && in_cmx && is_network_output(s, layer))
+            throw LoweringError("graph scheduling keeps graph output '" + layer.name() +
+                                "' in CMX");
     }
 }
 

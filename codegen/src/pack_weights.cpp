@@ -1,5 +1,6 @@
 // Pass pack_weights: fills the constants build_tasks reserved for weights with the weights and
 // weight table of their range of output channels, in the DPU's layout.
+#include <algorithm>
 #include <cstring>
 
 #include "dpu_layout.h"
@@ -76,22 +77,35 @@ std::vector<uint8_t> pack_weight_constant(const LayerPlan &plan, const target::T
         uint8_t *out = data.data() + uint64_t(c - oc.begin) * l.channel_bytes;
         // The input channels of c's convolution group, as offsets into the task's.
         const int64_t first = depthwise ? 0 : c / per_group_out * per_group_in - in.begin;
+        // Per tap, the task's input channels: zeros, then c's group's run of weights (the
+        // innermost dimension of `w`, copied at once when dense), then zeros.
+        const int64_t run_begin = std::max<int64_t>(first, 0),
+                      run_end = std::min<int64_t>(first + per_group_in, ic);
         for (int ky = 0; ky < l.kernel_h; ++ky)
-            for (int kx = 0; kx < l.kernel_w; ++kx)
-                for (int i = 0; i < ic; ++i) {
-                    const bool tap = kx % d.dilation_w == 0 && ky % d.dilation_h == 0;
-                    if (c >= out_channels || !tap || i < first || i >= first + per_group_in) {
-                        std::memset(out, zero_weight, size_t(elem));
-                        out += elem;
-                        continue;
-                    }
-                    int pos4[4] = {int(i - first), kx / d.dilation_w, ky / d.dilation_h, int(c)};
-                    int pos2[2] = {int(i - first), int(c)};
-                    const uint8_t *src = w.dimensions() > 2 ? w.raw_buffer()->address_of(pos4)
-                                                            : w.raw_buffer()->address_of(pos2);
-                    std::memcpy(out, src, size_t(elem));
-                    out += elem;
+            for (int kx = 0; kx < l.kernel_w; ++kx) {
+                const bool tap = kx % d.dilation_w == 0 && ky % d.dilation_h == 0;
+                if (c >= out_channels || !tap || run_begin >= run_end) {
+                    std::memset(out, zero_weight, size_t(ic) * size_t(elem));
+                    out += int64_t(ic) * elem;
+                    continue;
                 }
+                std::memset(out, zero_weight, size_t(run_begin) * size_t(elem));
+                int pos4[4] = {int(run_begin - first), kx / d.dilation_w, ky / d.dilation_h,
+                               int(c)};
+                int pos2[2] = {int(run_begin - first), int(c)};
+                int *pos = w.dimensions() > 2 ? pos4 : pos2;
+                uint8_t *run = out + run_begin * elem;
+                if (w.dim(0).stride() == 1) {
+                    std::memcpy(run, w.raw_buffer()->address_of(pos),
+                                size_t(run_end - run_begin) * size_t(elem));
+                } else {
+                    for (int64_t i = run_begin; i < run_end; ++i, ++pos[0])
+                        std::memcpy(run + (i - run_begin) * elem, w.raw_buffer()->address_of(pos),
+                                    size_t(elem));
+                }
+                std::memset(out + run_end * elem, zero_weight, size_t(ic - run_end) * size_t(elem));
+                out += int64_t(ic) * elem;
+            }
         // Pad channels compute 0 (a finite value in fp16) scaled like the last channel.
         const int64_t real = std::min(c, out_channels - 1);
         const int32_t entry[4] = {int32_t(uint64_t(c - oc.begin) * l.channel_bytes), 0,

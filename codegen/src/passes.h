@@ -74,6 +74,11 @@ struct LoweringState {
     // What the DPU matcher made of layers default_schedules sized (nullopt: not a DPU op), so
     // that select_engines need not match them again.
     std::map<std::string, std::optional<DpuOpDesc>> dpu_matches;
+    // The layers default_schedules scheduled: the graph scheduling passes change these only,
+    // never an author's schedule.
+    std::set<std::string> defaulted_schedules;
+    std::map<std::string, dsl::Schedule> authored_schedules; // the others, as their author wrote
+    bool graph_scheduling = true;                            // LowerOptions::graph_scheduling
     // Layer or input name -> where its whole tensor is in DDR: a buffer of its own, or a part
     // of another tensor's (`placed`).
     std::map<std::string, View> tensor_views;
@@ -160,6 +165,14 @@ void insert_spills(LoweringState &s, const std::vector<Eviction> &evictions);
 // Every tensor of the graph has a device element type (i64, bool and f64 do not).
 void check_element_types(LoweringState &s);
 void default_schedules(LoweringState &s);
+// Graph scheduling (docs/graph-scheduling.md), on the layers default_schedules scheduled, unless
+// LowerOptions::graph_scheduling is off: SOK for layers that stream fewer weights that way, then
+// outputs kept in CMX between their producer and their last reader when they fit.
+void choose_strategies(LoweringState &s);
+void keep_in_cmx(LoweringState &s);
+// Only layers default_schedules scheduled have changed schedules, and no graph output stays in
+// CMX.
+void verify_graph_schedules(const LoweringState &s);
 void resolve_schedules(LoweringState &s);
 void select_engines(LoweringState &s);
 void compile_shave_kernels(LoweringState &s);

@@ -15,6 +15,11 @@ constexpr bool is_real = std::is_floating_point_v<T> || std::is_same_v<T, Halide
 
 template <typename T> void read_all(const Halide::Buffer<> &dense, ConstValues &v) {
     const T *p = static_cast<const T *>(dense.data());
+    // Weights run to millions of values: grow once.
+    if constexpr (is_real<T>)
+        v.reals.reserve(dense.number_of_elements());
+    else
+        v.ints.reserve(dense.number_of_elements());
     for (size_t i = 0; i < dense.number_of_elements(); ++i) {
         if constexpr (is_real<T>)
             v.reals.push_back(double(p[i]));
@@ -91,6 +96,10 @@ ConstValues pick_elements(const ConstValues &v, std::vector<int64_t> shape,
     out.type = v.type;
     out.shape = std::move(shape);
     std::vector<int64_t> index(out.shape.size(), 0);
+    if (v.is_float())
+        out.reals.reserve(size_t(out.elements()));
+    else
+        out.ints.reserve(size_t(out.elements()));
     for (int64_t e = 0; e < out.elements(); ++e) {
         const size_t from = size_t(source(index));
         if (v.is_float())

@@ -55,9 +55,16 @@ struct ModelMeasurement {
     DdrTraffic ddr;
 };
 
-// Lowers `graph` for `target` (default schedules for unscheduled layers) and simulates it,
-// timing only and functionally. Errors are caught into ModelMeasurement::error.
-ModelMeasurement measure_model(const dsl::Graph &graph, const target::Target &target);
+// Lowers `graph` for `target` (default schedules for unscheduled layers, changed by the graph
+// scheduling passes unless `graph_scheduling` is off) and simulates it, timing only and
+// functionally. Errors are caught into ModelMeasurement::error.
+ModelMeasurement measure_model(const dsl::Graph &graph, const target::Target &target,
+                               bool graph_scheduling = true);
+
+// The simulated latency of `graph` lowered for `target`, timing only (the other side of an
+// A/B). Throws what the lowering throws.
+double simulated_latency_ns(const dsl::Graph &graph, const target::Target &target,
+                            bool graph_scheduling);
 
 // Reads a blob's DMA traffic by kind and its CMX high-water mark (blob bytes already verified).
 DdrTraffic ddr_traffic(const std::vector<uint8_t> &blob);

@@ -1,0 +1,96 @@
+// keep_in_cmx: a graph scheduling pass. A layer computed at root stores its output to DDR and
+// every consumer loads it back: two trips over the DDR bus, the device's scarcest resource. A
+// tensor small enough stays in CMX instead (store_in(CMX): each tile keeps a copy, filled by
+// CMX-to-CMX broadcasts as it is computed), from its producer to its last consumer, the
+// residual branch of a ResNet block until its add included (docs/graph-scheduling.md).
+#include <algorithm>
+#include <map>
+
+#include "algorithms/registry.h"
+#include "passes.h"
+
+namespace vpuc::codegen {
+
+namespace {
+
+// A tensor kept in CMX takes at most a third of a tile's CMX, and all of those live at one time
+// at most half: the rest is the layers' own double-buffered tasks and weights. On vpu27 a fifth
+// or a quarter keeps fewer tensors, and no network of the zoo ran faster with them
+// (docs/graph-scheduling.md).
+constexpr int64_t kTensorShare = 3;
+constexpr int64_t kLiveShare = 2;
+
+int64_t ceil_to(int64_t value, int64_t multiple) {
+    return (value + multiple - 1) / multiple * multiple;
+}
+
+// The bytes of `t` in CMX, channels in whole groups as the DPU holds them.
+int64_t cmx_bytes(const dsl::TensorDesc &t, int64_t channel_alignment) {
+    const dsl::Shape &s = t.shape;
+    return s[dsl::dims::N] * ceil_to(s[dsl::dims::C], channel_alignment) * s[dsl::dims::H] *
+           s[dsl::dims::W] * dsl::bytes_of(t.type);
+}
+
+// Whether a tensor costs less kept in CMX than stored and loaded back: a tile's part copied into
+// every other tile's CMX on the DMA engines, against each byte stored to DDR and loaded once.
+// vpu27 (2 tiles, 2 engines of 31.2 GB/s, DDR 31.2 GB/s): a byte's copy costs a quarter of its
+// round trip. vpu20 (4 tiles, 1 engine of 22.4 GB/s, DDR 20 GB/s): three copies cost more.
+bool broadcast_beats_round_trip(const target::Target &target) {
+    const double engines_gbps =
+        target.dma_engines * target.dma_engine_bytes_per_cycle * target.dma_clock_mhz / 1000;
+    const double broadcast_ns_per_byte = double(target.tiles - 1) / engines_gbps;
+    const double round_trip_ns_per_byte = 2 / std::min(target.ddr_bandwidth_gbps, engines_gbps);
+    return broadcast_ns_per_byte < round_trip_ns_per_byte;
+}
+
+// Whether `layer`'s output may stay in CMX: a computed layer of one output of one image (a CMX
+// copy holds one) whose schedule and whose readers' schedules are the defaults, none of them a
+// view of DDR memory.
+bool may_stay_in_cmx(const LoweringState &s, const dsl::Layer &layer,
+                     const std::vector<dsl::Layer> &readers) {
+    const dsl::LayerRegistry &registry = algorithms::layer_registry();
+    if (!s.defaulted_schedules.count(layer.name()) || layer.outputs().size() != 1 ||
+        layer.output().shape[dsl::dims::N] != 1 || dsl::is_constant(layer) ||
+        registry.view(layer) || is_network_output(s, layer) || readers.empty())
+        return false;
+    return std::all_of(readers.begin(), readers.end(), [&](const dsl::Layer &reader) {
+        return s.defaulted_schedules.count(reader.name()) && !registry.view(reader) &&
+               reader.outputs().size() == 1;
+    });
+}
+
+} // namespace
+
+void keep_in_cmx(LoweringState &s) {
+    if (!s.graph_scheduling || !broadcast_beats_round_trip(s.target)) return;
+    const std::vector<dsl::Layer> &layers = s.graph.layers();
+    std::map<std::string, size_t> position;
+    for (size_t i = 0; i < layers.size(); ++i) position[layers[i].name()] = i;
+    const int64_t usable = int64_t(s.target.cmx_usable_bytes);
+    const int64_t alignment = s.target.channel_alignment;
+    // Kept tensors: bytes and the position of their last reader.
+    std::vector<std::pair<int64_t, size_t>> kept;
+    for (size_t i = 0; i < layers.size(); ++i) {
+        const dsl::Layer &layer = layers[i];
+        const std::vector<dsl::Layer> readers = s.graph.consumers(layer);
+        if (!may_stay_in_cmx(s, layer, readers)) continue;
+        const int64_t bytes = cmx_bytes(layer.output(), alignment);
+        if (bytes > usable / kTensorShare) continue;
+        int64_t live = 0;
+        for (const auto &[kept_bytes, last_reader] : kept)
+            if (last_reader > i) live += kept_bytes;
+        if (live + bytes > usable / kLiveShare) continue;
+        size_t last_reader = i;
+        for (const dsl::Layer &reader : readers)
+            last_reader = std::max(last_reader, position.at(reader.name()));
+        kept.push_back({bytes, last_reader});
+        dsl::Layer handle = layer;
+        handle.schedule().store_in(dsl::MemoryLevel::CMX);
+    }
+    if (!kept.empty())
+        s.notes.push_back("keep_in_cmx: " + std::to_string(kept.size()) +
+                          " layer output(s) kept in CMX from their producer to their last "
+                          "reader; --dump-after keep_in_cmx lists every layer's schedule");
+}
+
+} // namespace vpuc::codegen

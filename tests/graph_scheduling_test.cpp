@@ -1,0 +1,152 @@
+// The graph scheduling passes (docs/graph-scheduling.md): choose_strategies splits a layer
+// whose weights dominate over output channels, keep_in_cmx keeps small tensors in CMX, and
+// neither changes a result, touches a schedule an author wrote, or keeps a graph output in CMX.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+
+#include "algorithms/layers.h"
+#include "codegen/check.h"
+#include "codegen/lower.h"
+#include "vpu_target/target.h"
+
+namespace vpuc {
+namespace {
+
+algorithms::QuantWeights int8_weights(int in, int kernel, int out, uint32_t seed) {
+    std::mt19937 gen(seed);
+    std::uniform_int_distribution<int> value(-100, 100);
+    algorithms::QuantWeights w;
+    w.weights = Halide::Buffer<int8_t>(in, kernel, kernel, out);
+    for (int i = 0; i < int(w.weights.number_of_elements()); ++i)
+        w.weights.data()[i] = int8_t(value(gen));
+    w.bias.resize(size_t(out));
+    for (int32_t &b : w.bias) b = value(gen) * 50;
+    w.requant = {algorithms::fixed_point(0.0004)};
+    w.output_quant = dsl::Quant::per_tensor(0.05f, 7);
+    return w;
+}
+
+// u8 x (1 x 256 x 7 x 5) -> 3x3 conv to 512 channels (1.2 MB of weights: they dominate) ->
+// 1x1 conv back to 96 channels, and the same x through a 1x1 conv to 96 -> their sum.
+dsl::Graph weight_heavy_block() {
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape{1, 256, 7, 5};
+    t.type = dsl::ElemType::U8;
+    t.order = dsl::DimsOrder::NHWC();
+    t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    const dsl::Layer x = dsl::Layer::input(t);
+    algorithms::Conv2dParams same;
+    same.pad_left = same.pad_right = same.pad_top = same.pad_bottom = 1;
+    const dsl::Layer wide = algorithms::conv2d("wide", x, int8_weights(256, 3, 512, 1), same);
+    const dsl::Layer narrow = algorithms::conv2d("narrow", wide, int8_weights(512, 1, 96, 2));
+    const dsl::Layer shortcut = algorithms::conv2d("shortcut", x, int8_weights(256, 1, 96, 3));
+    const algorithms::QuantEltwise sum = algorithms::quant_eltwise(
+        algorithms::EltwiseOp::Add, narrow.output().quant, shortcut.output().quant,
+        dsl::ElemType::U8, dsl::Quant::per_tensor(0.1f, 3));
+    return dsl::Graph("block", {algorithms::eltwise("sum", algorithms::EltwiseOp::Add, narrow,
+                                                    shortcut, {}, sum)});
+}
+
+bool keeps_in_cmx(const dsl::Schedule &s) {
+    for (const dsl::Directive &d : s.directives())
+        if (d.kind == dsl::Directive::Kind::StoreIn && d.memory == dsl::MemoryLevel::CMX)
+            return true;
+    return false;
+}
+
+bool splits_over_channels(const dsl::Schedule &s) {
+    for (const dsl::Directive &d : s.directives())
+        if (d.kind == dsl::Directive::Kind::Distribute &&
+            d.strategy == dsl::Strategy::SplitOverKernel)
+            return true;
+    return false;
+}
+
+// The graph checked against its reference with graph scheduling on and off: both bit exact,
+// the same bytes, and the schedules each layer got.
+std::map<std::string, dsl::Schedule> expect_same_results(const dsl::Graph &graph,
+                                                         const char *target_name) {
+    const target::Target target = target::load_target(target_name);
+    std::map<std::string, dsl::Schedule> scheduled;
+    codegen::CheckOptions on;
+    on.lower.schedules = &scheduled;
+    codegen::CheckOptions off;
+    off.lower.graph_scheduling = false;
+    const codegen::CheckResult with = codegen::check_against_reference(graph, target, on);
+    const codegen::CheckResult without = codegen::check_against_reference(graph, target, off);
+    EXPECT_TRUE(with.ok()) << target_name << ": " << with.report();
+    EXPECT_TRUE(without.ok()) << target_name << ": " << without.report();
+    EXPECT_TRUE(with.run.outputs == without.run.outputs) << target_name;
+    EXPECT_NE(with.blob, without.blob) << target_name << ": graph scheduling changed nothing";
+    return scheduled;
+}
+
+TEST(GraphScheduling, SplitsWeightHeavyLayersOverChannelsAndKeepsSmallTensorsInCmx) {
+    const dsl::Graph graph = weight_heavy_block();
+    for (const char *target : {"vpu27", "vpu20"}) {
+        SCOPED_TRACE(target);
+        std::map<std::string, dsl::Schedule> s = expect_same_results(graph, target);
+        // Each tile streams half (a quarter) of wide's weights instead of all of them.
+        EXPECT_TRUE(splits_over_channels(s.at("wide"))) << s.at("wide").to_string();
+        // On vpu27 the shortcut's 25 KB of weights are not worth both tiles reading all of x;
+        // on vpu20, four tiles over 7 rows leave one with a single row, and SOK wins there.
+        if (std::string(target) == "vpu27")
+            EXPECT_FALSE(splits_over_channels(s.at("shortcut"))) << s.at("shortcut").to_string();
+        // vpu27 copies a tensor between its two tiles' CMX for a quarter of what a DDR round
+        // trip costs; vpu20's one DMA engine would copy each tile's part to three others.
+        const bool kept = std::string(target) == "vpu27";
+        EXPECT_EQ(keeps_in_cmx(s.at("wide")), kept) << s.at("wide").to_string();
+        EXPECT_EQ(keeps_in_cmx(s.at("narrow")), kept) << s.at("narrow").to_string();
+        // A graph output goes to DDR.
+        EXPECT_FALSE(keeps_in_cmx(s.at("sum"))) << s.at("sum").to_string();
+    }
+}
+
+TEST(GraphScheduling, ATensorOfSeveralImagesStaysInDdr) {
+    // A CMX copy holds one image: a batch of two goes through DDR, and the graph compiles.
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape{2, 16, 5, 3};
+    t.type = dsl::ElemType::F16;
+    t.order = dsl::DimsOrder::NHWC();
+    const dsl::Layer first = algorithms::relu("first", dsl::Layer::input(t));
+    const dsl::Graph graph("batch", {algorithms::clamp("second", first, -1, 1)});
+    std::map<std::string, dsl::Schedule> s;
+    codegen::CheckOptions options;
+    options.lower.schedules = &s;
+    const codegen::CheckResult result =
+        codegen::check_against_reference(graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(result.ok()) << result.report();
+    EXPECT_FALSE(keeps_in_cmx(s.at("first"))) << s.at("first").to_string();
+}
+
+TEST(GraphScheduling, LeavesAnAuthorsScheduleAlone) {
+    dsl::Graph graph = weight_heavy_block();
+    dsl::Layer wide = graph.find("wide");
+    wide.schedule().split("y", "yo", "yi", 4);
+    std::map<std::string, dsl::Schedule> s = expect_same_results(graph, "vpu27");
+    EXPECT_EQ(s.at("wide").to_string(), "split(y, yo, yi, 4)");
+    // Its readers still may keep their outputs in CMX; its own output stays where it says.
+    EXPECT_TRUE(keeps_in_cmx(s.at("narrow"))) << s.at("narrow").to_string();
+}
+
+TEST(GraphScheduling, OffGivesEveryLayerItsDefaultSchedule) {
+    const dsl::Graph graph = weight_heavy_block();
+    const target::Target target = target::load_target("vpu27");
+    std::map<std::string, dsl::Schedule> s;
+    codegen::LowerOptions options;
+    options.graph_scheduling = false;
+    options.schedules = &s;
+    codegen::lower(graph, target, options);
+    for (const auto &[layer, schedule] : s) {
+        EXPECT_FALSE(keeps_in_cmx(schedule)) << layer << ": " << schedule.to_string();
+        EXPECT_FALSE(splits_over_channels(schedule)) << layer << ": " << schedule.to_string();
+    }
+}
+
+} // namespace
+} // namespace vpuc

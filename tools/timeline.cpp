@@ -1,0 +1,105 @@
+#include "timeline.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <stdexcept>
+#include <vector>
+
+namespace vpuc::tools {
+
+namespace {
+
+constexpr int kLabelWidth = 230, kPlotWidth = 1400, kRight = 20;
+constexpr int kTop = 50, kRowHeight = 22, kRowGap = 4, kAxisHeight = 40;
+const cv::Scalar kBackground(255, 255, 255), kInk(40, 40, 40), kGrid(225, 225, 225);
+
+// Engine rows in the order a reader scans them: DMA, then DPUs, then SHAVEs.
+int kind_of(const std::string &engine) {
+    if (engine.rfind("DMA", 0) == 0) return 0;
+    if (engine.rfind("DPU", 0) == 0) return 1;
+    return 2;
+}
+
+cv::Scalar colour_of(int kind) {
+    switch (kind) {
+    case 0:
+        return {200, 120, 40}; // blue (OpenCV colours are BGR)
+    case 1:
+        return {70, 160, 60}; // green
+    default:
+        return {40, 140, 235}; // orange
+    }
+}
+
+// A round step for the time axis: about eight ticks over `span_us`.
+double tick_step_us(double span_us) {
+    const double raw = span_us / 8;
+    const double power = std::pow(10.0, std::floor(std::log10(std::max(raw, 1e-3))));
+    for (double m : {1.0, 2.0, 5.0})
+        if (m * power >= raw) return m * power;
+    return 10 * power;
+}
+
+void text(cv::Mat &image, const std::string &s, cv::Point at, double scale = 0.45) {
+    cv::putText(image, s, at, cv::FONT_HERSHEY_SIMPLEX, scale, kInk, 1, cv::LINE_AA);
+}
+
+} // namespace
+
+void write_timeline_png(const sim::RunResult &result, const std::string &title,
+                        const std::string &path) {
+    const std::string suffix = ".png";
+    if (path.size() <= suffix.size() ||
+        path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0)
+        throw std::runtime_error("--timeline '" + path + "': the picture is a PNG file (FILE.png)");
+    std::vector<std::string> engines;
+    for (const sim::EngineStats &e : result.engines) engines.push_back(e.engine);
+    std::stable_sort(
+        engines.begin(), engines.end(),
+        [](const std::string &a, const std::string &b) { return kind_of(a) < kind_of(b); });
+    std::map<std::string, int> row;
+    for (size_t i = 0; i < engines.size(); ++i) row[engines[i]] = int(i);
+
+    const int rows = int(engines.size());
+    const int height = kTop + rows * (kRowHeight + kRowGap) + kAxisHeight;
+    cv::Mat image(height, kLabelWidth + kPlotWidth + kRight, CV_8UC3, kBackground);
+    const double latency = std::max(result.latency_ns, 1.0);
+    auto x_of = [&](double ns) {
+        return kLabelWidth + int(std::lround(ns / latency * kPlotWidth));
+    };
+    auto y_of = [&](int r) { return kTop + r * (kRowHeight + kRowGap); };
+
+    char line[160];
+    std::snprintf(line, sizeof line, "%s: %.1f us", title.c_str(), result.latency_ns / 1000);
+    text(image, line, {10, 28}, 0.6);
+    const double span_us = latency / 1000, step = tick_step_us(span_us);
+    const int axis_y = y_of(rows) + 4;
+    for (double t = 0; t <= span_us + 1e-9; t += step) {
+        const int x = x_of(t * 1000);
+        cv::line(image, {x, kTop - 4}, {x, axis_y}, kGrid, 1);
+        std::snprintf(line, sizeof line, "%g", t);
+        text(image, line, {x - 10, axis_y + 18}, 0.4);
+    }
+    text(image, "us", {kLabelWidth + kPlotWidth - 10, axis_y + 34}, 0.4);
+
+    for (const sim::TaskRecord &task : result.tasks) {
+        const auto r = row.find(task.engine);
+        if (r == row.end()) continue;
+        const int y = y_of(r->second);
+        // A task shorter than a pixel still shows, as one.
+        const int x0 = x_of(task.start_ns), x1 = std::max(x_of(task.end_ns), x0 + 1);
+        cv::rectangle(image, {x0, y}, {x1 - 1, y + kRowHeight - 1}, colour_of(kind_of(task.engine)),
+                      cv::FILLED);
+    }
+    for (const sim::EngineStats &e : result.engines) {
+        std::snprintf(line, sizeof line, "%s  %.0f%%", e.engine.c_str(), 100 * e.busy_ns / latency);
+        text(image, line, {8, y_of(row.at(e.engine)) + kRowHeight - 6});
+    }
+    if (!cv::imwrite(path, image)) throw std::runtime_error("cannot write timeline '" + path + "'");
+}
+
+} // namespace vpuc::tools
