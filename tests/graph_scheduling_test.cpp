@@ -66,10 +66,14 @@ bool splits_over_channels(const dsl::Schedule &s) {
     return false;
 }
 
+struct Scheduled {
+    std::map<std::string, dsl::Schedule> schedules; // what each layer got
+    size_t blob_bytes = 0, unscheduled_blob_bytes = 0;
+};
+
 // The graph checked against its reference with graph scheduling on and off: both bit exact,
-// the same bytes, and the schedules each layer got.
-std::map<std::string, dsl::Schedule> expect_same_results(const dsl::Graph &graph,
-                                                         const char *target_name) {
+// the same bytes.
+Scheduled expect_same_results(const dsl::Graph &graph, const char *target_name) {
     const target::Target target = target::load_target(target_name);
     std::map<std::string, dsl::Schedule> scheduled;
     codegen::CheckOptions on;
@@ -82,16 +86,22 @@ std::map<std::string, dsl::Schedule> expect_same_results(const dsl::Graph &graph
     EXPECT_TRUE(without.ok()) << target_name << ": " << without.report();
     EXPECT_TRUE(with.run.outputs == without.run.outputs) << target_name;
     EXPECT_NE(with.blob, without.blob) << target_name << ": graph scheduling changed nothing";
-    return scheduled;
+    return {scheduled, with.blob.size(), without.blob.size()};
 }
 
 TEST(GraphScheduling, SplitsWeightHeavyLayersOverChannelsAndKeepsSmallTensorsInCmx) {
     const dsl::Graph graph = weight_heavy_block();
     for (const char *target : {"vpu27", "vpu20"}) {
         SCOPED_TRACE(target);
-        std::map<std::string, dsl::Schedule> s = expect_same_results(graph, target);
-        // Each tile streams half (a quarter) of wide's weights instead of all of them.
+        const Scheduled scheduled = expect_same_results(graph, target);
+        const std::map<std::string, dsl::Schedule> &s = scheduled.schedules;
+        // Each tile streams half (a quarter) of wide's weights instead of all of them, and the
+        // blob holds them once instead of once per tile.
         EXPECT_TRUE(splits_over_channels(s.at("wide"))) << s.at("wide").to_string();
+        const size_t wide_weights = 256 * 3 * 3 * 512;
+        const size_t tiles = size_t(target::load_target(target).tiles);
+        EXPECT_LE(scheduled.blob_bytes + (tiles - 1) * wide_weights,
+                  scheduled.unscheduled_blob_bytes);
         // On vpu27 the shortcut's 25 KB of weights are not worth both tiles reading all of x;
         // on vpu20, four tiles over 7 rows leave one with a single row, and SOK wins there.
         if (std::string(target) == "vpu27")
@@ -128,7 +138,7 @@ TEST(GraphScheduling, LeavesAnAuthorsScheduleAlone) {
     dsl::Graph graph = weight_heavy_block();
     dsl::Layer wide = graph.find("wide");
     wide.schedule().split("y", "yo", "yi", 4);
-    std::map<std::string, dsl::Schedule> s = expect_same_results(graph, "vpu27");
+    const std::map<std::string, dsl::Schedule> s = expect_same_results(graph, "vpu27").schedules;
     EXPECT_EQ(s.at("wide").to_string(), "split(y, yo, yi, 4)");
     // Its readers still may keep their outputs in CMX; its own output stays where it says.
     EXPECT_TRUE(keeps_in_cmx(s.at("narrow"))) << s.at("narrow").to_string();
