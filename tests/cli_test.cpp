@@ -134,6 +134,23 @@ TEST_F(Cli, UnknownPassFailsListingThePasses) {
 
 // An ONNX model compiles to a blob that runs; what cannot be imported is a one-line error
 // naming the file, the node and the op.
+// test_operator_basic: five elementwise layers in a chain. Graph scheduling keeps the four
+// intermediate ones in CMX on vpu27; --no-graph-scheduling leaves every default schedule alone.
+TEST_F(Cli, CompileWithAndWithoutGraphScheduling) {
+    const std::string model =
+        "/usr/share/libonnx-testdata/data/pytorch-operator/test_operator_basic/model.onnx";
+    const std::string blob = (scratch() / "basic.vpub").string();
+    const Outcome on = vpuc_run("compile " + model + " -o " + blob + " --dump-after keep_in_cmx");
+    ASSERT_EQ(on.status, 0) << on.output;
+    EXPECT_NE(on.output.find("\n2: prefetch(1).store_in(CMX)\n"), std::string::npos) << on.output;
+    EXPECT_NE(on.output.find("\n6: prefetch(1)\n"), std::string::npos) << on.output;
+    const Outcome off = vpuc_run("compile " + model + " -o " + blob +
+                                 " --dump-after keep_in_cmx --no-graph-scheduling");
+    ASSERT_EQ(off.status, 0) << off.output;
+    EXPECT_NE(off.output.find("\n2: prefetch(1)\n"), std::string::npos) << off.output;
+    EXPECT_EQ(off.output.find("store_in(CMX)"), std::string::npos) << off.output;
+}
+
 TEST_F(Cli, CompileAnOnnxModel) {
     const std::string data = "/usr/share/libonnx-testdata/data/";
     const fs::path blob = scratch() / "conv.vpub";
