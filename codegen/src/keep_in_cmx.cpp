@@ -14,11 +14,11 @@ namespace vpuc::codegen {
 namespace {
 
 // A tensor kept in CMX takes at most a third of a tile's CMX, and all of those live at one time
-// at most half: the rest is the layers' own double-buffered tasks and weights. On vpu27 a fifth
-// or a quarter keeps fewer tensors, and no network of the zoo ran faster with them
-// (docs/graph-scheduling.md).
-constexpr int64_t kTensorShare = 3;
-constexpr int64_t kLiveShare = 2;
+// at most two thirds: the rest is the layers' own double-buffered tasks and weights. On vpu27 a
+// fifth or a quarter per tensor, or half live, keeps fewer tensors, and no network of the zoo
+// ran faster with them (docs/graph-scheduling.md, with the figures).
+constexpr int64_t kTensorThirds = 1;
+constexpr int64_t kLiveThirds = 2;
 
 int64_t ceil_to(int64_t value, int64_t multiple) {
     return (value + multiple - 1) / multiple * multiple;
@@ -75,11 +75,11 @@ void keep_in_cmx(LoweringState &s) {
         const std::vector<dsl::Layer> readers = s.graph.consumers(layer);
         if (!may_stay_in_cmx(s, layer, readers)) continue;
         const int64_t bytes = cmx_bytes(layer.output(), alignment);
-        if (bytes > usable / kTensorShare) continue;
+        if (bytes > usable * kTensorThirds / 3) continue;
         int64_t live = 0;
         for (const auto &[kept_bytes, last_reader] : kept)
-            if (last_reader > i) live += kept_bytes;
-        if (live + bytes > usable / kLiveShare) continue;
+            if (last_reader >= i) live += kept_bytes; // still read by layer i, or later
+        if (live + bytes > usable * kLiveThirds / 3) continue;
         size_t last_reader = i;
         for (const dsl::Layer &reader : readers)
             last_reader = std::max(last_reader, position.at(reader.name()));
