@@ -60,13 +60,12 @@ struct Run {
     bench::ModelRoofline roofline;
     bench::ModelMeasurement m;
     double import_ms = 0;
-    bool graph_scheduling = true;
     double other_latency_ns = 0; // with graph scheduling the other way: the A/B
 };
 
 Run run_one(const std::string &model, bool int8, const target::Target &target,
             bool graph_scheduling) {
-    Run r{model, int8 ? "int8" : "fp16", target.name, {}, {}, {}, 0, graph_scheduling, 0};
+    Run r{model, int8 ? "int8" : "fp16", target.name, {}, {}, {}, 0, 0};
     try {
         frontend::ImportOptions options;
         if (int8) options.precision = frontend::Precision::INT8;
@@ -130,7 +129,7 @@ void print_table(const std::vector<Run> &runs, bool graph_scheduling) {
                 "verification; sim t / sim f: simulator wall\ntime, timing only / functional.\n");
 }
 
-void print_json(const std::vector<Run> &runs) {
+void print_json(const std::vector<Run> &runs, bool graph_scheduling) {
     Json out;
     out["timing_model_version"] = target::kTimingModelVersion;
     Json list = Json::array();
@@ -148,9 +147,9 @@ void print_json(const std::vector<Run> &runs) {
         row["layers"] = m.layers;
         row["latency_us"] = m.latency_ns / 1e3;
         row["fps"] = 1e9 / m.latency_ns;
-        row["graph_scheduling"] = r.graph_scheduling;
-        row[r.graph_scheduling ? "latency_us_without_graph_scheduling"
-                               : "latency_us_with_graph_scheduling"] = r.other_latency_ns / 1e3;
+        row["graph_scheduling"] = graph_scheduling;
+        row[graph_scheduling ? "latency_us_without_graph_scheduling"
+                             : "latency_us_with_graph_scheduling"] = r.other_latency_ns / 1e3;
         row["roofline_us"] = r.roofline.bound_ns() / 1e3;
         row["roofline_compute_us"] = r.roofline.compute_ns / 1e3;
         row["roofline_ddr_us"] = r.roofline.ddr_ns / 1e3;
@@ -206,7 +205,7 @@ int run(const std::vector<std::string> &args) {
                 std::fprintf(stderr, "%s\n", runs.back().error.empty() ? "done" : "failed");
             }
     if (o.has("--json"))
-        print_json(runs);
+        print_json(runs, graph_scheduling);
     else
         print_table(runs, graph_scheduling);
     for (const Run &r : runs)

@@ -49,9 +49,10 @@ std::vector<LayerRow> layer_rows(const sim::RunResult &result, LayerOrder order)
         LayerRow &row = rows[it->second];
         row.start_ns = std::min(row.start_ns, t.start_ns);
         row.end_ns = std::max(row.end_ns, t.end_ns);
-        const std::string kind = t.engine.substr(0, t.engine.find(' '));
         const double busy = t.end_ns - t.start_ns;
-        (kind == "DMA" ? row.dma_ns : kind == "DPU" ? row.dpu_ns : row.shave_ns) += busy;
+        (t.kind == blob::EngineKind::Dma   ? row.dma_ns
+         : t.kind == blob::EngineKind::Dpu ? row.dpu_ns
+                                           : row.shave_ns) += busy;
         ++row.tasks;
     }
     if (order == LayerOrder::Span)

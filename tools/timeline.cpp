@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
+#include <numeric>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <stdexcept>
@@ -17,18 +17,11 @@ constexpr int kLabelWidth = 230, kPlotWidth = 1400, kRight = 20;
 constexpr int kTop = 50, kRowHeight = 22, kRowGap = 4, kAxisHeight = 40;
 const cv::Scalar kBackground(255, 255, 255), kInk(40, 40, 40), kGrid(225, 225, 225);
 
-// Engine rows in the order a reader scans them: DMA, then DPUs, then SHAVEs.
-int kind_of(const std::string &engine) {
-    if (engine.rfind("DMA", 0) == 0) return 0;
-    if (engine.rfind("DPU", 0) == 0) return 1;
-    return 2;
-}
-
-cv::Scalar colour_of(int kind) {
+cv::Scalar colour_of(blob::EngineKind kind) {
     switch (kind) {
-    case 0:
+    case blob::EngineKind::Dma:
         return {200, 120, 40}; // blue (OpenCV colours are BGR)
-    case 1:
+    case blob::EngineKind::Dpu:
         return {70, 160, 60}; // green
     default:
         return {40, 140, 235}; // orange
@@ -56,13 +49,16 @@ void write_timeline_png(const sim::RunResult &result, const std::string &title,
     if (path.size() <= suffix.size() ||
         path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0)
         throw std::runtime_error("--timeline '" + path + "': the picture is a PNG file (FILE.png)");
-    std::vector<std::string> engines;
-    for (const sim::EngineStats &e : result.engines) engines.push_back(e.engine);
-    std::stable_sort(
-        engines.begin(), engines.end(),
-        [](const std::string &a, const std::string &b) { return kind_of(a) < kind_of(b); });
-    std::map<std::string, int> row;
-    for (size_t i = 0; i < engines.size(); ++i) row[engines[i]] = int(i);
+    // One row per engine (the run's engines are its blob's queues, in order), in the order a
+    // reader scans them: DMA, then DPUs, then SHAVEs (the blob's order of engine kinds).
+    const std::vector<sim::EngineStats> &engines = result.engines;
+    std::vector<size_t> by_kind(engines.size());
+    std::iota(by_kind.begin(), by_kind.end(), size_t(0));
+    std::stable_sort(by_kind.begin(), by_kind.end(), [&](size_t a, size_t b) {
+        return int(engines[a].kind) < int(engines[b].kind);
+    });
+    std::vector<int> row(engines.size());
+    for (size_t i = 0; i < by_kind.size(); ++i) row[by_kind[i]] = int(i);
 
     const int rows = int(engines.size());
     const int height = kTop + rows * (kRowHeight + kRowGap) + kAxisHeight;
@@ -87,17 +83,17 @@ void write_timeline_png(const sim::RunResult &result, const std::string &title,
     text(image, "us", {kLabelWidth + kPlotWidth - 10, axis_y + 34}, 0.4);
 
     for (const sim::TaskRecord &task : result.tasks) {
-        const auto r = row.find(task.engine);
-        if (r == row.end()) continue;
-        const int y = y_of(r->second);
+        if (task.queue >= row.size()) continue;
+        const int y = y_of(row[task.queue]);
         // A task shorter than a pixel still shows, as one.
         const int x0 = x_of(task.start_ns), x1 = std::max(x_of(task.end_ns), x0 + 1);
-        cv::rectangle(image, {x0, y}, {x1 - 1, y + kRowHeight - 1}, colour_of(kind_of(task.engine)),
+        cv::rectangle(image, {x0, y}, {x1 - 1, y + kRowHeight - 1}, colour_of(task.kind),
                       cv::FILLED);
     }
-    for (const sim::EngineStats &e : result.engines) {
-        std::snprintf(line, sizeof line, "%s  %.0f%%", e.engine.c_str(), 100 * e.busy_ns / latency);
-        text(image, line, {8, y_of(row.at(e.engine)) + kRowHeight - 6});
+    for (size_t q = 0; q < engines.size(); ++q) {
+        std::snprintf(line, sizeof line, "%s  %.0f%%", engines[q].engine.c_str(),
+                      100 * engines[q].busy_ns / latency);
+        text(image, line, {8, y_of(row[q]) + kRowHeight - 6});
     }
     if (!cv::imwrite(path, image)) throw std::runtime_error("cannot write timeline '" + path + "'");
 }

@@ -152,7 +152,7 @@ int main() {
         sim::RunResult result = simulator.run({bytes_of(pixels)});
         uint64_t dpu_tasks = 0;
         for (const sim::EngineStats &e : result.engines)
-            if (e.engine.rfind("DPU", 0) == 0) dpu_tasks += e.tasks;
+            if (e.kind == blob::EngineKind::Dpu) dpu_tasks += e.tasks;
         const bool same = result.outputs.at(0) == expected;
         failures += !same;
         std::printf("%-42s %7llu %12.0f  %s%s\n", tiling.what,

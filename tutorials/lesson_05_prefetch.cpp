@@ -76,10 +76,10 @@ static dsl::Layer make_conv(const dsl::Layer &image) {
 }
 
 static bool is_dma(const sim::TaskRecord &t) {
-    return t.engine.rfind("DMA", 0) == 0;
+    return t.kind == blob::EngineKind::Dma;
 }
 static bool is_dpu(const sim::TaskRecord &t) {
-    return t.engine.rfind("DPU", 0) == 0;
+    return t.kind == blob::EngineKind::Dpu;
 }
 
 // How long at least one DMA engine and the DPU were busy at the same time: a sweep over the
@@ -156,7 +156,7 @@ int main() {
 
         double dma_busy = 0, dpu_busy = 0;
         for (const sim::EngineStats &e : result.engines)
-            (e.engine.rfind("DMA", 0) == 0 ? dma_busy : dpu_busy) += e.busy_ns;
+            (e.kind == blob::EngineKind::Dma ? dma_busy : dpu_busy) += e.busy_ns;
         std::printf("%s\n  %.0f DPU cycles (%.2f us), %s\n", conv.schedule().to_string().c_str(),
                     result.latency_dpu_cycles, result.latency_ns / 1000,
                     same ? "same bytes as the reference" : "MISMATCH against the reference");

@@ -130,8 +130,8 @@ int main() {
         sim::RunResult result = simulator.run({bytes_of(pixels)});
         double dpu_ns = 0, dma_ns = 0;
         for (const sim::EngineStats &e : result.engines) {
-            if (e.engine.rfind("DPU", 0) == 0) dpu_ns += e.busy_ns;
-            if (e.engine.rfind("DMA", 0) == 0) dma_ns += e.busy_ns;
+            if (e.kind == blob::EngineKind::Dpu) dpu_ns += e.busy_ns;
+            if (e.kind == blob::EngineKind::Dma) dma_ns += e.busy_ns;
         }
         const bool same = result.outputs.at(0) == expected;
         failures += !same;

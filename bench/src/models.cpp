@@ -165,23 +165,16 @@ ModelMeasurement measure_model(const dsl::Graph &graph, const target::Target &ta
         const sim::RunResult timing = simulator.run({}, sim::Mode::TimingOnly);
         m.simulate_timing_ms = ms_since(start);
         m.latency_ns = timing.latency_ns;
-        double busy[3] = {0, 0, 0};
-        int engines[3] = {0, 0, 0};
-        for (const sim::EngineStats &e : timing.engines) {
-            const int kind = e.engine.rfind("DMA", 0) == 0   ? 0
-                             : e.engine.rfind("DPU", 0) == 0 ? 1
-                                                             : 2;
-            busy[kind] += e.busy_ns;
-            ++engines[kind];
-        }
-        auto share = [&](int kind) {
-            return engines[kind] && timing.latency_ns > 0
-                       ? busy[kind] / engines[kind] / timing.latency_ns
-                       : 0.0;
+        auto share = [&](blob::EngineKind kind) {
+            double busy = 0;
+            int engines = 0;
+            for (const sim::EngineStats &e : timing.engines)
+                if (e.kind == kind) busy += e.busy_ns, ++engines;
+            return engines && timing.latency_ns > 0 ? busy / engines / timing.latency_ns : 0.0;
         };
-        m.dma_busy = share(0);
-        m.dpu_busy = share(1);
-        m.shave_busy = share(2);
+        m.dma_busy = share(blob::EngineKind::Dma);
+        m.dpu_busy = share(blob::EngineKind::Dpu);
+        m.shave_busy = share(blob::EngineKind::Shave);
 
         // Real-valued random inputs, in the sections' sizes (their layout does not change the
         // time a functional run takes).

@@ -170,7 +170,8 @@ class Run {
         next_.assign(n, 0);
         busy_.assign(n, false);
         for (size_t q = 0; q < n; ++q) {
-            result_.engines.push_back({engine_name(*queues->Get(uint32_t(q)), target), 0, 0});
+            const blob::TaskQueue &queue = *queues->Get(uint32_t(q));
+            result_.engines.push_back({engine_name(queue, target), queue.engine(), 0, 0});
         }
         const auto *barriers = blob.barriers();
         size_t nb = barriers ? barriers->size() : 0;
@@ -381,7 +382,8 @@ class Run {
         stats.busy_ns += now_ - r.start_ns;
         ++stats.tasks;
         result_.tasks.push_back({task.name()->str(), task.layer() ? task.layer()->str() : "",
-                                 stats.engine, r.start_ns, now_, uint32_t(r.queue), r.position});
+                                 stats.engine, stats.kind, r.start_ns, now_, uint32_t(r.queue),
+                                 r.position});
         if (!task.update_barriers()) return;
         for (uint32_t b : *task.update_barriers()) {
             if (active_virtual(b) != b)

@@ -23,6 +23,7 @@ struct TaskRecord {
     std::string name;
     std::string layer;
     std::string engine; // e.g. "DMA 0", "DPU tile 1", "SHAVE tile 0"
+    blob::EngineKind kind = blob::EngineKind::Dma;
     double start_ns = 0;
     double end_ns = 0;
     uint32_t queue = 0;    // the blob's queue that ran the task
@@ -31,6 +32,7 @@ struct TaskRecord {
 
 struct EngineStats {
     std::string engine;
+    blob::EngineKind kind = blob::EngineKind::Dma;
     double busy_ns = 0;
     uint64_t tasks = 0;
 };
