@@ -19,7 +19,9 @@
 #include "dsl/constant_values.h"
 #include "frontend/blob_io.h"
 #include "frontend/onnx_import.h"
+#include "lowering_fixtures.h"
 #include "onnx_node_test.h"
+#include "vpu_target/blob.h"
 #include "vpu_target/simulator.h"
 #include "vpu_target/target.h"
 
@@ -779,6 +781,73 @@ TEST(QuantImport, APerAxisQuantizeLayerChecksItsTables) {
         "quantize 'q': zero point 200 is outside i8");
     EXPECT_EQ(error(dsl::Attrs().set("output_type", std::string("u8"))),
               "quantize 'q': give output_scale (per tensor) or output_scales (per axis)");
+}
+
+// Every fp16 value through a quantize layer on the device, against ONNX's definition computed
+// here: round(x / scale) half to even, plus the zero point, saturated (NaN left out: its
+// integer is the CPU reference's, which check_against_reference compares). A scale whose
+// reciprocal rounds every fp16 value alike runs as a multiply, with no special-function
+// instruction in the SHAVE kernel; 0.017125 (torchvision's blue channel, 1 / 58.395) has an
+// fp16 value that rounds the other way, and keeps the division.
+TEST(QuantImport, AQuantizeOfFp16GivesOnnxsDivisionForEveryFp16Value) {
+    const dsl::TensorDesc t = test::activation("x", 16, 64, 64, dsl::ElemType::F16);
+    const dsl::Layer in = dsl::Layer::input(t);
+    std::vector<double> values(65536);
+    for (uint32_t bits = 0; bits < 65536; ++bits)
+        values[bits] = double(Halide::float16_t::make_from_bits(uint16_t(bits)));
+    const Halide::Buffer<> input =
+        dsl::const_buffer(dsl::ConstValues{dsl::ElemType::F16, t.shape.raw(), {}, values});
+    struct Case {
+        float scale;
+        int32_t zero_point;
+        dsl::ElemType type;
+        bool multiplies;
+    };
+    for (const Case &c :
+         {Case{0.0186f, 128, dsl::ElemType::U8, true},
+          Case{0.0473219f, -7, dsl::ElemType::I8, true}, Case{3.0f, 0, dsl::ElemType::I8, true},
+          Case{0.017125f, 128, dsl::ElemType::U8, false},
+          Case{0.017125f, 0, dsl::ElemType::I8, false}}) {
+        SCOPED_TRACE("scale " + std::to_string(c.scale) + ", zero point " +
+                     std::to_string(c.zero_point));
+        const dsl::Layer q = algorithms::layer_registry().build(
+            "quantize", "q", {in},
+            dsl::Attrs()
+                .set("output_type", std::string(c.type == dsl::ElemType::U8 ? "u8" : "i8"))
+                .set("output_scale", double(c.scale))
+                .set("output_zero_point", int64_t(c.zero_point)));
+        const dsl::Graph graph("quantize", {q});
+        const target::Target target = target::load_target("vpu27");
+        const std::vector<uint8_t> blob = codegen::lower(graph, target);
+        bool divides = false;
+        for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
+            divides = divides || kernel->special_ops_per_vector() > 0;
+        EXPECT_EQ(divides, !c.multiplies);
+        sim::Simulator simulator(target, blob);
+        const sim::RunResult run =
+            simulator.run(frontend::blob_inputs(simulator.blob(), {{"x", input}}));
+        const std::vector<int64_t> got =
+            dsl::const_values(frontend::blob_outputs(simulator.blob(), run.outputs).at(0).value,
+                              "q")
+                .ints;
+        ASSERT_EQ(got.size(), values.size());
+        const float lo = c.type == dsl::ElemType::U8 ? 0 : -128;
+        const float hi = c.type == dsl::ElemType::U8 ? 255 : 127;
+        int mismatches = 0;
+        for (size_t i = 0; i < values.size(); ++i) {
+            const float x = float(values[i]);
+            if (std::isnan(x)) continue;
+            const float want =
+                std::clamp(std::nearbyint(x / c.scale) + float(c.zero_point), lo, hi);
+            if (float(got[i]) != want && ++mismatches <= 3)
+                ADD_FAILURE() << "x = " << x << ": " << got[i] << ", ONNX gives " << want;
+        }
+        EXPECT_EQ(mismatches, 0);
+    }
+    // Why 0.017125 keeps the division.
+    const float x = 1.0703125f, scale = 0.017125f;
+    EXPECT_EQ(std::nearbyint(x / scale), 63.0f);
+    EXPECT_EQ(std::nearbyint(x * (1.0f / scale)), 62.0f);
 }
 
 // QLinearMatMul of rank 3 and 4 inputs by weights of rank 2, or of rank 3 repeating one matrix:

@@ -1,6 +1,7 @@
 // quantize: a float tensor stored as int8, ONNX's QuantizeLinear: round(x / scale) half to even,
-// plus the zero point, saturated to the type; in float32 on the SHAVEs. One scale and zero point
-// for the tensor, or one per index of a logical axis (`axis`, `output_scales`,
+// plus the zero point, saturated to the type; in float32 on the SHAVEs (an fp16 input times
+// 1 / scale where every fp16 value rounds the same: common.h, exact_f16_reciprocal). One scale
+// and zero point for the tensor, or one per index of a logical axis (`axis`, `output_scales`,
 // `output_zero_points`: the output is then quantized per axis). The importer places it where a
 // QuantizeLinear cannot fold into the layer before it (a graph input, an fp16 op between a
 // dequantize and a quantize).
@@ -69,25 +70,33 @@ dsl::Layer build_quantize(const std::string &name, const std::vector<dsl::Layer>
         per_axis
             ? detail::halide_dim(detail::device_axis_of(what, input.output(), quant.axis.index()))
             : 0;
-    Halide::Buffer<float> scales(int(quant.scale.size())), zero_points(int(quant.scale.size()));
+    const int64_t count = int64_t(quant.scale.size());
+    Halide::Buffer<float> scales(static_cast<int>(count)), zero_points(static_cast<int>(count));
     for (int i = 0; i < scales.width(); ++i) {
         scales(i) = quant.scale[size_t(i)];
         zero_points(i) = float(quant.zero_point[size_t(i)]);
     }
+    // An fp16 input is multiplied by 1 / scale where that rounds every fp16 value as the
+    // division does: the factors then replace the scales.
+    bool multiply = in.type == dsl::ElemType::F16;
+    Halide::Buffer<float> factors(static_cast<int>(count));
+    for (int i = 0; multiply && i < factors.width(); ++i) {
+        const std::optional<float> reciprocal =
+            detail::exact_f16_reciprocal(quant.scale[size_t(i)], quant.zero_point[size_t(i)], type);
+        multiply = reciprocal.has_value();
+        factors(i) = reciprocal.value_or(0.0f);
+    }
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
         const Halide::Expr x = Halide::cast<float>(funcs.at(0)(v.c, v.x, v.y));
+        const Halide::Var at[] = {v.c, v.x, v.y};
+        // Per tensor, the constants are immediates of the kernel.
+        const auto value = [&](const Halide::Buffer<float> &table) {
+            return per_axis ? table(at[dim]) : Halide::Expr(table(0));
+        };
+        const Halide::Expr scaled = multiply ? x * value(factors) : x / value(scales);
         Halide::Func out = detail::named_func(name);
-        if (per_axis) {
-            const Halide::Var at[] = {v.c, v.x, v.y};
-            const Halide::Expr stored = Halide::round(x / scales(at[dim])) + zero_points(at[dim]);
-            const bool u8 = type == dsl::ElemType::U8;
-            out(v.c, v.x, v.y) =
-                Halide::cast(dsl::halide_type(type),
-                             Halide::clamp(stored, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f));
-        } else {
-            out(v.c, v.x, v.y) = detail::quantize(x, quant, type);
-        }
+        out(v.c, v.x, v.y) = detail::saturate(Halide::round(scaled) + value(zero_points), type);
         return out;
     };
     return dsl::Layer::make("quantize",

@@ -359,12 +359,39 @@ dsl::Layer example_input(const std::string &name, int64_t c, int64_t w, int64_t 
     return dsl::Layer::input(t);
 }
 
+namespace {
+
+float stored_min(dsl::ElemType type) {
+    return type == dsl::ElemType::U8 ? 0.0f : -128.0f;
+}
+float stored_max(dsl::ElemType type) {
+    return type == dsl::ElemType::U8 ? 255.0f : 127.0f;
+}
+
+} // namespace
+
+Expr saturate(const Expr &stored, dsl::ElemType type) {
+    return Halide::cast(dsl::halide_type(type),
+                        Halide::clamp(stored, stored_min(type), stored_max(type)));
+}
+
 // Quantized output of a float value: round half to even, saturate to the type.
 Expr quantize(const Expr &value, const dsl::Quant &q, dsl::ElemType type) {
-    const bool u8 = type == dsl::ElemType::U8;
-    Expr stored = Halide::round(value / q.scale_at(0)) + float(q.zero_point_at(0));
-    return Halide::cast(dsl::halide_type(type),
-                        Halide::clamp(stored, u8 ? 0.0f : -128.0f, u8 ? 255.0f : 127.0f));
+    return saturate(Halide::round(value / q.scale_at(0)) + float(q.zero_point_at(0)), type);
+}
+
+std::optional<float> exact_f16_reciprocal(float scale, int32_t zero_point, dsl::ElemType type) {
+    const float reciprocal = 1.0f / scale;
+    const float zero = float(zero_point), lo = stored_min(type), hi = stored_max(type);
+    for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+        const float x = float(Halide::float16_t::make_from_bits(uint16_t(bits)));
+        if (std::isnan(x)) continue; // NaN either way
+        const float divided = std::clamp(std::nearbyint(x / scale) + zero, lo, hi);
+        const float multiplied = std::clamp(std::nearbyint(x * reciprocal) + zero, lo, hi);
+        // A NaN from the product (an infinite reciprocal times 0) fails this too.
+        if (!(divided == multiplied)) return std::nullopt;
+    }
+    return reciprocal;
 }
 
 Expr dequantize(const Expr &stored, const InputInfo &in) {

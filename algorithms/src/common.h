@@ -130,6 +130,14 @@ template <typename T> Halide::Buffer<> vector_tensor(const std::vector<T> &value
 // stored as `type` with `q` (rounded half to even, saturated).
 Halide::Expr dequantize(const Halide::Expr &stored, const InputInfo &in);
 Halide::Expr quantize(const Halide::Expr &value, const dsl::Quant &q, dsl::ElemType type);
+// A rounded real value plus its zero point, saturated to `type` and cast to it.
+Halide::Expr saturate(const Halide::Expr &stored, dsl::ElemType type);
+// 1 / scale when, for every fp16 value x but NaN, round(x * (1 / scale)) plus the zero point and
+// saturated to `type` is what round(x / scale) gives (checked on all 65,536): the SHAVE has no
+// vector divide, and a division costs a reciprocal and a multiply per vector. nullopt when some
+// x rounds the other way (1.0703125 / 0.017125 rounds to 63, 1.0703125 * fl(1 / 0.017125) to
+// 62: quant_import_test).
+std::optional<float> exact_f16_reciprocal(float scale, int32_t zero_point, dsl::ElemType type);
 // A float32 result stored as `type`, an fp16 NaN as the quiet NaN 0x7e00 (Halide's conversion
 // to f16 makes a NaN an infinity) (eltwise.cpp).
 Halide::Expr stored_as(const Halide::Expr &value, const Halide::Type &type);

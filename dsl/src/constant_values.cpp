@@ -13,14 +13,15 @@ namespace {
 template <typename T>
 constexpr bool is_real = std::is_floating_point_v<T> || std::is_same_v<T, Halide::float16_t>;
 
+// Weights run to millions of values: each loop below sizes once.
 template <typename T> void read_all(const Halide::Buffer<> &dense, ConstValues &v) {
     const T *p = static_cast<const T *>(dense.data());
-    // Weights run to millions of values: grow once.
+    const size_t elements = dense.number_of_elements();
     if constexpr (is_real<T>)
-        v.reals.reserve(dense.number_of_elements());
+        v.reals.reserve(elements);
     else
-        v.ints.reserve(dense.number_of_elements());
-    for (size_t i = 0; i < dense.number_of_elements(); ++i) {
+        v.ints.reserve(elements);
+    for (size_t i = 0; i < elements; ++i) {
         if constexpr (is_real<T>)
             v.reals.push_back(double(p[i]));
         else
@@ -30,7 +31,8 @@ template <typename T> void read_all(const Halide::Buffer<> &dense, ConstValues &
 
 template <typename T> void write_all(const ConstValues &v, Halide::Buffer<> &out) {
     T *p = static_cast<T *>(out.data());
-    for (int64_t i = 0; i < v.elements(); ++i) {
+    const int64_t elements = v.elements();
+    for (int64_t i = 0; i < elements; ++i) {
         if constexpr (is_real<T>)
             p[i] = T(v.reals[size_t(i)]);
         else
@@ -74,8 +76,15 @@ ConstValues const_values(const Halide::Buffer<> &value, const std::string &what)
     ConstValues v;
     v.type = elem_type(value.type(), what);
     for (int d = value.dimensions() - 1; d >= 0; --d) v.shape.push_back(value.dim(d).extent());
-    const Halide::Buffer<> dense = value.copy(); // its elements in order
-    with_element_type(v.type, [&](auto element) { read_all<decltype(element)>(dense, v); });
+    // Its elements in order: a copy unless they are already.
+    bool dense = true;
+    int64_t stride = 1;
+    for (int d = 0; d < value.dimensions(); ++d) {
+        dense = dense && (value.dim(d).extent() == 1 || value.dim(d).stride() == stride);
+        stride *= value.dim(d).extent();
+    }
+    const Halide::Buffer<> ordered = dense ? value : value.copy();
+    with_element_type(v.type, [&](auto element) { read_all<decltype(element)>(ordered, v); });
     return v;
 }
 
@@ -96,13 +105,15 @@ ConstValues pick_elements(const ConstValues &v, std::vector<int64_t> shape,
     out.type = v.type;
     out.shape = std::move(shape);
     std::vector<int64_t> index(out.shape.size(), 0);
-    if (v.is_float())
-        out.reals.reserve(size_t(out.elements()));
+    const int64_t elements = out.elements();
+    const bool reals = v.is_float();
+    if (reals)
+        out.reals.reserve(size_t(elements));
     else
-        out.ints.reserve(size_t(out.elements()));
-    for (int64_t e = 0; e < out.elements(); ++e) {
+        out.ints.reserve(size_t(elements));
+    for (int64_t e = 0; e < elements; ++e) {
         const size_t from = size_t(source(index));
-        if (v.is_float())
+        if (reals)
             out.reals.push_back(v.reals.at(from));
         else
             out.ints.push_back(v.ints.at(from));

@@ -187,10 +187,9 @@ bool integer_grid(const double *values, int64_t count, int64_t *ints, double &sc
 // Real weights (DequantizeLinear of int8 ones), logical, output channel outermost.
 IntegerWeights recovered_weights(NodeImport &node, const dsl::ConstValues &reals, int64_t oc) {
     IntegerWeights w;
-    w.values = reals;
     w.values.type = dsl::ElemType::I64;
-    w.values.reals.clear();
-    w.values.ints.assign(reals.reals.size(), 0);
+    w.values.shape = reals.shape;
+    w.values.ints.resize(reals.reals.size());
     const int64_t per_channel = reals.elements() / oc;
     for (int64_t c = 0; c < oc; ++c) {
         double scale = 1;
@@ -547,14 +546,21 @@ Layers import_dequantize_linear(NodeImport &node) {
                       std::to_string(axis));
         if (zp.elements() != 1 && zp.elements() != scale.elements())
             node.fail("the zero point and the scale differ in count");
-        int64_t inner = 1;
-        for (int64_t d = a + 1; d < rank; ++d) inner *= q.shape[size_t(d)];
+        // Runs of `inner` elements share a scale and zero point (per tensor: one run).
+        const int64_t elements = q.elements(), channels = per_axis ? q.shape[size_t(a)] : 1;
+        int64_t inner = std::max<int64_t>(elements, 1);
+        if (per_axis) {
+            inner = 1;
+            for (int64_t d = a + 1; d < rank; ++d) inner *= q.shape[size_t(d)];
+        }
         // Exact in double: a 9-bit integer times a float's 24-bit mantissa.
         dsl::ConstValues reals{dsl::ElemType::F64, q.shape, {}, {}};
-        for (int64_t i = 0; i < q.elements(); ++i) {
-            const int64_t channel = per_axis ? (i / inner) % q.shape[size_t(a)] : 0;
-            reals.reals.push_back((double(q.ints[size_t(i)]) - real_at(zp, channel)) *
-                                  real_at(scale, channel));
+        reals.reals.reserve(size_t(elements));
+        for (int64_t i = 0; i < elements; i += inner) {
+            const int64_t channel = (i / inner) % channels;
+            const double zero = real_at(zp, channel), step = real_at(scale, channel);
+            for (int64_t j = i; j < std::min(i + inner, elements); ++j)
+                reals.reals.push_back((double(q.ints[size_t(j)]) - zero) * step);
         }
         return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(reals))};
     }
