@@ -2,25 +2,28 @@
 # Runs every libFuzzer harness of a fuzz build (`make fuzz`), one after the other
 # (docs/fuzzing.md).
 #
-#   usage: tests/fuzz/run_fuzzers.sh BUILD_DIR SECONDS [RUNS]
+#   usage: tests/fuzz/run_fuzzers.sh BUILD_DIR SEED_TOOL SECONDS [RUNS]
 #
 # Each harness runs for SECONDS seconds and keeps going after a finding, so that a long run
 # collects them all. With RUNS, each harness instead runs RUNS inputs from a fixed random seed
 # and stops at its first finding: the same code gives the same run, as CI wants.
 #
-# The seeds are generated afresh into BUILD_DIR/fuzz/seeds. Each harness keeps its corpus in
+# SEED_TOOL is make_fuzz_seeds of a main build (it compiles the seed networks, so it needs the
+# whole compiler, which a fuzz build leaves out); it writes the seeds afresh into
+# BUILD_DIR/fuzz/seeds. Each harness keeps its corpus in
 # BUILD_DIR/fuzz/corpus/HARNESS from run to run, logs to BUILD_DIR/fuzz/logs/HARNESS.log and
 # writes what this run found (crash-*, timeout-*, oom-*, leak-*) to
 # BUILD_DIR/fuzz/findings/HARNESS/. Exits with 1 when any harness found something.
 set -euo pipefail
 
-if [ $# -lt 2 ] || [ $# -gt 3 ]; then
-    echo "usage: $0 BUILD_DIR SECONDS [RUNS]" >&2
+if [ $# -lt 3 ] || [ $# -gt 4 ]; then
+    echo "usage: $0 BUILD_DIR SEED_TOOL SECONDS [RUNS]" >&2
     exit 2
 fi
 build=$1
-seconds=$2
-runs=${3:-}
+seed_tool=$2
+seconds=$3
+runs=${4:-}
 fuzz=$build/fuzz
 # Undefined behaviour is fatal, except where tests/ubsan.supp says why not.
 supp=$(cd "$(dirname "$0")/.." && pwd)/ubsan.supp
@@ -39,7 +42,7 @@ fi
 
 rm -rf "$fuzz/seeds" "$fuzz/findings"
 mkdir -p "$fuzz/logs"
-"$build/tests/fuzz/make_fuzz_seeds" "$fuzz/seeds"
+"$seed_tool" "$fuzz/seeds"
 
 found=0
 # harness, seed directory, extra libFuzzer options
