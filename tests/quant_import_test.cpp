@@ -356,6 +356,39 @@ TEST(QuantImport, QuantizeLinearOfAFloatInputRoundsHalfToEvenAndSaturates) {
     expect_quantizes(onnx::TensorProto::INT8, -3, x, {-3, -1, -1, -3, -5, 0, 127, -128, 4});
 }
 
+// A DequantizeLinear of a constant with one scale ignores its axis, as ONNX does, whatever its
+// value (it once read the shape at the axis given).
+TEST(QuantImport, DequantizeLinearOfAConstantPerTensorIgnoresItsAxis) {
+    for (const int64_t axis : {int64_t(-7), int64_t(1), int64_t(5)}) {
+        SCOPED_TRACE("axis " + std::to_string(axis));
+        onnx::ModelProto m;
+        m.set_ir_version(8);
+        m.add_opset_import()->set_version(13);
+        onnx::GraphProto &g = *m.mutable_graph();
+        g.set_name("dequantize_constant");
+        add_tensor_input(*g.add_input(), "x", {2, 3});
+        add_tensor_input(*g.add_output(), "y", {2, 3});
+        onnx::TensorProto &w = scalar(g, "w", onnx::TensorProto::INT8);
+        w.add_dims(2);
+        w.add_dims(3);
+        for (int v : {-128, -3, 0, 1, 7, 127}) w.add_int32_data(v);
+        scalar(g, "scale", onnx::TensorProto::FLOAT).add_float_data(0.5f);
+        scalar(g, "zero", onnx::TensorProto::INT8).add_int32_data(1);
+        onnx::AttributeProto a;
+        a.set_name("axis");
+        a.set_type(onnx::AttributeProto::INT);
+        a.set_i(axis);
+        node(g, "DequantizeLinear", {"w", "scale", "zero"}, "wd").add_attribute()->CopyFrom(a);
+        node(g, "Add", {"x", "wd"}, "y");
+        const frontend::ImportedModel imported =
+            frontend::import_onnx_bytes(bytes_of(m), "dequantize_constant.onnx");
+        const dsl::ConstValues zeros{dsl::ElemType::F32, {2, 3}, {}, std::vector<double>(6, 0)};
+        const auto outputs = simulate(imported.graph, {{"x", dsl::const_buffer(zeros)}});
+        ASSERT_EQ(outputs.size(), 1u);
+        EXPECT_EQ(reals_of(outputs[0].value), (std::vector<double>{-64.5, -2, -0.5, 0, 3, 63}));
+    }
+}
+
 TEST(QuantImport, DequantizeLinearOfAnInt8InputGivesFloats) {
     const std::vector<int64_t> q = {0, 1, 7, 100, 255, 130, 3};
     const frontend::ImportedModel m = frontend::import_onnx_bytes(

@@ -17,6 +17,8 @@
 #include <random>
 #include <set>
 
+#include <unistd.h>
+
 #include "codegen/lower.h"
 #include "examples/zoo/opencv_reference.h"
 #include "examples/zoo/zoo.h"
@@ -32,13 +34,22 @@ namespace {
 
 using frontend::NamedTensor;
 
+// A directory of the test program's own, removed when it exits: ctest runs each test case as a
+// process of its own, and two of them writing one shared file at once gave a reader half a model.
+struct ScratchDir {
+    const std::filesystem::path path =
+        std::filesystem::path(VPUC_BINARY_DIR) / ("zoo_test_models." + std::to_string(::getpid()));
+    ScratchDir() { std::filesystem::create_directories(path); }
+    ~ScratchDir() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+};
+
 // The model's file, written once per run of the test program.
 std::string model_path(const std::string &name) {
-    static const std::string dir = [] {
-        const std::string path = std::string(VPUC_BINARY_DIR) + "/zoo_test_models";
-        std::filesystem::create_directories(path);
-        return path;
-    }();
+    static const ScratchDir scratch;
+    const std::string dir = scratch.path.string();
     static std::map<std::string, std::string> written;
     auto it = written.find(name);
     if (it == written.end()) it = written.emplace(name, zoo::write_model(name, dir)).first;
