@@ -100,15 +100,19 @@ test: build
 # The property tests searching for TEST_LONG_MINUTES minutes: random schedules for every layer
 # kind, for every registry op in every element type it takes (the layer matrix), and
 # compute_at chains, the three executables at once, each splitting the time evenly across its
-# kinds. Prints the cases each kind ran; fails, showing the log, on any mismatch.
+# kinds; and every registry example in every type on both targets (VPUC_FULL_MATRIX=1; make
+# test runs each type on one). Prints the cases each kind ran; fails, showing the log, on any
+# mismatch.
 TEST_LONG_MINUTES ?= 30
-TEST_LONG := schedule_property_test layer_matrix_test compute_at_property_test
+TEST_LONG := schedule_property_test layer_matrix_test compute_at_property_test \
+	registry_examples_test
 
 test-long: build
 	@cd $(BUILD_DIR)/tests && pids= && trap 'kill $$pids 2>/dev/null; exit 130' INT TERM && \
 	echo "test-long: $(TEST_LONG_MINUTES) minutes; logs in $(BUILD_DIR)/tests/*.long.log" && \
 	for t in $(TEST_LONG); do \
-		VPUC_PROPERTY_MINUTES=$(TEST_LONG_MINUTES) ./$$t > $$t.long.log 2>&1 & pids="$$pids $$!"; \
+		VPUC_PROPERTY_MINUTES=$(TEST_LONG_MINUTES) VPUC_FULL_MATRIX=1 ./$$t > $$t.long.log 2>&1 & \
+		pids="$$pids $$!"; \
 	done; \
 	failed=; set -- $(TEST_LONG); \
 	for pid in $$pids; do wait $$pid || failed="$$failed $$1"; shift; done; \

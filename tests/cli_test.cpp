@@ -1,12 +1,14 @@
 // The vpuc command as a user runs it: the built executable, its output and exit status.
 // Needs the vpuc target built (ctest after a full build).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
@@ -180,6 +182,48 @@ TEST_F(Cli, CompileAnOnnxModel) {
     EXPECT_EQ(bad_shape.status, 1);
     EXPECT_NE(bad_shape.output.find("--input-shape needs an integer in 1.."), std::string::npos)
         << bad_shape.output;
+}
+
+// Processes share compiled SHAVE kernels through VPUC_KERNEL_CACHE_DIR. The cache changes
+// compile time, never the blob: compiled without it, into it, and from it, the bytes are the same.
+// A damaged cache file is compiled again and replaced.
+TEST_F(Cli, TheKernelCacheOnDiskGivesTheSameBlob) {
+    const std::string model =
+        "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1/model.onnx";
+    const fs::path cache = scratch() / "kernel-cache";
+    const auto compile = [&](const std::string &env, const std::string &blob) {
+        const Outcome run = vpuc::tests::run_command(env + " " + vpuc().string() + " compile " +
+                                                     model + " -o " + (scratch() / blob).string());
+        EXPECT_EQ(run.status, 0) << run.output;
+        EXPECT_EQ(run.output.find("warning"), std::string::npos) << run.output;
+        std::ifstream in(scratch() / blob, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    const auto cache_files = [&] {
+        std::map<std::string, std::pair<ino_t, off_t>> files; // name -> inode, size
+        for (const fs::directory_entry &entry : fs::directory_iterator(cache)) {
+            struct stat status {};
+            EXPECT_EQ(::stat(entry.path().c_str(), &status), 0);
+            files[entry.path().filename().string()] = {status.st_ino, status.st_size};
+        }
+        return files;
+    };
+    const std::string with_cache = "VPUC_KERNEL_CACHE_DIR=" + cache.string();
+    const std::string uncached = compile("env -u VPUC_KERNEL_CACHE_DIR", "uncached.vpub");
+    ASSERT_FALSE(uncached.empty());
+    EXPECT_EQ(compile(with_cache, "first.vpub"), uncached);
+    const auto written = cache_files();
+    ASSERT_EQ(written.size(), 1u); // one softmax kernel
+    // Read, not compiled and written again (a write replaces the file: a new inode).
+    EXPECT_EQ(compile(with_cache, "second.vpub"), uncached);
+    EXPECT_EQ(cache_files(), written);
+
+    const fs::path file = cache / written.begin()->first;
+    fs::resize_file(file, fs::file_size(file) / 2);
+    EXPECT_EQ(compile(with_cache, "damaged.vpub"), uncached);
+    const auto rewritten = cache_files();
+    ASSERT_EQ(rewritten.size(), 1u);
+    EXPECT_EQ(rewritten.begin()->second.second, written.begin()->second.second);
 }
 
 TEST_F(Cli, ListPasses) {

@@ -7,9 +7,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <unistd.h>
 
+#include "../codegen/src/kernel_disk_cache.h"
 #include "algorithms/layers.h"
 #include "algorithms/reference.h"
 #include "codegen/lower.h"
@@ -822,6 +826,107 @@ TEST(ShaveKernel, AKernelThatLiesAboutItsReadsFailsItsOwnCheck) {
                                          "Input buffer a: dimension 0 is read at 0..15, outside "
                                          "its window 7..22");
     }
+}
+
+// ---- The kernel cache on disk -----------------------------------------------------------------
+
+namespace fs = std::filesystem;
+
+fs::path fresh_cache_dir(const std::string &name) {
+    const fs::path dir = fs::temp_directory_path() /
+                         ("vpuc_kernel_cache_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    return dir;
+}
+
+std::string file_bytes(const fs::path &path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const fs::path &path, const std::string &bytes) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+void expect_same_kernel(const ShaveKernelBinary &a, const ShaveKernelBinary &b) {
+    EXPECT_EQ(a.entry, b.entry);
+    EXPECT_EQ(a.object, b.object);
+    EXPECT_EQ(a.vector_lanes, b.vector_lanes);
+    // Op counts are doubles the timing model reads: stored to the bit.
+    EXPECT_EQ(a.per_vector.arith_ops, b.per_vector.arith_ops);
+    EXPECT_EQ(a.per_vector.special_ops, b.per_vector.special_ops);
+    EXPECT_EQ(a.per_vector.cmx_bytes, b.per_vector.cmx_bytes);
+    ASSERT_EQ(a.args.size(), b.args.size());
+    for (size_t i = 0; i < a.args.size(); ++i) {
+        EXPECT_EQ(a.args[i].name, b.args[i].name);
+        EXPECT_EQ(a.args[i].kind, b.args[i].kind);
+        EXPECT_EQ(a.args[i].dtype, b.args[i].dtype);
+        EXPECT_EQ(a.args[i].rank, b.args[i].rank);
+        ASSERT_EQ(a.args[i].reads.size(), b.args[i].reads.size());
+        for (size_t d = 0; d < a.args[i].reads.size(); ++d)
+            EXPECT_EQ(
+                0, std::memcmp(&a.args[i].reads[d], &b.args[i].reads[d], sizeof(blob::ReadBound)));
+    }
+}
+
+TEST(KernelDiskCache, StoresAndReadsBackAKernelExactly) {
+    // A blur reads a window (reads with offsets); its op counts are fractions.
+    const ShaveKernelBinary kernel = compile(blur_x(), "cached_blur");
+    ASSERT_FALSE(kernel.args.at(0).reads.empty());
+    const fs::path dir = fresh_cache_dir("round_trip");
+    ASSERT_EQ(codegen::detail::write_cached_kernel(dir.string(), "the key", kernel), "");
+    const std::optional<ShaveKernelBinary> read =
+        codegen::detail::read_cached_kernel(dir.string(), "the key");
+    ASSERT_TRUE(read.has_value());
+    expect_same_kernel(*read, kernel);
+    EXPECT_FALSE(codegen::detail::read_cached_kernel(dir.string(), "another key").has_value());
+    // Written again (another process compiling it too), it is replaced whole.
+    ASSERT_EQ(codegen::detail::write_cached_kernel(dir.string(), "the key", kernel), "");
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+    fs::remove_all(dir);
+}
+
+// A cache file is untrusted: cut short, holding another key (a hash collision), or noise, it is
+// a miss and never a wrong kernel nor a crash.
+TEST(KernelDiskCache, ATruncatedForeignOrGarbageFileIsAMiss) {
+    const ShaveKernelBinary kernel = compile(int8_add(), "cached_add");
+    const fs::path dir = fresh_cache_dir("damaged");
+    ASSERT_EQ(codegen::detail::write_cached_kernel(dir.string(), "key A", kernel), "");
+    const fs::path file_a = codegen::detail::kernel_cache_file(dir.string(), "key A");
+    const std::string whole = file_bytes(file_a);
+    ASSERT_GT(whole.size(), kernel.object.size());
+    const auto read_a = [&] { return codegen::detail::read_cached_kernel(dir.string(), "key A"); };
+    for (size_t size = 0; size < whole.size(); size += size < 512 ? 1 : 61) {
+        write_bytes(file_a, whole.substr(0, size));
+        EXPECT_FALSE(read_a().has_value()) << "cut to " << size << " bytes";
+    }
+    write_bytes(file_a, whole + "x");
+    EXPECT_FALSE(read_a().has_value()) << "a byte too many";
+
+    // Key B's file under key A's name.
+    ASSERT_EQ(codegen::detail::write_cached_kernel(dir.string(), "key B", kernel), "");
+    write_bytes(file_a, file_bytes(codegen::detail::kernel_cache_file(dir.string(), "key B")));
+    EXPECT_FALSE(read_a().has_value());
+
+    // Any byte changed, the object's included: the file's checksum no longer holds.
+    std::mt19937 random(7);
+    for (int trial = 0; trial < 200; ++trial) {
+        std::string damaged = whole;
+        const size_t at = random() % damaged.size();
+        damaged[at] = char(damaged[at] ^ (1 + random() % 255));
+        write_bytes(file_a, damaged);
+        EXPECT_FALSE(read_a().has_value()) << "byte " << at << " changed";
+    }
+    write_bytes(file_a, whole);
+    EXPECT_TRUE(read_a().has_value());
+    fs::remove_all(dir);
+}
+
+TEST(KernelDiskCache, TheKeyNamesTheCompilersSources) {
+    // 64 hex digits of SHA-256, generated from codegen's sources at build time.
+    const std::string digest = codegen::detail::codegen_source_digest();
+    EXPECT_EQ(digest.size(), 64u);
+    EXPECT_EQ(digest.find_first_not_of("0123456789abcdef"), std::string::npos);
 }
 
 } // namespace

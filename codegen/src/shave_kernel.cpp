@@ -4,6 +4,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <sstream>
 
 #include "codegen/bounds.h"
+#include "kernel_disk_cache.h"
 
 namespace vpuc::codegen {
 
@@ -825,8 +827,9 @@ std::string cache_key(const Halide::Module &module, const LoweredFunc &function,
                       const std::vector<int64_t> &cost_extents) {
     CanonicalNames names;
     std::ostringstream key;
-    key << "vpuc " << VPUC_VERSION << ", Halide " << VPUC_HALIDE_VERSION << ", target "
-        << shave_halide_target().to_string() << ", vector bits " << vector_bits << ", counted for";
+    key << "vpuc " << VPUC_VERSION << " (codegen sources " << detail::codegen_source_digest()
+        << "), Halide " << VPUC_HALIDE_VERSION << ", target " << shave_halide_target().to_string()
+        << ", vector bits " << vector_bits << ", counted for";
     for (int64_t e : cost_extents) key << ' ' << e;
     key << "\n";
     for (const LoweredArgument &arg : function.args)
@@ -846,23 +849,50 @@ std::string cache_key(const Halide::Module &module, const LoweredFunc &function,
     return key.str();
 }
 
-// Process-wide: every lowering, on any thread, shares it.
+// Process-wide: every lowering, on any thread, shares it. Behind it, when
+// VPUC_KERNEL_CACHE_DIR is set, the disk cache shares kernels between processes.
 class KernelCache {
   public:
-    std::optional<ShaveKernelBinary> find(const std::string &key) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        const auto found = kernels_.find(key);
-        if (found == kernels_.end()) {
+    KernelCache() : dir_(detail::kernel_cache_dir()) {}
+
+    // `expected` is the kernel being compiled, without its object, reads and cost: what a
+    // kernel read from disk must agree with, or it is not used.
+    std::optional<ShaveKernelBinary> find(const std::string &key,
+                                          const ShaveKernelBinary &expected) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            const auto found = kernels_.find(key);
+            if (found != kernels_.end()) {
+                ++stats_.hits;
+                return found->second;
+            }
             ++stats_.misses;
-            return std::nullopt;
         }
-        ++stats_.hits;
-        return found->second;
+        if (dir_.empty()) return std::nullopt;
+        std::optional<ShaveKernelBinary> stored = detail::read_cached_kernel(dir_, key);
+        if (!stored || !agrees(*stored, expected)) return std::nullopt;
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++stats_.disk_hits;
+        kernels_.emplace(key, *stored);
+        return stored;
     }
     // Two threads may compile the same kernel at once; the first one kept serves later hits.
     void insert(const std::string &key, const ShaveKernelBinary &kernel) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            kernels_.emplace(key, kernel);
+        }
+        if (dir_.empty()) return;
+        const std::string why = detail::write_cached_kernel(dir_, key, kernel);
+        // A cache that cannot be written costs time, not results: say so once, go on.
         std::lock_guard<std::mutex> lock(mutex_);
-        kernels_.emplace(key, kernel);
+        if (!why.empty() && !warned_) {
+            warned_ = true;
+            std::fprintf(stderr,
+                         "vpuc: warning: SHAVE kernel cache (VPUC_KERNEL_CACHE_DIR): %s; "
+                         "kernels are compiled in each process\n",
+                         why.c_str());
+        }
     }
     ShaveKernelCacheStats stats() {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -870,9 +900,30 @@ class KernelCache {
     }
 
   private:
+    // The key fixes the arguments and vector lanes; a file that says otherwise was not written
+    // by this compiler for this key.
+    static bool agrees(const ShaveKernelBinary &stored, const ShaveKernelBinary &expected) {
+        if (stored.entry.empty() || stored.object.empty() ||
+            stored.vector_lanes != expected.vector_lanes ||
+            stored.args.size() != expected.args.size())
+            return false;
+        for (size_t i = 0; i < stored.args.size(); ++i) {
+            const KernelArgDesc &a = stored.args[i], &b = expected.args[i];
+            if (a.kind != b.kind || a.dtype != b.dtype || a.rank != b.rank ||
+                (!a.reads.empty() && a.reads.size() != size_t(a.rank)))
+                return false;
+        }
+        for (double v : {stored.per_vector.arith_ops, stored.per_vector.special_ops,
+                         stored.per_vector.cmx_bytes})
+            if (!std::isfinite(v) || v < 0) return false;
+        return true;
+    }
+
+    const std::string dir_;
     std::mutex mutex_;
     std::map<std::string, ShaveKernelBinary> kernels_;
     ShaveKernelCacheStats stats_;
+    bool warned_ = false;
 };
 
 KernelCache &kernel_cache() {
@@ -927,7 +978,7 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
             cost_extents.empty() ? nominal_extents(output.dimensions(), kernel.vector_lanes)
                                  : cost_extents;
         const std::string key = cache_key(module, function, vector_bits, counted_extents);
-        if (std::optional<ShaveKernelBinary> cached = kernel_cache().find(key)) {
+        if (std::optional<ShaveKernelBinary> cached = kernel_cache().find(key, kernel)) {
             // The same computation: its object, entry, reads and cost, with this kernel's
             // name and argument names.
             for (size_t i = 0; i < kernel.args.size(); ++i)

@@ -92,18 +92,21 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
                                        const std::vector<Halide::Argument> &inputs, int vector_bits,
                                        const std::vector<int64_t> &cost_extents = {});
 
-// How often compile_shave_kernel found a kernel already compiled, and how often it compiled one.
+// How often compile_shave_kernel found a kernel already compiled in this process (hits), and how
+// often not (misses); of the misses, how many it read from the disk cache instead of compiling.
 struct ShaveKernelCacheStats {
-    uint64_t hits = 0, misses = 0;
+    uint64_t hits = 0, misses = 0, disk_hits = 0;
 };
 
 // Compiled kernels are kept in memory for the process, shared by every thread, keyed on what the
 // kernel computes, never on a name: the lowered statement with every name canonical (so the
 // printed Halide definition and its schedule), the argument types and ranks, constant buffers'
 // contents, the target, vector width and the extents ops are counted for, and the vpuc and
-// Halide versions. A hit returns the cached object, entry point, reads and cost, under the name
-// and argument names asked for; Halide's error messages inside the object keep the names of
-// the kernel first compiled.
+// Halide versions with a digest of codegen's sources. A hit returns the cached object, entry
+// point, reads and cost, under the name and argument names asked for; Halide's error messages
+// inside the object keep the names of the kernel first compiled.
+// With VPUC_KERNEL_CACHE_DIR set, kernels are also stored in that directory, one file per key,
+// and read back by later processes (codegen/src/kernel_disk_cache.h).
 ShaveKernelCacheStats shave_kernel_cache_stats();
 
 // The output one SHAVE computes of a task whose output has `extents` (innermost first) when the
