@@ -133,6 +133,8 @@ int8_t weight(int oc, int ic, int ky, int kx) {
     return int8_t((oc * 37 + ic * 11 + ky * 5 + kx * 3) % 255 - 127);
 }
 
+using WeightFn = std::function<int8_t(int oc, int ic, int ky, int kx)>;
+
 int32_t bias(int oc) {
     return (oc - 4) * 300;
 }
@@ -164,7 +166,7 @@ onnx::NodeProto &node(onnx::GraphProto &g, const std::string &op, std::vector<st
 
 // x -> QuantizeLinear -> DequantizeLinear -> Conv (DequantizeLinear'd i8 weights per channel,
 // int32 bias) -> Relu -> QuantizeLinear -> DequantizeLinear -> y.
-onnx::ModelProto qdq_conv_model() {
+onnx::ModelProto qdq_conv_model(const WeightFn &weight = ::weight) {
     onnx::ModelProto m;
     m.set_ir_version(8);
     m.add_opset_import()->set_version(13);
@@ -229,7 +231,7 @@ uint8_t input_value(int c, int y, int x) {
 }
 
 // ONNX's result: the conv in reals, then QuantizeLinear rounding half to even.
-int64_t onnx_output(int oc, int y, int x) {
+int64_t onnx_output(int oc, int y, int x, const WeightFn &weight = ::weight) {
     double acc = double(bias(oc)) * double(kInScale * weight_scale(oc));
     for (int ic = 0; ic < kChannels; ++ic)
         for (int ky = 0; ky < 3; ++ky)
@@ -303,6 +305,45 @@ TEST(QuantImport, AQdqConvBecomesAnInt8ConvWithinOneStepOfOnnx) {
             }
     // One step, and fp16's rounding of values below 10.
     EXPECT_LE(largest, kOutScale + 0.005);
+}
+
+// Small weights, |q| <= 3 per output channel: a scale of a finer grid (q * 42 by w_scale / 42)
+// gives the same reals, and the importer must keep the DequantizeLinear's own integers and
+// scales rather than guess a grid from the reals. The conv stays within one step of ONNX.
+TEST(QuantImport, AQdqConvKeepsTheDequantizeLinearsIntegers) {
+    const WeightFn small = [](int oc, int ic, int ky, int kx) {
+        return int8_t((oc * 5 + ic * 3 + ky * 2 + kx) % 7 - 3);
+    };
+    const frontend::ImportedModel m =
+        frontend::import_onnx_bytes(bytes_of(qdq_conv_model(small)), "qdq_conv_small.onnx");
+    ASSERT_EQ(ops_of(m.graph), (std::vector<std::string>{"quantize", "conv2d", "dequantize"}));
+    const dsl::Layer &conv = m.graph.layers()[1];
+    EXPECT_EQ(conv.attrs().get_int("weight_zero_point"), 0);
+    const Halide::Buffer<int8_t> w = conv.attrs().get_tensor("weights");
+    // Logical [oc, ky, kx, ic], innermost first.
+    ASSERT_EQ(w.dimensions(), 4);
+    for (int oc = 0; oc < kChannels; ++oc)
+        for (int ic = 0; ic < kChannels; ++ic)
+            for (int ky = 0; ky < 3; ++ky)
+                for (int kx = 0; kx < 3; ++kx)
+                    ASSERT_EQ(w(ic, kx, ky, oc), small(oc, ic, ky, kx))
+                        << "oc " << oc << " ic " << ic << " ky " << ky << " kx " << kx;
+    expect_matches_reference(m.graph);
+
+    dsl::ConstValues x{dsl::ElemType::F32, {1, kChannels, kSize, kSize}, {}, {}};
+    std::vector<double> want;
+    for (int c = 0; c < kChannels; ++c)
+        for (int y = 0; y < kSize; ++y)
+            for (int xx = 0; xx < kSize; ++xx) {
+                x.reals.push_back((double(input_value(c, y, xx)) - kInZero) * kInScale);
+                want.push_back(double(onnx_output(c, y, xx, small) - kOutZero) * kOutScale);
+            }
+    const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(x)}});
+    ASSERT_EQ(outputs.size(), 1u);
+    const std::vector<double> got = reals_of(outputs[0].value);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_LE(std::abs(got[i] - want[i]), kOutScale + 0.005) << "element " << i;
 }
 
 // x -> QuantizeLinear(scale, zero point of `zero_type`) -> y, or with `dequantize` also

@@ -123,9 +123,10 @@ TEST(ShaveLayer, FewChannelsVectorizeAlongTheRow) {
         for (const char *target : {"vpu27", "vpu20"}) {
             const std::vector<uint8_t> blob =
                 test::compile_and_check(dsl::Graph(name, {narrow}), target).blob;
-            if (std::string(target) == "vpu27")
+            if (std::string(target) == "vpu27") {
                 EXPECT_LE(test::kernel_ops(blob, name), 1.5f * test::kernel_ops(wide_blob, "wide"))
                     << name;
+            }
         }
     }
 }

@@ -16,9 +16,10 @@ namespace detail {
 
 NodeImport::NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
                        std::vector<std::optional<dsl::Layer>> inputs, const ImportOptions &options,
-                       UniqueNames &names, const std::map<std::string, int32_t> &value_types)
+                       UniqueNames &names, const std::map<std::string, int32_t> &value_types,
+                       DequantizedConstants &dequantized)
     : node_(node), name_(std::move(layer_name)), file_(std::move(file)), inputs_(std::move(inputs)),
-      options_(options), names_(names), value_types_(value_types) {}
+      options_(options), names_(names), value_types_(value_types), dequantized_(dequantized) {}
 
 std::string UniqueNames::take(const std::string &wanted) {
     const std::string base = wanted.empty() ? "node" : wanted;
@@ -53,6 +54,11 @@ const dsl::Layer &NodeImport::constant_layer(size_t i, const std::string &role) 
         fail("input " + std::to_string(i) + " (" + role + ", '" + node_.input(int(i)) +
              "') must be a constant (an initializer, or computed from constants)");
     return in;
+}
+
+const DequantizedConstant *NodeImport::dequantized(const dsl::Layer &constant) const {
+    const auto found = dequantized_.find(constant.name());
+    return found == dequantized_.end() ? nullptr : &found->second;
 }
 
 std::vector<int64_t> NodeImport::constant_ints(size_t i, const std::string &role) {
@@ -270,6 +276,7 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
     std::vector<std::string> notes = loaded.notes, output_names;
     std::vector<Halide::Type> output_types;
     detail::UniqueNames names;
+    detail::DequantizedConstants dequantized;
     std::map<std::string, dsl::Layer> values; // ONNX value name -> the layer computing it
     // ONNX value name -> its element type, as declared or inferred.
     std::map<std::string, int32_t> value_types;
@@ -321,7 +328,8 @@ ImportedModel import_onnx_bytes(const std::vector<uint8_t> &bytes, const std::st
                 throw ModelError(what + ": input '" + in + "' is computed by no earlier node");
             inputs.push_back(value->second);
         }
-        detail::NodeImport import(node, name, path, std::move(inputs), options, names, value_types);
+        detail::NodeImport import(node, name, path, std::move(inputs), options, names, value_types,
+                                  dequantized);
         const std::vector<dsl::Layer> outputs =
             registry_layer ? detail::import_registry_layer(import) : importer->second(import);
         import.check_all_attributes_read();

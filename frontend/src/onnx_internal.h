@@ -58,11 +58,23 @@ class UniqueNames {
 };
 
 // One node being imported: its inputs as layers, its attributes, and the registry.
+// A DequantizeLinear of a constant, as the importer keeps it beside the real values it gives
+// (by the name of that constant layer): the integers, the scale and zero point (one, or one per
+// index of `axis`). An int8 conv or matmul takes its weights' integers from here rather than
+// recovering them from the reals.
+struct DequantizedConstant {
+    dsl::Layer integers;
+    dsl::ConstValues scale, zero_point;
+    int64_t axis = 0; // in 0..rank-1; meaningless for one scale
+};
+using DequantizedConstants = std::map<std::string, DequantizedConstant>;
+
 class NodeImport {
   public:
     NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
                std::vector<std::optional<dsl::Layer>> inputs, const ImportOptions &options,
-               UniqueNames &names, const std::map<std::string, int32_t> &value_types);
+               UniqueNames &names, const std::map<std::string, int32_t> &value_types,
+               DequantizedConstants &dequantized);
 
     const onnx::NodeProto &node() const { return node_; }
     const std::string &name() const { return name_; } // the layer name for its first output
@@ -85,6 +97,11 @@ class NodeImport {
         return dsl::constant_value(constant_layer(i, role));
     }
     std::vector<int64_t> constant_ints(size_t i, const std::string &role);
+    // The DequantizeLinear that gave constant layer `constant`, or null.
+    const DequantizedConstant *dequantized(const dsl::Layer &constant) const;
+    void record_dequantized(const dsl::Layer &constant, DequantizedConstant source) {
+        dequantized_[constant.name()] = std::move(source);
+    }
 
     // Attributes; each read marks it handled: an attribute no handler reads is an error.
     bool has_attr(const std::string &name) const;
@@ -119,6 +136,7 @@ class NodeImport {
     const ImportOptions &options_;
     UniqueNames &names_;
     const std::map<std::string, int32_t> &value_types_;
+    DequantizedConstants &dequantized_;
     std::set<std::string> read_;
 };
 

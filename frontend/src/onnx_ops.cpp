@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <stdexcept>
 #include <utility>
 
 #include "algorithms/registry.h"
@@ -164,9 +165,25 @@ dsl::Attrs conv_geometry(NodeImport &node, const dsl::Layer &x, const dsl::Const
 dsl::ConstValues conv_layout(const dsl::ConstValues &w) {
     const int64_t oc = w.shape[0], icg = w.shape[1];
     const int64_t kh = w.shape.size() == 4 ? w.shape[2] : 1, kw = w.shape.back();
-    return dsl::pick_elements(w, {oc, kh, kw, icg}, [&](const auto &i) {
-        return ((i[0] * icg + i[3]) * kh + i[1]) * kw + i[2];
-    });
+    dsl::ConstValues out{w.type, {oc, kh, kw, icg}, {}, {}};
+    // Loops of their own rather than pick_elements' call per element: a network's weights
+    // are tens of millions of values.
+    const auto reorder = [&](const auto &from, auto &to) {
+        if (int64_t(from.size()) != out.elements())
+            throw std::logic_error("conv_layout: the weights do not hold their shape's values");
+        to.resize(from.size());
+        size_t at = 0;
+        for (int64_t o = 0; o < oc; ++o)
+            for (int64_t y = 0; y < kh; ++y)
+                for (int64_t x = 0; x < kw; ++x)
+                    for (int64_t c = 0; c < icg; ++c)
+                        to[at++] = from[size_t(((o * icg + c) * kh + y) * kw + x)];
+    };
+    if (w.is_float())
+        reorder(w.reals, out.reals);
+    else
+        reorder(w.ints, out.ints);
+    return out;
 }
 
 namespace {

@@ -203,7 +203,7 @@ IntegerWeights recovered_weights(NodeImport &node, const dsl::ConstValues &reals
 }
 
 // Integer weights with zero points per output channel (or one), logical as above.
-IntegerWeights offset_weights(NodeImport &node, const dsl::ConstValues &q,
+IntegerWeights offset_weights(NodeImport &node, dsl::ConstValues q,
                               const dsl::ConstValues &zero_points, const dsl::ConstValues &scales,
                               int64_t oc) {
     if (q.is_float()) node.fail("the weights must be integers");
@@ -212,14 +212,15 @@ IntegerWeights offset_weights(NodeImport &node, const dsl::ConstValues &q,
             node.fail("a weight scale or zero point must be one value or one per output "
                       "channel (" +
                       std::to_string(oc) + ")");
-    IntegerWeights w{q, {}};
     const int64_t per_channel = q.elements() / oc;
+    IntegerWeights w{std::move(q), {}};
     for (int64_t c = 0; c < oc; ++c) {
         const double scale = real_at(scales, c);
         if (!(scale > 0) || !std::isfinite(scale)) node.fail("a weight scale is not positive");
         w.scales.push_back(scale);
+        const int64_t zero_point = int64_t(real_at(zero_points, c));
         for (int64_t i = 0; i < per_channel; ++i)
-            w.values.ints[size_t(c * per_channel + i)] -= int64_t(real_at(zero_points, c));
+            w.values.ints[size_t(c * per_channel + i)] -= zero_point;
     }
     return w;
 }
@@ -405,14 +406,30 @@ bool awaits_quantize(const dsl::Layer &layer) {
     return layer.op() == kAwaitingQuantize;
 }
 
+// The weights of input `i`, a DequantizeLinear of integers quantized per tensor or along
+// `channel_axis` (their output channels), as those integers: nothing to recover from reals.
+// Null for weights of another origin, or of scales that are not positive.
+const DequantizedConstant *dequantized_weights(NodeImport &node, size_t i, int64_t channel_axis) {
+    const DequantizedConstant *dq = node.dequantized(node.constant_layer(i, "weights"));
+    if (!dq || (dq->scale.elements() != 1 && dq->axis != channel_axis)) return nullptr;
+    // Zero or negative scales (legal, if odd) take the general path, which recovers a grid.
+    for (int64_t c = 0; c < dq->scale.elements(); ++c)
+        if (!(real_at(dq->scale, c) > 0) || !std::isfinite(real_at(dq->scale, c))) return nullptr;
+    return dq;
+}
+
 Layers import_quant_conv(NodeImport &node) {
     const dsl::Layer &x = int8_source(node.input(0));
+    const DequantizedConstant *dq = dequantized_weights(node, 1, 0);
     const dsl::ConstValues w =
-        dsl::const_values(node.constant_input(1, "weights"), node.node().input(1));
+        dq ? dsl::const_values(dq->integers)
+           : dsl::const_values(node.constant_input(1, "weights"), node.node().input(1));
     bool depthwise = false;
     dsl::Attrs attrs = conv_geometry(node, x, w, depthwise);
-    if (!w.is_float()) node.fail("the weights must be DequantizeLinear'd int8 values");
-    const IntegerWeights iw = recovered_weights(node, conv_layout(w), w.shape[0]);
+    if (!dq && !w.is_float()) node.fail("the weights must be DequantizeLinear'd int8 values");
+    const IntegerWeights iw =
+        dq ? offset_weights(node, conv_layout(w), dq->zero_point, dq->scale, w.shape[0])
+           : recovered_weights(node, conv_layout(w), w.shape[0]);
     const Int8Product p = int8_product(node, depthwise ? "depthwise_conv2d" : "conv2d", node.name(),
                                        x, attrs, iw, 2, false);
     return {awaiting_quantize(node, p.layer, p.acc_scales)};
@@ -427,11 +444,16 @@ Layers import_quant_fully_connected(NodeImport &node) {
     }
     const bool trans_b = gemm && node.attr_int("transB", 0) != 0;
     const dsl::Layer &a = int8_source(node.input(0));
+    // Output channels are B's rows when transposed, else its columns.
+    const DequantizedConstant *dq = dequantized_weights(node, 1, trans_b ? 0 : 1);
     const dsl::ConstValues b =
-        dsl::const_values(node.constant_input(1, "weights"), node.node().input(1));
-    if (!b.is_float()) node.fail("the weights must be DequantizeLinear'd int8 values");
+        dq ? dsl::const_values(dq->integers)
+           : dsl::const_values(node.constant_input(1, "weights"), node.node().input(1));
+    if (!dq && !b.is_float()) node.fail("the weights must be DequantizeLinear'd int8 values");
     const dsl::ConstValues logical = matmul_layout(node, a, b, trans_b);
-    const IntegerWeights iw = recovered_weights(node, logical, logical.shape[0]);
+    const IntegerWeights iw =
+        dq ? offset_weights(node, logical, dq->zero_point, dq->scale, logical.shape[0])
+           : recovered_weights(node, logical, logical.shape[0]);
     const Int8Product p = int8_product(node, "matmul", node.name(), a, {}, iw,
                                        gemm ? std::optional<size_t>(2) : std::nullopt, false);
     return {awaiting_quantize(node, p.layer, p.acc_scales)};
@@ -553,16 +575,19 @@ Layers import_dequantize_linear(NodeImport &node) {
             inner = 1;
             for (int64_t d = a + 1; d < rank; ++d) inner *= q.shape[size_t(d)];
         }
-        // Exact in double: a 9-bit integer times a float's 24-bit mantissa.
-        dsl::ConstValues reals{dsl::ElemType::F64, q.shape, {}, {}};
-        reals.reals.reserve(size_t(elements));
+        // Exact in double: a 9-bit integer times a float's 24-bit mantissa. Written in place:
+        // a network's weights are tens of millions of values.
+        Halide::Buffer<double> reals(std::vector<int>(q.shape.rbegin(), q.shape.rend()));
+        double *out = reals.data();
         for (int64_t i = 0; i < elements; i += inner) {
             const int64_t channel = (i / inner) % channels;
             const double zero = real_at(zp, channel), step = real_at(scale, channel);
             for (int64_t j = i; j < std::min(i + inner, elements); ++j)
-                reals.reals.push_back((double(q.ints[size_t(j)]) - zero) * step);
+                out[j] = (double(q.ints[size_t(j)]) - zero) * step;
         }
-        return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(reals))};
+        const dsl::Layer constant = dsl::LayerRegistry::constant(node.name(), reals);
+        node.record_dequantized(constant, {x, scale, zp, per_axis ? a : 0});
+        return {constant};
     }
     return {node.build("dequantize",
                        {int8_activation(node, x, activation_quant(node, 1, 2, &x, axis))}, {})};
