@@ -104,8 +104,9 @@ TEST(GraphScheduling, SplitsWeightHeavyLayersOverChannelsAndKeepsSmallTensorsInC
                   scheduled.unscheduled_blob_bytes);
         // On vpu27 the shortcut's 25 KB of weights are not worth both tiles reading all of x;
         // on vpu20, four tiles over 7 rows leave one with a single row, and SOK wins there.
-        if (std::string(target) == "vpu27")
+        if (std::string(target) == "vpu27") {
             EXPECT_FALSE(splits_over_channels(s.at("shortcut"))) << s.at("shortcut").to_string();
+        }
         // vpu27 copies a tensor between its two tiles' CMX for a quarter of what a DDR round
         // trip costs; vpu20's one DMA engine would copy each tile's part to three others.
         const bool kept = std::string(target) == "vpu27";
