@@ -185,8 +185,8 @@ TEST_F(Cli, CompileAnOnnxModel) {
 }
 
 // Processes share compiled SHAVE kernels through VPUC_KERNEL_CACHE_DIR. The cache changes
-// compile time, never the blob: compiled without it, into it, and from it, the bytes are the same.
-// A damaged cache file is compiled again and replaced.
+// compile time, never what a blob computes: a model compiled without it, into it, and from it
+// gives the same bytes. A damaged cache file is compiled again and replaced.
 TEST_F(Cli, TheKernelCacheOnDiskGivesTheSameBlob) {
     const std::string model =
         "/usr/share/libonnx-testdata/data/node/test_softmax_axis_1/model.onnx";

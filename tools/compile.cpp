@@ -93,7 +93,7 @@ const bool registered = register_command(
          "  VPUC_KERNEL_CACHE_DIR=DIR\n"
          "                     keep compiled SHAVE kernels in DIR and reuse them in later\n"
          "                     compiles (docs/ARCHITECTURE.md, \"codegen: SHAVE kernels\");\n"
-         "                     the blob is the same with or without it"
+         "                     results are the same with or without it"
          "\n\nexit status: 0 when the blob is written; 1 on an error, with a one-line reason "
          "that names\nthe file, and the node or layer concerned",
      compile_command});
