@@ -266,6 +266,31 @@ void expect_matches_reference(const dsl::Graph &graph) {
     EXPECT_TRUE(check.ok()) << check.report();
 }
 
+// The imported qdq_conv_model(weight) run on the simulator is within one step of ONNX's
+// rounding, on inputs that are steps of the input's quantization (fp16 holds them closer than
+// a tenth of a step).
+void expect_within_one_step_of_onnx(const dsl::Graph &graph, const WeightFn &weight) {
+    dsl::ConstValues x{dsl::ElemType::F32, {1, kChannels, kSize, kSize}, {}, {}};
+    for (int c = 0; c < kChannels; ++c)
+        for (int y = 0; y < kSize; ++y)
+            for (int xx = 0; xx < kSize; ++xx)
+                x.reals.push_back((double(input_value(c, y, xx)) - kInZero) * kInScale);
+    const auto outputs = simulate(graph, {{"x", dsl::const_buffer(x)}});
+    ASSERT_EQ(outputs.size(), 1u);
+    const std::vector<double> got = reals_of(outputs[0].value);
+    ASSERT_EQ(got.size(), x.reals.size());
+    double largest = 0;
+    size_t i = 0;
+    for (int c = 0; c < kChannels; ++c)
+        for (int y = 0; y < kSize; ++y)
+            for (int xx = 0; xx < kSize; ++xx, ++i) {
+                const double want = double(onnx_output(c, y, xx, weight) - kOutZero) * kOutScale;
+                largest = std::max(largest, std::abs(got[i] - want));
+            }
+    // One step, and fp16's rounding of values below 10.
+    EXPECT_LE(largest, kOutScale + 0.005);
+}
+
 TEST(QuantImport, AQdqConvBecomesAnInt8ConvWithinOneStepOfOnnx) {
     const frontend::ImportedModel m =
         frontend::import_onnx_bytes(bytes_of(qdq_conv_model()), "qdq_conv.onnx");
@@ -284,27 +309,7 @@ TEST(QuantImport, AQdqConvBecomesAnInt8ConvWithinOneStepOfOnnx) {
 
     expect_matches_reference(m.graph);
 
-    // Within one step of ONNX's rounding, on inputs that are steps of the input's
-    // quantization (fp16 holds them closer than a tenth of a step).
-    dsl::ConstValues x{dsl::ElemType::F32, {1, kChannels, kSize, kSize}, {}, {}};
-    for (int c = 0; c < kChannels; ++c)
-        for (int y = 0; y < kSize; ++y)
-            for (int xx = 0; xx < kSize; ++xx)
-                x.reals.push_back((double(input_value(c, y, xx)) - kInZero) * kInScale);
-    const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(x)}});
-    ASSERT_EQ(outputs.size(), 1u);
-    const std::vector<double> got = reals_of(outputs[0].value);
-    ASSERT_EQ(got.size(), x.reals.size());
-    double largest = 0;
-    size_t i = 0;
-    for (int c = 0; c < kChannels; ++c)
-        for (int y = 0; y < kSize; ++y)
-            for (int xx = 0; xx < kSize; ++xx, ++i) {
-                const double want = double(onnx_output(c, y, xx) - kOutZero) * kOutScale;
-                largest = std::max(largest, std::abs(got[i] - want));
-            }
-    // One step, and fp16's rounding of values below 10.
-    EXPECT_LE(largest, kOutScale + 0.005);
+    expect_within_one_step_of_onnx(m.graph, weight);
 }
 
 // Small weights, |q| <= 3 per output channel: a scale of a finer grid (q * 42 by w_scale / 42)
@@ -330,20 +335,7 @@ TEST(QuantImport, AQdqConvKeepsTheDequantizeLinearsIntegers) {
                         << "oc " << oc << " ic " << ic << " ky " << ky << " kx " << kx;
     expect_matches_reference(m.graph);
 
-    dsl::ConstValues x{dsl::ElemType::F32, {1, kChannels, kSize, kSize}, {}, {}};
-    std::vector<double> want;
-    for (int c = 0; c < kChannels; ++c)
-        for (int y = 0; y < kSize; ++y)
-            for (int xx = 0; xx < kSize; ++xx) {
-                x.reals.push_back((double(input_value(c, y, xx)) - kInZero) * kInScale);
-                want.push_back(double(onnx_output(c, y, xx, small) - kOutZero) * kOutScale);
-            }
-    const auto outputs = simulate(m.graph, {{"x", dsl::const_buffer(x)}});
-    ASSERT_EQ(outputs.size(), 1u);
-    const std::vector<double> got = reals_of(outputs[0].value);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-        EXPECT_LE(std::abs(got[i] - want[i]), kOutScale + 0.005) << "element " << i;
+    expect_within_one_step_of_onnx(m.graph, small);
 }
 
 // x -> QuantizeLinear(scale, zero point of `zero_type`) -> y, or with `dequantize` also

@@ -57,7 +57,6 @@ class UniqueNames {
     std::set<std::string> used_;
 };
 
-// One node being imported: its inputs as layers, its attributes, and the registry.
 // A DequantizeLinear of a constant, as the importer keeps it beside the real values it gives
 // (by the name of that constant layer): the integers, the scale and zero point (one, or one per
 // index of `axis`). An int8 conv or matmul takes its weights' integers from here rather than
@@ -69,6 +68,7 @@ struct DequantizedConstant {
 };
 using DequantizedConstants = std::map<std::string, DequantizedConstant>;
 
+// One node being imported: its inputs as layers, its attributes, and the registry.
 class NodeImport {
   public:
     NodeImport(const onnx::NodeProto &node, std::string layer_name, std::string file,
