@@ -110,11 +110,18 @@ TEST_F(Cli, DemoDumpsTheIrAfterAPass) {
         << run.output;
     EXPECT_NE(run.output.find("  task 0 "), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("[SHAVE tile 0"), std::string::npos) << run.output;
-    // The notes are in the pass log, once.
+    // The notes are in the pass log, each once, after the pass that made it.
     const std::string note = "pass select_engines done\nnote: SHAVE kernel for layer 'prob': ";
     const size_t at = run.output.find(note);
     EXPECT_NE(at, std::string::npos) << run.output;
-    EXPECT_EQ(run.output.find("note: ", at + note.size()), std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("note: SHAVE kernel", at + note.size()), std::string::npos)
+        << run.output;
+    const std::string prefetch = "pass prefetch_weights done\nnote: prefetch_weights: ";
+    const size_t prefetch_at = run.output.find(prefetch);
+    EXPECT_NE(prefetch_at, std::string::npos) << run.output;
+    EXPECT_EQ(run.output.find("note: prefetch_weights", prefetch_at + prefetch.size()),
+              std::string::npos)
+        << run.output;
     // Only the pass asked for is dumped, and the demo still runs and checks its result.
     EXPECT_EQ(run.output.find("IR after allocate_cmx"), std::string::npos) << run.output;
     EXPECT_NE(run.output.find("match the reference bit-exactly"), std::string::npos) << run.output;

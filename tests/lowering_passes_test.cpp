@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "examples/small_net.h"
@@ -143,6 +144,105 @@ TEST_F(TwoTileConv, SplitWeightCopiesMovesTheWholeConstant) {
     EXPECT_NE(error_of(codegen::verify_weight_copies)
                   .find("layer 'conv': weight copy 'conv.weights.c[0,64).1': starts at byte "),
               std::string::npos);
+}
+
+// Two 3x3 convs of odd sizes in a row: b's first weights wait behind every DMA of a unless
+// prefetch_weights queues them before a computes. a holds more CMX than b (its weights are
+// six times b's), so where the program's CMX is tightest, during a, b's weights cannot join.
+struct TwoConvChain : ::testing::Test {
+    target::Target target = target::load_target("vpu27");
+    dsl::Layer in = dsl::Layer::input(activation("in", 96, 13, 11));
+    dsl::Layer a = conv3x3("a", in, 96, 1);
+    dsl::Layer b = conv3x3("b", a, 16, 2);
+    dsl::Graph graph{"chain", {b}};
+
+    static std::vector<int> tasks_named(const codegen::LoweringState &s,
+                                        const std::string &prefix) {
+        std::vector<int> found;
+        for (size_t t = 0; t < s.program.tasks.size(); ++t)
+            if (s.program.tasks[t].name.rfind(prefix, 0) == 0) found.push_back(int(t));
+        return found;
+    }
+    static int first_compute_of(const codegen::LoweringState &s, const std::string &layer) {
+        for (size_t t = 0; t < s.program.tasks.size(); ++t)
+            if (s.program.tasks[t].layer == layer &&
+                s.program.tasks[t].engine != blob::EngineKind::Dma)
+                return int(t);
+        return -1;
+    }
+    // b's weight copies all come before a's first compute.
+    static bool prefetched(const codegen::LoweringState &s) {
+        const std::vector<int> copies = tasks_named(s, "b.weights");
+        EXPECT_FALSE(copies.empty());
+        return !copies.empty() &&
+               *std::max_element(copies.begin(), copies.end()) < first_compute_of(s, "a");
+    }
+};
+
+TEST_F(TwoConvChain, PrefetchWeightsQueuesTheNextLayersWeightsBeforeTheLayerBeforeComputes) {
+    codegen::LoweringState s{graph, target};
+    run_through_task_program(s);
+    EXPECT_FALSE(prefetched(s));
+    const codegen::LoweringState unmoved = s;
+    codegen::prefetch_weights(s);
+    codegen::verify_tasks(s);
+    codegen::verify_prefetch(s); // the prefetch chains follow the tasks they name
+    codegen::verify_weight_copies(s);
+    EXPECT_TRUE(prefetched(s));
+    ASSERT_FALSE(s.notes.empty());
+    EXPECT_EQ(s.notes.back().rfind("prefetch_weights: the first weights of 1 layer(s) (", 0), 0u)
+        << s.notes.back();
+    // The same tasks, the copies moved and nothing else.
+    ASSERT_EQ(s.program.tasks.size(), unmoved.program.tasks.size());
+    std::multiset<std::string> names, unmoved_names;
+    for (const auto &t : s.program.tasks) names.insert(t.name);
+    for (const auto &t : unmoved.program.tasks) unmoved_names.insert(t.name);
+    EXPECT_EQ(names, unmoved_names);
+
+    // The rest of the lowering, with the move and without: the same outputs on random data,
+    // and the move shortens the run.
+    codegen::LoweringState plain = unmoved;
+    codegen::run_passes(s, "allocate_cmx", "assemble");
+    codegen::run_passes(plain, "allocate_cmx", "assemble");
+    const std::vector<std::vector<uint8_t>> inputs{bytes_of(random_input(in.output(), 5))};
+    const sim::RunResult moved_run = sim::Simulator(target, s.blob).run(inputs);
+    const sim::RunResult plain_run = sim::Simulator(target, plain.blob).run(inputs);
+    EXPECT_EQ(moved_run.outputs, plain_run.outputs);
+    EXPECT_LT(moved_run.latency_ns, plain_run.latency_ns);
+}
+
+TEST_F(TwoConvChain, PrefetchWeightsNeverMakesCmxAllocationEvict) {
+    codegen::LoweringState s{graph, target};
+    run_through_task_program(s);
+    const uint64_t full = target.cmx_usable_bytes;
+    // The least CMX the program fits in without prefetching (the state holds a reference to
+    // `target`, so the allocation sees the smaller CMX).
+    auto fits = [&] {
+        try {
+            return codegen::cmx_evictions(s).empty();
+        } catch (const codegen::LoweringError &) { // a buffer fits nowhere
+            return false;
+        }
+    };
+    uint64_t low = 0, high = full;
+    while (high - low > 64) {
+        target.cmx_usable_bytes = (low + high) / 2;
+        (fits() ? high : low) = target.cmx_usable_bytes;
+    }
+    bool moved_at_least = false;
+    for (uint64_t bytes : {high, high + 4096, high + 16384, high + 65536, full}) {
+        SCOPED_TRACE(bytes);
+        target.cmx_usable_bytes = bytes;
+        codegen::LoweringState trial = s;
+        codegen::prefetch_weights(trial);
+        EXPECT_TRUE(codegen::cmx_evictions(trial).empty());
+        if (bytes == high) {
+            EXPECT_FALSE(prefetched(trial)) << "the copies fit where the program is tightest";
+        }
+        moved_at_least |= prefetched(trial);
+    }
+    EXPECT_TRUE(moved_at_least);
+    target.cmx_usable_bytes = full;
 }
 
 // A layer kept in CMX over two tiles (HKSwitch): build_tasks computes each task into its own

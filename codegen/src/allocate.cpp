@@ -297,7 +297,26 @@ void add_waits(Program &p, const Allocation &a) {
         p.tasks[t].deps.insert(p.tasks[t].deps.end(), a.waits[t].begin(), a.waits[t].end());
 }
 
+Allocation allocate_cmx_once(LoweringState &s) {
+    const auto life = lifetimes(s.program);
+    Allocation allocation(s.program.tasks.size());
+    for (int tile = 0; tile < s.target.tiles; ++tile)
+        Allocator(s, blob::MemSpace::Cmx, uint32_t(tile), s.target.cmx_usable_bytes,
+                  Allocator::Policy::Ring, life, allocation)
+            .run();
+    return allocation;
+}
+
 } // namespace
+
+std::vector<Eviction> cmx_evictions(LoweringState &s) {
+    verify_no_empty_buffers(s.program);
+    std::vector<uint64_t> offsets;
+    for (const BufferDecl &b : s.program.buffers) offsets.push_back(b.offset);
+    std::vector<Eviction> evictions = allocate_cmx_once(s).evictions;
+    for (size_t b = 0; b < offsets.size(); ++b) s.program.buffers[b].offset = offsets[b];
+    return evictions;
+}
 
 // Allocation evicts what does not fit; the evicted buffers are spilled (insert_spills) and
 // the program allocated again, until nothing more is evicted. A spill's reload can itself
@@ -306,12 +325,7 @@ void allocate_cmx(LoweringState &s) {
     verify_no_empty_buffers(s.program);
     constexpr int kMaxRounds = 32;
     for (int round = 0;; ++round) {
-        const auto life = lifetimes(s.program);
-        Allocation allocation(s.program.tasks.size());
-        for (int tile = 0; tile < s.target.tiles; ++tile)
-            Allocator(s, blob::MemSpace::Cmx, uint32_t(tile), s.target.cmx_usable_bytes,
-                      Allocator::Policy::Ring, life, allocation)
-                .run();
+        const Allocation allocation = allocate_cmx_once(s);
         if (allocation.evictions.empty()) return add_waits(s.program, allocation);
         if (round == kMaxRounds)
             throw LoweringError("CMX allocation still evicts buffers after " +

@@ -58,6 +58,7 @@ const std::vector<Pass> &passes() {
              verify_tasks(s);
              verify_weight_copies(s);
          }},
+        {"prefetch_weights", prefetch_weights, verify_tasks},
         {"allocate_cmx", allocate_cmx, verify_allocation},
         {"allocate_ddr", allocate_ddr, verify_allocation},
         {"reduce_dependencies", reduce_dependencies, verify_tasks},

@@ -161,6 +161,10 @@ struct Eviction {
 // copied from them again. (spill.cpp; used by allocate_cmx.)
 void insert_spills(LoweringState &s, const std::vector<Eviction> &evictions);
 
+// What allocating the program's CMX as it stands would evict; the program is left as it was
+// (allocate.cpp).
+std::vector<Eviction> cmx_evictions(LoweringState &s);
+
 // Each pass does one job; each verify_* checks the pass's output and throws LoweringError.
 // Every tensor of the graph has a device element type (i64, bool and f64 do not).
 void check_element_types(LoweringState &s);
@@ -184,6 +188,9 @@ void order_prefetch(LoweringState &s);
 void pack_weights(LoweringState &s);
 void choose_workloads(LoweringState &s);
 void split_weight_copies(LoweringState &s);
+// Graph scheduling on the task program: each layer's first weight copies queued before the
+// layer before computes, unless CMX allocation would then evict a buffer while they wait.
+void prefetch_weights(LoweringState &s);
 void allocate_cmx(LoweringState &s);
 void allocate_ddr(LoweringState &s);
 void reduce_dependencies(LoweringState &s);

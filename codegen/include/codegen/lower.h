@@ -24,8 +24,9 @@ struct LowerOptions {
     std::map<std::string, dsl::Schedule> *schedules = nullptr;
     bool time_passes = false; // print each pass's time to stderr (as VPUC_PASS_TIMES=1 does)
     // The graph scheduling passes (choose_strategies, keep_in_cmx) change the default
-    // schedules for the whole graph; off, every unscheduled layer keeps its default (the A/B of
-    // `vpuc bench models --no-graph-scheduling`).
+    // schedules for the whole graph, and prefetch_weights loads a layer's weights during the
+    // layer before; off, every unscheduled layer keeps its default and its weights load in turn
+    // (the A/B of `vpuc bench models --no-graph-scheduling`).
     bool graph_scheduling = true;
 };
 
