@@ -149,6 +149,19 @@ inline TaskIR dma_task(const std::string &name, const std::string &layer, int en
     return t;
 }
 
+// The weight constants: what build_tasks reserved for pack_weights.
+inline std::set<int> weight_constants(const LoweringState &s) {
+    std::set<int> constants;
+    for (const WeightPack &pack : s.weight_packs) constants.insert(pack.constant);
+    return constants;
+}
+
+// Whether `t` copies one of `constants` (weight_constants) into CMX.
+inline bool copies_weights(const TaskIR &t, const std::set<int> &constants) {
+    const auto *dma = std::get_if<DmaWork>(&t.work);
+    return dma && constants.count(dma->src.buffer);
+}
+
 // A CMX buffer that allocate_cmx moved out of CMX to make room at task `at`.
 struct Eviction {
     int buffer = -1;

@@ -20,11 +20,6 @@ namespace vpuc::codegen {
 
 namespace {
 
-bool is_weight_copy(const TaskIR &t, const std::set<int> &constants) {
-    const auto *dma = std::get_if<DmaWork>(&t.work);
-    return dma && t.deps.empty() && constants.count(dma->src.buffer);
-}
-
 // The task of `chain` before which the next layer's weights are queued: its first compute, so
 // that they load while it computes, ahead of its output stores and copies, which wait for its
 // computes. On a target of one DMA engine the copies would also hold up the layer's own later
@@ -84,9 +79,15 @@ std::vector<int> order_with(size_t tasks, const std::vector<Move> &moves) {
     return order;
 }
 
-std::vector<TaskIR> reordered(const std::vector<TaskIR> &tasks, const std::vector<int> &order) {
+// The inverse of `order`: where each task of the program goes.
+std::vector<int> new_indices(const std::vector<int> &order) {
     std::vector<int> new_index(order.size());
     for (size_t i = 0; i < order.size(); ++i) new_index[size_t(order[i])] = int(i);
+    return new_index;
+}
+
+std::vector<TaskIR> reordered(const std::vector<TaskIR> &tasks, const std::vector<int> &order) {
+    const std::vector<int> new_index = new_indices(order);
     std::vector<TaskIR> out;
     out.reserve(order.size());
     for (int t : order) {
@@ -100,8 +101,7 @@ std::vector<TaskIR> reordered(const std::vector<TaskIR> &tasks, const std::vecto
 
 void prefetch_weights(LoweringState &s) {
     if (!s.graph_scheduling) return;
-    std::set<int> constants;
-    for (const WeightPack &pack : s.weight_packs) constants.insert(pack.constant);
+    const std::set<int> constants = weight_constants(s);
     std::vector<Move> moves;
     for (size_t c = 1; c < s.prefetch_chains.size(); ++c) {
         const PrefetchChain &before = s.prefetch_chains[c - 1], &chain = s.prefetch_chains[c];
@@ -110,7 +110,9 @@ void prefetch_weights(LoweringState &s) {
         if (m.point < 0 || m.start <= m.point) continue;
         for (int t = m.point; t < m.start; ++t) {
             const TaskIR &task = s.program.tasks[size_t(t)];
-            if (task.layer == chain.layer && is_weight_copy(task, constants)) m.copies.push_back(t);
+            // A copy of a constant that waits for nothing can move anywhere earlier.
+            if (task.layer == chain.layer && task.deps.empty() && copies_weights(task, constants))
+                m.copies.push_back(t);
         }
         if (!m.copies.empty()) moves.push_back(std::move(m));
     }
@@ -148,8 +150,7 @@ void prefetch_weights(LoweringState &s) {
         s.program.tasks = original;
         return;
     }
-    std::vector<int> new_index(order.size());
-    for (size_t i = 0; i < order.size(); ++i) new_index[size_t(order[i])] = int(i);
+    const std::vector<int> new_index = new_indices(order);
     s.renumber_tasks([&](int old) { return new_index[size_t(old)]; });
     size_t copies = 0;
     for (const Move &m : moves) copies += m.copies.size();

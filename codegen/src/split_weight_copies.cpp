@@ -31,18 +31,6 @@ std::vector<uint64_t> staggered_cuts(uint64_t bytes, size_t parts, double latenc
     return cuts;
 }
 
-// The weight constants: what build_tasks reserved for pack_weights.
-std::set<int> weight_constants(const LoweringState &s) {
-    std::set<int> constants;
-    for (const WeightPack &pack : s.weight_packs) constants.insert(pack.constant);
-    return constants;
-}
-
-bool copies_weights(const TaskIR &t, const std::set<int> &constants) {
-    const auto *dma = std::get_if<DmaWork>(&t.work);
-    return dma && constants.count(dma->src.buffer);
-}
-
 } // namespace
 
 void split_weight_copies(LoweringState &s) {
