@@ -2,12 +2,15 @@
 // global_pool: each against its CPU reference on both bundled targets, with random real data and
 // odd shapes, and the reference against values worked out by hand; bad attributes are errors
 // naming the layer and the attribute; and the ONNX backend test data of the ops they import
-// (Debian's libonnx-testdata) match their expected outputs.
+// (Debian's libonnx-testdata) match their expected outputs. Also the ONNX ops the importer builds
+// from other ops: InstanceNormalization, Einsum, and those ONNX defines by a function.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "../frontend/src/onnx_internal.h"
 #include "algorithms/reference.h"
@@ -385,6 +388,7 @@ onnx::ModelProto one_node_model(const std::string &op,
                       const std::vector<int64_t> &shape) {
         v.set_name(name);
         v.mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+        v.mutable_type()->mutable_tensor_type()->mutable_shape(); // a scalar's is empty
         for (int64_t d : shape)
             v.mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
     };
@@ -561,6 +565,252 @@ TEST(OnnxNn, MatMulOfTwoActivationsIsABatchMatmul) {
     EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// Random real values in [-2, 2) for graph input `in`, laid out as make_buffer does.
+Halide::Buffer<> random_reals(const dsl::Layer &in, uint32_t seed) {
+    Halide::Buffer<> values = algorithms::make_buffer(in.output());
+    Halide::Buffer<Halide::float16_t> halves(values);
+    uint32_t state = seed;
+    halves.for_each_value([&](Halide::float16_t &v) {
+        state = state * 1664525u + 1013904223u;
+        v = Halide::float16_t(float(state >> 8) / float(1u << 24) * 4.0f - 2.0f);
+    });
+    return values;
+}
+
+// MeanVarianceNormalization, an op ONNX defines by a function, imports as its body (ReduceMean,
+// Pow, Sub, Sqrt, Div...), the axes its node leaves out taken from the schema's default
+// [0, 2, 3]: each channel of random reals normalized over H and W, as worked out here in double.
+TEST(OnnxFunctions, MeanVarianceNormalizationIsItsFunctionBodyWithTheDefaultAxes) {
+    const frontend::ImportedModel model =
+        import_model(one_node_model("MeanVarianceNormalization", {{1, 3, 5, 7}}, {1, 3, 5, 7}));
+    EXPECT_NE(std::find(model.notes.begin(), model.notes.end(),
+                        "MeanVarianceNormalization imported as the function body ONNX's schema "
+                        "defines it by"),
+              model.notes.end());
+    const dsl::Layer &x = model.graph.inputs().at(0);
+    const Halide::Buffer<> in = random_reals(x, 7);
+    const Halide::Buffer<Halide::float16_t> got(algorithms::run_reference(model.graph, {in}).at(0));
+    const Halide::Buffer<Halide::float16_t> halves(in);
+    for (int c = 0; c < 3; ++c) {
+        double sum = 0, squares = 0;
+        for (int y = 0; y < 5; ++y)
+            for (int w = 0; w < 7; ++w) {
+                sum += double(halves(c, w, y));
+                squares += double(halves(c, w, y)) * double(halves(c, w, y));
+            }
+        const double mean = sum / 35, deviation = std::sqrt(squares / 35 - mean * mean + 1e-9);
+        for (int y = 0; y < 5; ++y)
+            for (int w = 0; w < 7; ++w) {
+                const double want = (double(halves(c, w, y)) - mean) / deviation;
+                EXPECT_NEAR(double(got(c, w, y)), want, 1e-2 + 1e-2 * std::abs(want))
+                    << "c " << c << ", x " << w << ", y " << y;
+            }
+    }
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"));
+    EXPECT_TRUE(r.ok()) << r.report();
+}
+
+// InstanceNormalization: each channel of each image of random reals (a batch of 2, odd extents)
+// normalized over its pixels, scaled and shifted per channel, as worked out here in double.
+TEST(OnnxNn, InstanceNormalizationNormalizesEachChannelOfEachImage) {
+    onnx::ModelProto m =
+        one_node_model("InstanceNormalization", {{2, 3, 5, 7}, {3}, {3}}, {2, 3, 5, 7});
+    const std::vector<float> scale = {0.5f, -1.25f, 2.0f}, bias = {0.125f, 1.0f, -0.75f};
+    frontend::ImportOptions options;
+    for (int input = 1; input <= 2; ++input) {
+        Halide::Buffer<float> values(3);
+        for (int c = 0; c < 3; ++c) values(c) = (input == 1 ? scale : bias)[size_t(c)];
+        options.known_inputs["x" + std::to_string(input)] = values;
+    }
+    const frontend::ImportedModel model = import_model(m, options);
+    const Halide::Buffer<> in = random_reals(model.graph.inputs().at(0), 5);
+    const Halide::Buffer<Halide::float16_t> halves(in);
+    const Halide::Buffer<Halide::float16_t> got(algorithms::run_reference(model.graph, {in}).at(0));
+    for (int n = 0; n < 2; ++n)
+        for (int c = 0; c < 3; ++c) {
+            double sum = 0, squares = 0;
+            for (int y = 0; y < 5; ++y)
+                for (int w = 0; w < 7; ++w) sum += double(halves(c, w, y, n));
+            const double mean = sum / 35;
+            for (int y = 0; y < 5; ++y)
+                for (int w = 0; w < 7; ++w)
+                    squares +=
+                        (double(halves(c, w, y, n)) - mean) * (double(halves(c, w, y, n)) - mean);
+            const double deviation = std::sqrt(squares / 35 + 1e-5);
+            for (int y = 0; y < 5; ++y)
+                for (int w = 0; w < 7; ++w) {
+                    const double want =
+                        (double(halves(c, w, y, n)) - mean) / deviation * double(scale[size_t(c)]) +
+                        double(bias[size_t(c)]);
+                    EXPECT_NEAR(double(got(c, w, y, n)), want, 1e-2 + 1e-2 * std::abs(want))
+                        << "n " << n << ", c " << c << ", x " << w << ", y " << y;
+                }
+        }
+    for (const char *target : {"vpu27", "vpu20"}) {
+        const codegen::CheckResult r =
+            codegen::check_against_reference(model.graph, target::load_target(target));
+        EXPECT_TRUE(r.ok()) << target << ": " << r.report();
+    }
+}
+
+// A reduction over every axis of a rank-5 tensor, whose middle axes share the device's H: the
+// tensor flattened and reduced as one axis, kept with extent 1 in each or squeezed to a scalar.
+TEST(OnnxFunctions, ReduceSumOverEveryAxisOfRank5ReducesTheFlattenedTensor) {
+    for (const int64_t keepdims : {1, 0}) {
+        SCOPED_TRACE("keepdims " + std::to_string(keepdims));
+        const std::vector<int64_t> kept(5, 1);
+        onnx::ModelProto m = one_node_model("ReduceSum", {{2, 3, 4, 3, 5}},
+                                            keepdims ? kept : std::vector<int64_t>{});
+        onnx::AttributeProto &keep = *m.mutable_graph()->mutable_node(0)->add_attribute();
+        keep.set_name("keepdims");
+        keep.set_type(onnx::AttributeProto::INT);
+        keep.set_i(keepdims);
+        const frontend::ImportedModel model = import_model(m);
+        EXPECT_EQ(model.graph.outputs()[0].output().shape,
+                  dsl::Shape(keepdims ? kept : std::vector<int64_t>{}));
+        const Halide::Buffer<> in = random_reals(model.graph.inputs().at(0), 11);
+        const Halide::Buffer<Halide::float16_t> halves(in);
+        double want = 0;
+        halves.for_each_value([&](Halide::float16_t v) { want += double(v); });
+        const Halide::Buffer<Halide::float16_t> got(
+            algorithms::run_reference(model.graph, {in}).at(0));
+        EXPECT_NEAR(double(got.data()[0]), want, 1e-2 + 1e-2 * std::abs(want));
+        const codegen::CheckResult r =
+            codegen::check_against_reference(model.graph, target::load_target("vpu27"));
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+}
+
+// The fp16 values of a tensor laid out as make_buffer does, in row-major (memory) order: the
+// logical order of a tensor of a rank other than 4.
+std::vector<double> row_major_values(const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
+    const std::vector<uint8_t> bytes = algorithms::to_memory_order(t, b);
+    std::vector<double> values(bytes.size() / 2);
+    for (size_t i = 0; i < values.size(); ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, &bytes[2 * i], 2);
+        values[i] = double(Halide::float16_t::make_from_bits(bits));
+    }
+    return values;
+}
+
+// Einsum of row-major `operands` of index strings `terms` into `result`'s indices, in double:
+// every assignment of the indices visited, the operands' product added to the result's element.
+std::vector<double> einsum_in_double(const std::vector<std::string> &terms,
+                                     const std::vector<std::vector<double>> &operands,
+                                     const std::string &result, std::map<char, int64_t> extent) {
+    std::string letters; // the indices of the operands, each once
+    for (const std::string &term : terms)
+        for (char c : term)
+            if (letters.find(c) == std::string::npos) letters += c;
+    auto flat = [&](const std::string &term, const std::map<char, int64_t> &at) {
+        int64_t i = 0;
+        for (char c : term) i = i * extent[c] + at.at(c);
+        return size_t(i);
+    };
+    int64_t result_size = 1;
+    for (char c : result) result_size *= extent[c];
+    std::vector<double> out(size_t(result_size), 0.0);
+    std::map<char, int64_t> at;
+    for (char c : letters) at[c] = 0;
+    while (true) {
+        double p = 1;
+        for (size_t k = 0; k < terms.size(); ++k) p *= operands[k][flat(terms[k], at)];
+        out[flat(result, at)] += p;
+        size_t d = letters.size();
+        while (d > 0 && ++at[letters[d - 1]] == extent[letters[d - 1]]) at[letters[--d]] = 0;
+        if (d == 0) break;
+    }
+    return out;
+}
+
+// Einsum of one or two operands, lowered to ReduceSum, Transpose, Reshape and MatMul: random
+// reals of odd extents against the sum worked out in double (matrix and batched products, an
+// inner and an outer product, transposed operands and results, indices summed in one operand, the
+// implicit result), the reference and vpu27 giving the same bytes.
+TEST(OnnxNn, EinsumOfOneOrTwoOperandsComputesTheSum) {
+    const std::map<char, int64_t> extent = {{'a', 3}, {'b', 2}, {'i', 5},
+                                            {'j', 7}, {'k', 3}, {'l', 4}};
+    for (const std::string equation :
+         {"ij,jk->ik", "bij,bjk->bik", "i,i", "ij->i", "ij->ji", "ij,kj->ik", "bij,bkj->kib",
+          "ijk,ikl->jl", "ij,j->i", "i,j->ij", "aij->ja", "ij,jk", "lij,jk->kl"}) {
+        SCOPED_TRACE(equation);
+        const size_t arrow = equation.find("->");
+        std::vector<std::string> terms;
+        const std::string lhs = equation.substr(0, arrow);
+        terms.push_back(lhs.substr(0, lhs.find(',')));
+        if (lhs.find(',') != std::string::npos) terms.push_back(lhs.substr(lhs.find(',') + 1));
+        std::string result;
+        if (arrow != std::string::npos) {
+            result = equation.substr(arrow + 2);
+        } else {
+            for (const auto &[c, e] : extent)
+                if (std::count(lhs.begin(), lhs.end(), c) == 1) result += c;
+        }
+        auto shape = [&](const std::string &term) {
+            std::vector<int64_t> s;
+            for (char c : term) s.push_back(extent.at(c));
+            return s;
+        };
+        std::vector<std::vector<int64_t>> input_shapes;
+        for (const std::string &t : terms) input_shapes.push_back(shape(t));
+        onnx::ModelProto m = one_node_model("Einsum", input_shapes, shape(result));
+        onnx::AttributeProto &a = *m.mutable_graph()->mutable_node(0)->add_attribute();
+        a.set_name("equation");
+        a.set_type(onnx::AttributeProto::STRING);
+        a.set_s(equation);
+        const frontend::ImportedModel model = import_model(m);
+        std::vector<Halide::Buffer<>> inputs;
+        std::vector<std::vector<double>> operands;
+        for (size_t k = 0; k < terms.size(); ++k) {
+            const dsl::Layer &in = model.graph.inputs().at(k);
+            inputs.push_back(random_reals(in, uint32_t(3 + k)));
+            operands.push_back(row_major_values(in.output(), inputs.back()));
+        }
+        const std::vector<double> want = einsum_in_double(terms, operands, result, extent);
+        const dsl::Layer &y = model.graph.outputs().at(0);
+        const std::vector<double> got =
+            row_major_values(y.output(), algorithms::run_reference(model.graph, inputs).at(0));
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+            EXPECT_NEAR(got[i], want[i], 1e-2 + 1e-2 * std::abs(want[i])) << "element " << i;
+        const codegen::CheckResult r =
+            codegen::check_against_reference(model.graph, target::load_target("vpu27"));
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+}
+
+// What Einsum's lowering does not take is an error naming the node and the equation.
+TEST(OnnxNn, EinsumBeyondTheLoweringIsNamed) {
+    struct Case {
+        std::string equation;
+        std::vector<std::vector<int64_t>> inputs;
+        std::vector<int64_t> output;
+        std::string message;
+    };
+    for (const Case &c :
+         {Case{"ii->i", {{3, 3}}, {3}, "an index repeated in one operand (a diagonal)"},
+          Case{"...ij->...ji", {{2, 3, 4}}, {2, 4, 3}, "an ellipsis (...) is not supported"},
+          Case{"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}, {2, 5}, "3 operands"},
+          Case{"ij,jk->ikk", {{2, 3}, {3, 4}}, {2, 4, 4}, "an index repeated in the result"}}) {
+        SCOPED_TRACE(c.equation);
+        onnx::ModelProto m = one_node_model("Einsum", c.inputs, c.output);
+        onnx::AttributeProto &a = *m.mutable_graph()->mutable_node(0)->add_attribute();
+        a.set_name("equation");
+        a.set_type(onnx::AttributeProto::STRING);
+        a.set_s(c.equation);
+        try {
+            import_model(m);
+            ADD_FAILURE() << "imported";
+        } catch (const frontend::ModelError &e) {
+            const std::string what = e.what();
+            EXPECT_NE(what.find("node 'node' (Einsum)"), std::string::npos) << what;
+            EXPECT_NE(what.find(c.message), std::string::npos) << what;
+        }
+    }
+}
+
 class NnNodeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NnNodeTest, MatchesTheExpectedOutputs) {
@@ -601,7 +851,14 @@ INSTANTIATE_TEST_SUITE_P(
         "test_layer_normalization_2d_axis0", "test_layer_normalization_2d_axis_negative_2",
         "test_layer_normalization_3d_axis0_epsilon",
         "test_layer_normalization_3d_axis_negative_3_epsilon", "test_layer_normalization_4d_axis0",
-        "test_layer_normalization_4d_axis_negative_4"),
+        "test_layer_normalization_4d_axis_negative_4",
+        // Ops ONNX defines by a function, imported as their bodies: SoftmaxCrossEntropyLoss's
+        // holds a NegativeLogLikelihoodLoss, expanded in turn; a rank-6 loss sums every axis.
+        "test_nllloss_NCd1d2d3d4d5_mean_weight", "test_nllloss_NCd1_ii", "test_sce_mean_log_prob",
+        "test_sce_NCd1d2d3_none_no_weight_negative_ii", "test_hannwindow",
+        "test_hammingwindow_symmetric", "test_blackmanwindow", "test_instancenorm_example",
+        "test_instancenorm_epsilon", "test_einsum_batch_matmul", "test_einsum_inner_prod",
+        "test_einsum_sum", "test_einsum_transpose"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace

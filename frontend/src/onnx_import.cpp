@@ -265,6 +265,8 @@ std::vector<std::string> supported_onnx_ops() {
     for (const auto &[op, importer] : detail::op_importers()) ops.push_back(op);
     // Upsample (opset 7 to 9) becomes Resize when the version converter upgrades its model.
     ops.push_back("Upsample");
+    for (const std::string &op : detail::function_ops()) ops.push_back(op);
+    ops.push_back("Einsum"); // lowered to other ONNX ops before the import
     std::sort(ops.begin(), ops.end());
     return ops;
 }

@@ -33,6 +33,22 @@ struct LoadedModel {
 LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
                        const ImportOptions &options);
 
+// ONNX's shape inference of `model` in strict mode, with data propagation; throws ModelError
+// naming `path`, saying `when` it ran (" after ...", or "").
+void infer_shapes(onnx::ModelProto &model, const std::string &path, const std::string &when);
+// Replaces each Einsum (of one or two operands, no ellipsis or diagonal) by the ReduceSum,
+// Transpose, Reshape and MatMul nodes computing it (onnx_einsum.cpp), from the operands' inferred
+// shapes; returns whether there was one. Throws ModelError naming `path` and the node.
+bool lower_einsums(onnx::ModelProto &model, const std::string &path);
+
+// The ops the importer replaces by the function body ONNX's schema defines them by
+// (onnx_functions.cpp), and the replacing: each node of such an op, at `opset`, becomes its body's
+// nodes, until none is left; shapes are inferred again. Throws ModelError naming `path` and the
+// node.
+const std::vector<std::string> &function_ops();
+void expand_functions(onnx::ModelProto &model, int64_t opset, const std::string &path,
+                      std::vector<std::string> &notes);
+
 // The graph element type of an ONNX tensor type: INT16, UINT16, UINT32 and UINT64 are i64
 // (tensor_value refuses a uint64 above 2^63 - 1), BFLOAT16 is f32 (which holds every bfloat16
 // exactly). Throws ModelError with `what` for a type graph tensors do not have (strings,
@@ -145,8 +161,9 @@ using OpImporter = std::function<std::vector<dsl::Layer>(NodeImport &node)>;
 const std::map<std::string, OpImporter> &op_importers();
 
 // The handlers of ops in files of their own.
-std::vector<dsl::Layer> batch_normalization(NodeImport &node);   // onnx_ops_norm.cpp
-std::vector<dsl::Layer> import_registry_layer(NodeImport &node); // onnx_ops_registry.cpp
+std::vector<dsl::Layer> batch_normalization(NodeImport &node);    // onnx_ops_norm.cpp
+std::vector<dsl::Layer> instance_normalization(NodeImport &node); // onnx_ops_norm.cpp
+std::vector<dsl::Layer> import_registry_layer(NodeImport &node);  // onnx_ops_registry.cpp
 // onnx_ops_nn.cpp: resampling, layer normalization, Erf, products of two computed tensors, and
 // global pools beyond the DPU's window.
 std::vector<dsl::Layer> import_resize(NodeImport &node);

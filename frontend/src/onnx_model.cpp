@@ -420,13 +420,19 @@ LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &pat
         m.opset = kUpgradedOpset;
     }
     check_layer_norm_axes(m.proto, path);
+    infer_shapes(m.proto, path, "");
+    if (lower_einsums(m.proto, path)) infer_shapes(m.proto, path, " after Einsum's lowering");
+    expand_functions(m.proto, m.opset, path, m.notes);
+    return m;
+}
+
+void infer_shapes(onnx::ModelProto &model, const std::string &path, const std::string &when) {
     try {
-        onnx::shape_inference::InferShapes(m.proto, onnx::OpSchemaRegistry::Instance(),
+        onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(),
                                            onnx::ShapeInferenceOptions(true, 1, true));
     } catch (const std::exception &e) {
-        fail(std::string("ONNX's shape inference fails: ") + e.what());
+        throw ModelError(path + ": ONNX's shape inference fails" + when + ": " + e.what());
     }
-    return m;
 }
 
 } // namespace vpuc::frontend::detail

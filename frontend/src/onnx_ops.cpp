@@ -752,14 +752,18 @@ std::vector<int64_t> normalized_axes(const NodeImport &node, std::vector<int64_t
 // A layer `op` reducing input 0 along `axes` (normalized_axes), which `attrs` names as
 // `axes_attr` ("axes", or "axis" for one): with keepdims 1 of the input's rank, the reduced
 // axes of extent 1; with keepdims 0 that result (NODE.kept) squeezed, over every axis to a
-// scalar.
+// scalar. Axes of extent 1 among others reduce nothing, and the layer leaves them out: a unit
+// batch among them needs no computing along the batch.
 Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_t> &axes,
                const std::string &axes_attr, dsl::Attrs attrs) {
     const dsl::Layer &x = node.input(0);
     const bool keep = node.attr_int("keepdims", 1) != 0;
     const std::string name = keep ? node.name() : node.unique_name(node.name() + ".kept");
-    const bool batch = along_batch(x, axes.front());
-    std::vector<int64_t> along = axes;
+    std::vector<int64_t> along;
+    for (int64_t axis : axes)
+        if (shape_of(x).raw()[size_t(axis)] > 1) along.push_back(axis);
+    if (along.empty()) along = axes;
+    const bool batch = along_batch(x, along.front());
     if (batch)
         for (int64_t &axis : along) ++axis;
     if (axes_attr == "axis")
@@ -770,6 +774,26 @@ Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_
         batch ? along_unit_batch(node, op, name, {x}, attrs) : node.build(op, name, {x}, attrs);
     if (keep) return {kept};
     return {node.build("squeeze", {kept}, dsl::Attrs().set("axes", axes))};
+}
+
+// A reduce `attrs` of every axis of input 0, a tensor of rank 5 or more: several of its axes
+// share the device's H (dsl::device_view), along which a layer computes only where the others
+// have extent 1, so the reduce is of the tensor flattened (NODE.flat) to one axis, its result
+// reshaped to the input's rank with keepdims, else squeezed to a scalar.
+Layers reduced_everywhere(NodeImport &node, dsl::Attrs attrs) {
+    const dsl::Layer &x = node.input(0);
+    const int64_t rank = shape_of(x).rank();
+    const bool keep = node.attr_int("keepdims", 1) != 0;
+    const dsl::Layer flat =
+        node.build("reshape", node.unique_name(node.name() + ".flat"), {x},
+                   dsl::Attrs().set("shape", std::vector<int64_t>{shape_of(x).elements()}));
+    attrs.set("axes", std::vector<int64_t>{0});
+    const dsl::Layer one =
+        node.build("reduce", node.unique_name(node.name() + ".all"), {flat}, attrs);
+    if (!keep)
+        return {node.build("squeeze", {one}, dsl::Attrs().set("axes", std::vector<int64_t>{0}))};
+    return {node.build("reshape", {one},
+                       dsl::Attrs().set("shape", std::vector<int64_t>(size_t(rank), 1)))};
 }
 
 // ReduceSum, ReduceMean, ...: the reduce layer of `kind`. No axes are all of them, or with
@@ -788,7 +812,10 @@ OpImporter reduction(const std::string &kind) {
         }
         dsl::Attrs attrs;
         attrs.set("kind", kind);
-        return reduced(node, "reduce", normalized_axes(node, axes), "axes", attrs);
+        axes = normalized_axes(node, axes);
+        if (shape_of(x).rank() > 4 && int64_t(axes.size()) == shape_of(x).rank())
+            return reduced_everywhere(node, attrs);
+        return reduced(node, "reduce", axes, "axes", attrs);
     };
 }
 
@@ -1350,6 +1377,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Atanh", unary_layer("atanh")},
         {"AveragePool", [](NodeImport &n) { return pool(n, "avg_pool"); }},
         {"BatchNormalization", batch_normalization},
+        {"InstanceNormalization", instance_normalization},
         {"BitShift", bit_shift},
         {"Cast", cast},
         {"CastLike", cast_like},

@@ -6,6 +6,7 @@
 // mean and the population variance reduced over N and rest, x normalized by them and back in
 // x's shape, then batch_norm applies scale and B; the running mean and variance, when asked
 // for, are batch_norm's affine of the batch's ones (input * momentum + batch * (1 - momentum)).
+// InstanceNormalization: layer_norm over each image's pixels, then batch_norm's affine.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -154,6 +155,33 @@ Layers batch_normalization(NodeImport &node) {
     if (shape.rank() < 2) node.fail("the input needs a channel axis (rank 2 or more)");
     const int64_t channels = shape[dsl::dims::C];
     return train ? training(node, x, channels, epsilon) : inference(node, x, channels, epsilon);
+}
+
+// InstanceNormalization: each channel of each image normalized over its own pixels, then scaled
+// and shifted per channel. The image's pixels are the last axis of [N, C, rest] (NODE.rows: a
+// view, or a SHAVE kernel for a 4-D tensor held NHWC), which layer_norm normalizes in float32
+// (NODE.normalized); back in the input's shape (NODE.pixels), batch_norm applies scale and B.
+Layers instance_normalization(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    const std::vector<int64_t> shape = x.output().shape.raw();
+    if (shape.size() < 3) node.fail("the input needs a channel axis and pixels (rank 3 or more)");
+    const int64_t channels = shape[1];
+    int64_t pixels = 1;
+    for (size_t d = 2; d < shape.size(); ++d) pixels *= shape[d];
+    const std::vector<double> scale = channel_values(node, 1, "scale", channels);
+    const std::vector<double> bias = channel_values(node, 2, "B", channels);
+    auto reshaped = [&](const std::string &suffix, const dsl::Layer &in,
+                        const std::vector<int64_t> &to) {
+        return node.build("reshape", node.unique_name(node.name() + suffix), {in},
+                          dsl::Attrs().set("shape", to));
+    };
+    const bool flat = shape.size() == 3;
+    const dsl::Layer rows = flat ? x : reshaped(".rows", x, {shape[0], channels, pixels});
+    const dsl::Layer normalized =
+        node.build("layer_norm", node.unique_name(node.name() + ".normalized"), {rows},
+                   dsl::Attrs().set("epsilon", double(node.attr_float("epsilon", 1e-5f))));
+    const dsl::Layer back = flat ? normalized : reshaped(".pixels", normalized, shape);
+    return {channel_affine(node, node.name(), back, scale, bias)};
 }
 
 } // namespace vpuc::frontend::detail
