@@ -290,6 +290,50 @@ TEST(GraphPasses, BatchNormStaysWhenTheConvHasAnotherReaderOrAnActivation) {
     EXPECT_NE(passed.notes[0].find("activation"), std::string::npos) << passed.notes[0];
 }
 
+// --- fuse_swish --------------------------------------------------------------------------
+
+// A SiLU as exported, conv -> Sigmoid -> Mul(conv, sigmoid), in either operand order, becomes
+// one swish layer named after the multiply, reading the conv; its float32 result rounded once is
+// within fp16 rounding of the pair's (the sigmoid rounded, then the product).
+TEST(GraphPasses, ASigmoidTimesItsOwnInputBecomesOneSwish) {
+    const dsl::Layer x = f16_input("x", kIn, 7, 5);
+    const dsl::Layer conv = algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 81));
+    const dsl::Layer silu = algorithms::eltwise("silu", algorithms::EltwiseOp::Mul, conv,
+                                                algorithms::sigmoid("sig", conv));
+    const dsl::Layer dw =
+        algorithms::depthwise_conv2d("dw", silu, float_weights({1, 1, 1, kOut}, 82));
+    const dsl::Layer silu2 = algorithms::eltwise("silu2", algorithms::EltwiseOp::Mul,
+                                                 algorithms::sigmoid("sig2", dw), dw);
+    const dsl::Graph g("silu", {silu2});
+    const frontend::GraphPassState passed = run_one(g, "fuse_swish");
+    EXPECT_EQ(ops_of(passed.graph),
+              (std::vector<std::string>{"conv2d:conv", "swish:silu", "depthwise_conv2d:dw",
+                                        "swish:silu2"}));
+    EXPECT_TRUE(passed.graph.find("silu").inputs().at(0).same_as(passed.graph.find("conv")));
+    EXPECT_EQ(passed.merged_into.at("sig"), "silu");
+    EXPECT_EQ(passed.merged_into.at("sig2"), "silu2");
+    ASSERT_EQ(passed.notes.size(), 1u);
+    EXPECT_NE(passed.notes[0].find("2 x * sigmoid(x) pair(s)"), std::string::npos);
+    expect_close_results(g, passed.graph);
+}
+
+// The pair stays when the sigmoid has another reader or is an output, or multiplies another
+// tensor than its input.
+TEST(GraphPasses, ASigmoidReadElsewhereOrOfAnotherTensorStays) {
+    const dsl::Layer x = f16_input("x", kIn, 5, 3);
+    const dsl::Layer conv = algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 83));
+    const dsl::Layer other = algorithms::conv2d("other", x, float_weights({kIn, 1, 1, kOut}, 84));
+    const dsl::Layer sig = algorithms::sigmoid("sig", conv);
+    const dsl::Graph shared(
+        "shared", {algorithms::eltwise("silu", algorithms::EltwiseOp::Mul, conv, sig), sig});
+    EXPECT_EQ(ops_of(run_one(shared, "fuse_swish").graph),
+              (std::vector<std::string>{"conv2d:conv", "sigmoid:sig", "mul:silu"}));
+    const dsl::Graph gated("gated",
+                           {algorithms::eltwise("gate", algorithms::EltwiseOp::Mul, other, sig)});
+    EXPECT_EQ(ops_of(run_one(gated, "fuse_swish").graph),
+              (std::vector<std::string>{"conv2d:other", "conv2d:conv", "sigmoid:sig", "mul:gate"}));
+}
+
 // --- fuse_activations --------------------------------------------------------------------
 
 TEST(GraphPasses, ActivationsFuseIntoTheirProducersWithTheSameResults) {
@@ -478,10 +522,10 @@ TEST(GraphPasses, LayersOfConstantsFoldToConstantsOfTheirValues) {
 // --- the driver --------------------------------------------------------------------------
 
 TEST(GraphPasses, TheListRunsInOrderAndAnUnknownPassIsAnError) {
-    EXPECT_EQ(
-        frontend::graph_pass_names(),
-        (std::vector<std::string>{"fold_constants", "remove_identity_layers",
-                                  "propagate_dequantize", "fold_batch_norm", "fuse_activations"}));
+    EXPECT_EQ(frontend::graph_pass_names(),
+              (std::vector<std::string>{"fold_constants", "remove_identity_layers",
+                                        "propagate_dequantize", "fold_batch_norm", "fuse_swish",
+                                        "fuse_activations"}));
     const dsl::Layer x = f16_input("x", kIn, 5, 3);
     const dsl::Graph g("g", {algorithms::relu("relu", x)});
     frontend::GraphPassState state(g.clone());

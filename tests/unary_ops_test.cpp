@@ -169,6 +169,9 @@ TEST(UnaryMath, ReferenceMatchesDoublePrecisionOnRandomReals) {
                                          : x > 1.25 ? x - 0.5
                                                     : 0; }, -4, 4,
          dsl::Attrs().set("bias", 0.5).set("lambd", 1.25)},
+        {"swish", [](double x) { return x / (1 + std::exp(-1.5 * x)); }, -20, 20,
+         dsl::Attrs().set("beta", 1.5)},
+        {"mish", [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, -20, 20, {}},
         {"hard_swish",
          [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); },
          -5,
@@ -221,6 +224,9 @@ TEST(UnaryMath, ExactValues) {
     // No overflow for large x, no underflow to -inf for small.
     expect_values(reference_f32("softplus", {100, -100, 0}), {100, 0, std::log(2.0)}, 1e-6);
     expect_values(reference_f32("softsign", {-3, 1}), {-0.75, 0.5});
+    // SiLU at 0 and far out; mish's softplus does not overflow at 100.
+    expect_values(reference_f32("swish", {0, 100, -100}), {0, 100, 0});
+    expect_values(reference_f32("mish", {0, 100, -100}), {0, 100, 0}, 1e-6);
 }
 
 // round_bf16: the nearest bfloat16 (8 significant bits), halves to even, in float32 and as a
@@ -285,6 +291,47 @@ TEST(UnaryMath, NanResultsInFp16) {
                 EXPECT_EQ(y, double(Halide::float16_t(want))) << op << "(" << x << ")";
         });
     }
+}
+
+// swish on every fp16 value: within a float32 rounding of x / (1 + e^-x) in double, rounded to
+// fp16, for every finite one (no NaN test: x is a factor, so NaN gives NaN); +inf gives +inf,
+// and -inf gives -inf (Halide's exp of +inf is no infinity), as docs/benchmarks.md says. The
+// device gives the reference's bits.
+TEST(UnaryMath, SwishOnEveryFp16Value) {
+    const dsl::Layer in = input({256, 256}, dsl::ElemType::F16);
+    Halide::Buffer<> values = algorithms::make_buffer(in.output());
+    uint16_t bits = 0;
+    Halide::Buffer<Halide::float16_t>(values).for_each_value(
+        [&](Halide::float16_t &v) { v = Halide::float16_t::make_from_bits(bits++); });
+    const dsl::Layer layer = build("swish", in);
+    codegen::CheckOptions options;
+    options.inputs = {values};
+    const codegen::CheckResult r = codegen::check_against_reference(
+        dsl::Graph("swish", {layer}), target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+    const Halide::Buffer<Halide::float16_t> x(values);
+    const Halide::Buffer<Halide::float16_t> out(algorithms::run_reference(layer, {values}));
+    int wrong = 0;
+    for (int j = 0; j < 256; ++j)
+        for (int i = 0; i < 256; ++i) {
+            const double v = double(x(i, j)), y = double(out(i, j));
+            if (std::isnan(v)) {
+                wrong += !std::isnan(y);
+                continue;
+            }
+            if (std::isinf(v)) {
+                wrong += y != v;
+                continue;
+            }
+            const double want = v / (1 + std::exp(-v));
+            // The float32 result rounds to fp16: one fp16 ulp of the exact value at most.
+            const double ulp = std::max(std::ldexp(1.0, -24), std::ldexp(std::fabs(want), -10));
+            if (std::fabs(y - want) > ulp) {
+                if (wrong < 5) ADD_FAILURE() << "swish(" << v << ") = " << y << ", want " << want;
+                ++wrong;
+            }
+        }
+    EXPECT_EQ(wrong, 0);
 }
 
 // The ops computed on fp16 vectors for fp16 inputs give, on every one of the 65,536 fp16

@@ -1,7 +1,7 @@
 // unary_math: ONNX's element-wise math and activations on one tensor (Abs, Neg, Sqrt, Exp,
-// trigonometry, Elu, Selu, Shrink, HardSwish, ...), the predicates IsNaN and IsInf, and Not.
-// Float math runs in float32 on the SHAVEs and is stored in the input's type; int8 inputs are
-// dequantized, and the result quantized to the output's quantization. Abs, Neg and Sign are
+// trigonometry, Elu, Selu, Shrink, HardSwish, Swish, Mish, ...), the predicates IsNaN and IsInf,
+// and Not. Float math runs in float32 on the SHAVEs and is stored in the input's type; int8 inputs
+// are dequantized, and the result quantized to the output's quantization. Abs, Neg and Sign are
 // exact on integers without a quantization. One registry entry per op.
 #include <cmath>
 #include <functional>
@@ -36,6 +36,9 @@ struct UnaryOp {
     bool fp16_native = false;
     // The math is bit operations that keep a NaN NaN: no NaN test on fp16 vectors.
     bool keeps_nan = false;
+    // The float32 math is a NaN for a NaN x by itself (x is a factor of it, whatever Halide's
+    // exp gives for NaN): no NaN test.
+    bool nan_passes = false;
     // Ops defined on x >= 0 (sqrt, log): NaN for NaN and the negatives is set explicitly on
     // fp16 vectors, as Halide 14 would store the float32 NaN in fp16 as an infinity.
     bool nan_below_zero = false;
@@ -73,6 +76,7 @@ Expr stored_float(const Expr &y, const Halide::Type &type) {
 // and no infinity, which these ops give (a square root of a negative, a logarithm of 0).
 // Halide's exp and log do not propagate NaN: it passes explicitly.
 Expr float_result(const UnaryOp &u, const Expr &x, const dsl::Attrs &attrs) {
+    if (u.nan_passes) return Halide::strict_float(u.math(x, attrs));
     return Halide::strict_float(Halide::select(Halide::is_nan(x), x, u.math(x, attrs)));
 }
 
@@ -345,6 +349,21 @@ std::vector<UnaryOp> unary_ops() {
                     float_attr("lambd", 0.5, "half-width of the band set to 0")};
     ops.push_back(shrink);
 
+    UnaryOp swish =
+        entry("swish", "x * sigmoid(beta * x) (SiLU for beta 1), as x / (1 + e^(-beta x))",
+              [](const Expr &x, const dsl::Attrs &a) {
+                  // Exact for every finite fp16 x; Halide's exp gives no infinity for an
+                  // infinite argument, so swish(-inf) is -inf (x / (1 + e^-x) is NaN there).
+                  const float beta = float(a.get_float("beta"));
+                  return x / (1.0f + exp(-beta * x));
+              });
+    swish.attrs = {float_attr("beta", 1.0, "scale of x inside the sigmoid")};
+    swish.nan_passes = true;
+    ops.push_back(swish);
+    // softplus without overflow for large x, as the softplus entry computes it.
+    ops.push_back(entry("mish", "x * tanh(log(1 + e^x))", [](const Expr &x, const dsl::Attrs &) {
+        return x * Halide::tanh(Halide::max(x, 0.0f) + Halide::log(1.0f + exp(-Halide::abs(x))));
+    }));
     ops.push_back(entry("hard_swish", "x * max(0, min(1, x / 6 + 1 / 2))",
                         [](const Expr &x, const dsl::Attrs &) {
                             return x * Halide::clamp(x * (1.0f / 6) + 0.5f, 0.0f, 1.0f);

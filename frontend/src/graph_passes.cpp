@@ -24,13 +24,15 @@ struct GraphPass {
 // Constants first, so the later passes see them; identities next, so that a reshape to the
 // same shape does not keep a batch norm or an activation from its convolution; int8 max pools
 // and reshapes of QDQ models before the fusions, which then see them in int8; batch norms
-// before activations, since a batch norm folds only into a layer without an activation.
+// before activations, since a batch norm folds only into a layer without an activation; SiLUs
+// before activations, which would otherwise fuse into the multiply.
 const std::vector<GraphPass> &passes() {
     static const std::vector<GraphPass> list = {
         {"fold_constants", fold_constants},
         {"remove_identity_layers", remove_identity_layers},
         {"propagate_dequantize", propagate_dequantize},
         {"fold_batch_norm", fold_batch_norm},
+        {"fuse_swish", fuse_swish},
         {"fuse_activations", fuse_activations},
     };
     return list;

@@ -67,6 +67,9 @@ void propagate_dequantize(GraphPassState &state);
 // A batch_norm reading an fp16 conv2d, depthwise_conv2d or matmul that has no other reader
 // and no activation is folded into that layer's per-channel scale and bias.
 void fold_batch_norm(GraphPassState &state);
+// mul(x, sigmoid(x)) in floats, the sigmoid read by the multiply alone, becomes swish(x),
+// named after the multiply.
+void fuse_swish(GraphPassState &state);
 // A relu, clamp or leaky_relu reading a conv2d, depthwise_conv2d, matmul, pool or eltwise
 // layer that has no other reader becomes that layer's PPE activation, when the PPE computes
 // it for the element type.
