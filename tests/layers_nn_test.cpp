@@ -811,6 +811,62 @@ TEST(OnnxNn, EinsumBeyondTheLoweringIsNamed) {
     }
 }
 
+// A reduction along the batch of a 4-D tensor held NHWC (MeanVarianceNormalization's axes 0, 2
+// and 3 of a batch of 3): the images as rows [N, C, H*W], reduced there and back in rank 4;
+// random reals against the mean and the maximum worked out in double.
+TEST(OnnxNn, ReduceAlongTheBatchOfAnNhwcTensorReducesItsImagesAsRows) {
+    struct Case {
+        std::string op;
+        std::vector<int64_t> axes, output;
+        int64_t keepdims;
+    };
+    for (const Case &c :
+         {Case{"ReduceMean", {0, 2, 3}, {1, 4, 1, 1}, 1}, Case{"ReduceMax", {0}, {4, 5, 7}, 0}}) {
+        SCOPED_TRACE(c.op);
+        onnx::ModelProto m = one_node_model(c.op, {{3, 4, 5, 7}}, c.output);
+        onnx::NodeProto &node = *m.mutable_graph()->mutable_node(0);
+        onnx::AttributeProto &axes = *node.add_attribute();
+        axes.set_name("axes");
+        axes.set_type(onnx::AttributeProto::INTS);
+        for (int64_t a : c.axes) axes.add_ints(a);
+        onnx::AttributeProto &keep = *node.add_attribute();
+        keep.set_name("keepdims");
+        keep.set_type(onnx::AttributeProto::INT);
+        keep.set_i(c.keepdims);
+        const frontend::ImportedModel model = import_model(m);
+        EXPECT_EQ(model.graph.outputs()[0].output().shape, dsl::Shape(c.output));
+        const Halide::Buffer<> in = random_reals(model.graph.inputs().at(0), 13);
+        const Halide::Buffer<Halide::float16_t> x(in); // (c, w, h, n)
+        const dsl::Layer &y = model.graph.outputs()[0];
+        const std::vector<double> got =
+            row_major_values(y.output(), algorithms::run_reference(model.graph, {in}).at(0));
+        std::vector<double> want;
+        if (c.op == "ReduceMean") {
+            for (int ch = 0; ch < 4; ++ch) {
+                double sum = 0;
+                for (int n = 0; n < 3; ++n)
+                    for (int h = 0; h < 5; ++h)
+                        for (int w = 0; w < 7; ++w) sum += double(x(ch, w, h, n));
+                want.push_back(sum / 105);
+            }
+        } else {
+            for (int ch = 0; ch < 4; ++ch)
+                for (int h = 0; h < 5; ++h)
+                    for (int w = 0; w < 7; ++w) {
+                        double best = -1e9;
+                        for (int n = 0; n < 3; ++n) best = std::max(best, double(x(ch, w, h, n)));
+                        want.push_back(best);
+                    }
+        }
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < want.size(); ++i)
+            EXPECT_NEAR(got[i], want[i], 1e-2 + 1e-2 * std::abs(want[i])) << "element " << i;
+        const codegen::CheckResult r =
+            codegen::check_against_reference(model.graph, target::load_target("vpu27"));
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+}
+
 class NnNodeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NnNodeTest, MatchesTheExpectedOutputs) {
@@ -858,7 +914,7 @@ INSTANTIATE_TEST_SUITE_P(
         "test_sce_NCd1d2d3_none_no_weight_negative_ii", "test_hannwindow",
         "test_hammingwindow_symmetric", "test_blackmanwindow", "test_instancenorm_example",
         "test_instancenorm_epsilon", "test_einsum_batch_matmul", "test_einsum_inner_prod",
-        "test_einsum_sum", "test_einsum_transpose"),
+        "test_einsum_sum", "test_einsum_transpose", "test_mvn", "test_mvn_expanded"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace

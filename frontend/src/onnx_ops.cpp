@@ -749,20 +749,12 @@ std::vector<int64_t> normalized_axes(const NodeImport &node, std::vector<int64_t
     return axes;
 }
 
-// A layer `op` reducing input 0 along `axes` (normalized_axes), which `attrs` names as
-// `axes_attr` ("axes", or "axis" for one): with keepdims 1 of the input's rank, the reduced
-// axes of extent 1; with keepdims 0 that result (NODE.kept) squeezed, over every axis to a
-// scalar. Axes of extent 1 among others reduce nothing, and the layer leaves them out: a unit
-// batch among them needs no computing along the batch.
-Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_t> &axes,
-               const std::string &axes_attr, dsl::Attrs attrs) {
-    const dsl::Layer &x = node.input(0);
-    const bool keep = node.attr_int("keepdims", 1) != 0;
-    const std::string name = keep ? node.name() : node.unique_name(node.name() + ".kept");
-    std::vector<int64_t> along;
-    for (int64_t axis : axes)
-        if (shape_of(x).raw()[size_t(axis)] > 1) along.push_back(axis);
-    if (along.empty()) along = axes;
+// Layer `name`, `op` reducing `x` along `along`, which `attrs` names as `axes_attr` ("axes", or
+// "axis" for one), keeping the reduced axes with extent 1; along the batch (axis 0) on a leading
+// unit dimension.
+dsl::Layer reduce_along(NodeImport &node, const std::string &op, const dsl::Layer &x,
+                        std::vector<int64_t> along, const std::string &axes_attr, dsl::Attrs attrs,
+                        const std::string &name) {
     const bool batch = along_batch(x, along.front());
     if (batch)
         for (int64_t &axis : along) ++axis;
@@ -770,8 +762,61 @@ Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_
         attrs.set("axis", along.front());
     else
         attrs.set("axes", along);
+    return batch ? along_unit_batch(node, op, name, {x}, attrs) : node.build(op, name, {x}, attrs);
+}
+
+// The same along the batch of a 4-D tensor held NHWC, whose bytes are not in logical order (no
+// unit dimension can lead them), when H and W are both reduced or both kept (or of extent 1): x as
+// [N, C, H*W] (NAME.images, a SHAVE kernel keeping each image), reduced there (NAME.rows), and back
+// in rank 4. Nullopt otherwise.
+std::optional<dsl::Layer> reduce_images_along(NodeImport &node, const std::string &op,
+                                              const dsl::Layer &x,
+                                              const std::vector<int64_t> &along,
+                                              const std::string &axes_attr, const dsl::Attrs &attrs,
+                                              const std::string &name) {
+    const std::vector<int64_t> shape = shape_of(x).raw();
+    auto has = [&](int64_t axis) {
+        return std::find(along.begin(), along.end(), axis) != along.end();
+    };
+    if (!along_batch(x, along.front()) || shape.size() != 4 ||
+        x.output().order == dsl::DimsOrder::NCHW())
+        return std::nullopt;
+    // An axis of extent 1 is as good as reduced, and as kept.
+    const bool reduced_pixels = (has(2) || shape[2] == 1) && (has(3) || shape[3] == 1);
+    const bool kept_pixels = (!has(2) || shape[2] == 1) && (!has(3) || shape[3] == 1);
+    if (!reduced_pixels && !kept_pixels) return std::nullopt;
+    const dsl::Layer images = node.build(
+        "reshape", node.unique_name(name + ".images"), {x},
+        dsl::Attrs().set("shape", std::vector<int64_t>{shape[0], shape[1], shape[2] * shape[3]}));
+    std::vector<int64_t> rows_along;
+    for (int64_t axis : along)
+        if (axis < 2) rows_along.push_back(axis);
+    if (has(2) || has(3)) rows_along.push_back(2);
+    const dsl::Layer rows = reduce_along(node, op, images, rows_along, axes_attr, attrs,
+                                         node.unique_name(name + ".rows"));
+    std::vector<int64_t> kept = shape;
+    for (int64_t axis : along) kept[size_t(axis)] = 1;
+    return node.build("reshape", name, {rows}, dsl::Attrs().set("shape", kept));
+}
+
+// A layer `op` reducing input 0 along `axes` (normalized_axes), which `attrs` names as
+// `axes_attr` ("axes", or "axis" for one): with keepdims 1 of the input's rank, the reduced
+// axes of extent 1; with keepdims 0 that result (NODE.kept) squeezed, over every axis to a
+// scalar. Axes of extent 1 among others reduce nothing, and the layer leaves them out: a unit
+// batch among them needs no computing along the batch.
+Layers reduced(NodeImport &node, const std::string &op, const std::vector<int64_t> &axes,
+               const std::string &axes_attr, const dsl::Attrs &attrs) {
+    const dsl::Layer &x = node.input(0);
+    const bool keep = node.attr_int("keepdims", 1) != 0;
+    const std::string name = keep ? node.name() : node.unique_name(node.name() + ".kept");
+    std::vector<int64_t> along;
+    for (int64_t axis : axes)
+        if (shape_of(x).raw()[size_t(axis)] > 1) along.push_back(axis);
+    if (along.empty()) along = axes;
+    const std::optional<dsl::Layer> images =
+        reduce_images_along(node, op, x, along, axes_attr, attrs, name);
     const dsl::Layer kept =
-        batch ? along_unit_batch(node, op, name, {x}, attrs) : node.build(op, name, {x}, attrs);
+        images ? *images : reduce_along(node, op, x, along, axes_attr, attrs, name);
     if (keep) return {kept};
     return {node.build("squeeze", {kept}, dsl::Attrs().set("axes", axes))};
 }
