@@ -867,6 +867,19 @@ TEST(OnnxNn, ReduceAlongTheBatchOfAnNhwcTensorReducesItsImagesAsRows) {
     }
 }
 
+// EyeLike of a shape too large for a constant is an error naming the node, not an allocation
+// of its elements.
+TEST(OnnxNn, EyeLikeOfAHugeShapeIsNamed) {
+    try {
+        import_model(one_node_model("EyeLike", {{1 << 16, 1 << 16}}, {1 << 16, 1 << 16}));
+        ADD_FAILURE() << "imported";
+    } catch (const frontend::ModelError &e) {
+        EXPECT_NE(std::string(e.what()).find("node 'node' (EyeLike): input 0's shape is too large"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
 class NnNodeTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(NnNodeTest, MatchesTheExpectedOutputs) {
@@ -914,7 +927,9 @@ INSTANTIATE_TEST_SUITE_P(
         "test_sce_NCd1d2d3_none_no_weight_negative_ii", "test_hannwindow",
         "test_hammingwindow_symmetric", "test_blackmanwindow", "test_instancenorm_example",
         "test_instancenorm_epsilon", "test_einsum_batch_matmul", "test_einsum_inner_prod",
-        "test_einsum_sum", "test_einsum_transpose", "test_mvn", "test_mvn_expanded"),
+        "test_einsum_sum", "test_einsum_transpose", "test_mvn", "test_mvn_expanded",
+        "test_eyelike_populate_off_main_diagonal", "test_eyelike_with_dtype",
+        "test_eyelike_without_dtype"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace

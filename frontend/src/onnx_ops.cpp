@@ -986,6 +986,32 @@ Layers constant(NodeImport &node) {
     return {dsl::LayerRegistry::constant(node.name(), value)};
 }
 
+// EyeLike: a constant of input 0's shape (rank 2) and `dtype` (the input's type by default),
+// 1 on the diagonal `k` places right of the main one (left for a negative k), 0 elsewhere; the
+// input's values are not read.
+Layers eye_like(NodeImport &node) {
+    const std::vector<int64_t> shape = shape_of(node.input(0)).raw();
+    if (shape.size() != 2)
+        node.fail("input 0 has rank " + std::to_string(shape.size()) + "; EyeLike takes rank 2");
+    if (shape[0] > (int64_t(1) << 28) / shape[1])
+        node.fail("input 0's shape is too large for a constant (2^28 elements at most)");
+    const int32_t onnx_type = int32_t(node.attr_int("dtype", node.input_onnx_type(0)));
+    const dsl::ElemType type = elem_type(onnx_type, node.name() + ": dtype");
+    const int64_t k = node.attr_int("k", 0);
+    dsl::ConstValues eye{type, shape, {}, {}};
+    const bool real =
+        type == dsl::ElemType::F16 || type == dsl::ElemType::F32 || type == dsl::ElemType::F64;
+    for (int64_t i = 0; i < shape[0]; ++i)
+        for (int64_t j = 0; j < shape[1]; ++j) {
+            const bool one = j - i == k;
+            if (real)
+                eye.reals.push_back(one ? 1.0 : 0.0);
+            else
+                eye.ints.push_back(one ? 1 : 0);
+        }
+    return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(eye))};
+}
+
 // A constant `shape` filled with `value` (a one-element tensor, default f32 0).
 Layers constant_of_shape(NodeImport &node) {
     const std::vector<int64_t> shape = node.constant_ints(0, "shape");
@@ -1435,6 +1461,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Concat", concat},
         {"Constant", constant},
         {"ConstantOfShape", constant_of_shape},
+        {"EyeLike", eye_like},
         {"Conv", [](NodeImport &n) { return reads_int8(n) ? import_quant_conv(n) : conv(n); }},
         {"ConvTranspose", conv_transpose},
         {"Cos", unary_layer("cos")},
