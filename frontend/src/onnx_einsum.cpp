@@ -3,8 +3,6 @@
 // [batch, kept, contracted] or [batch, contracted, kept], Reshapes to three axes, a MatMul (the
 // registry's batch_matmul) and back to the result's indices. The nodes replace the Einsum before
 // the importer takes the graph, so each is imported with its own limits.
-#include <onnx/defs/tensor_proto_util.h>
-
 #include <algorithm>
 #include <cctype>
 #include <limits>
