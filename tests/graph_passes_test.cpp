@@ -334,6 +334,73 @@ TEST(GraphPasses, ASigmoidReadElsewhereOrOfAnotherTensorStays) {
               (std::vector<std::string>{"conv2d:other", "conv2d:conv", "sigmoid:sig", "mul:gate"}));
 }
 
+// --- fuse_pointwise ----------------------------------------------------------------------
+
+dsl::Layer build(const std::string &op, const std::string &name,
+                 const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs = {}) {
+    return algorithms::layer_registry().build(op, name, inputs, attrs);
+}
+
+dsl::Attrs quantized_to(double scale, int64_t zero_point) {
+    return dsl::Attrs()
+        .set("output_type", std::string("u8"))
+        .set("output_scale", scale)
+        .set("output_zero_point", zero_point);
+}
+
+// A quantized SiLU as a QDQ model has it: dequantize, sigmoid, quantize, dequantize, multiply,
+// quantize, on a u8 tensor of odd extents.
+dsl::Graph quantized_silu() {
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape{1, kIn, 7, 5};
+    t.type = dsl::ElemType::U8;
+    t.order = dsl::DimsOrder::NHWC();
+    t.quant = dsl::Quant::per_tensor(0.043f, 117);
+    const dsl::Layer x = build("dequantize", "x_dq", {dsl::Layer::input(t)});
+    const dsl::Layer sig = build("sigmoid", "sig", {x});
+    const dsl::Layer sig_q = build("quantize", "sig_q", {sig}, quantized_to(1.0 / 255, 0));
+    const dsl::Layer sig_dq = build("dequantize", "sig_dq", {sig_q});
+    const dsl::Layer mul = build("mul", "mul", {x, sig_dq});
+    return dsl::Graph("silu", {build("quantize", "silu_q", {mul}, quantized_to(0.031, 9))});
+}
+
+// The six layers become one SHAVE layer named after the last, which reads the u8 input and
+// gives the same bytes as the six on the device.
+TEST(GraphPasses, AQuantizedSiluBecomesOnePointwiseLayerWithTheSameBytes) {
+    const dsl::Graph g = quantized_silu();
+    const frontend::GraphPassState passed = run_one(g, "fuse_pointwise");
+    EXPECT_EQ(ops_of(passed.graph), std::vector<std::string>{"pointwise:silu_q"});
+    EXPECT_TRUE(passed.graph.find("silu_q").inputs().at(0).is_input());
+    for (const char *member : {"x_dq", "sig", "sig_q", "sig_dq", "mul"})
+        EXPECT_EQ(passed.merged_into.at(member), "silu_q") << member;
+    ASSERT_EQ(passed.notes.size(), 1u);
+    EXPECT_NE(passed.notes[0].find("computes 6 layers in one SHAVE kernel"), std::string::npos);
+    expect_same_results(g, passed.graph, 0);
+}
+
+// A DPU add of two convolutions stays on the DPU, as does a lone SHAVE layer; a graph output
+// ends a group of its own, and a layer read by two groups stays a layer.
+TEST(GraphPasses, PointwiseGroupsKeepTheDpuLayersAndTheResultsReadElsewhere) {
+    const dsl::Layer x = f16_input("x", kIn, 5, 3);
+    const dsl::Layer a = algorithms::conv2d("a", x, float_weights({kIn, 1, 1, kOut}, 91));
+    const dsl::Layer b = algorithms::conv2d("b", x, float_weights({kIn, 1, 1, kOut}, 92));
+    const dsl::Layer sum = build("add", "sum", {a, b});
+    const dsl::Graph lone("lone", {build("sigmoid", "sig", {sum})});
+    EXPECT_EQ(ops_of(run_one(lone, "fuse_pointwise").graph),
+              (std::vector<std::string>{"conv2d:a", "conv2d:b", "add:sum", "sigmoid:sig"}));
+    const dsl::Graph silu = quantized_silu();
+    const dsl::Layer sig_q = silu.find("sig_q");
+    const dsl::Graph shared("shared", {silu.outputs()[0], sig_q});
+    const frontend::GraphPassState passed = run_one(shared, "fuse_pointwise");
+    // The sigmoid and its quantize are one group (the output's); the dequantized input, read
+    // by both chains, stays; the multiply, reading it, may not join the other group.
+    EXPECT_EQ(passed.graph.find("sig_q").op(), "pointwise");
+    EXPECT_EQ(passed.graph.find("x_dq").op(), "dequantize");
+    EXPECT_EQ(passed.graph.find("silu_q").op(), "quantize");
+    expect_same_results(shared, passed.graph, 0);
+}
+
 // --- fuse_activations --------------------------------------------------------------------
 
 TEST(GraphPasses, ActivationsFuseIntoTheirProducersWithTheSameResults) {
@@ -525,7 +592,7 @@ TEST(GraphPasses, TheListRunsInOrderAndAnUnknownPassIsAnError) {
     EXPECT_EQ(frontend::graph_pass_names(),
               (std::vector<std::string>{"fold_constants", "remove_identity_layers",
                                         "propagate_dequantize", "fold_batch_norm", "fuse_swish",
-                                        "fuse_activations"}));
+                                        "fuse_activations", "fuse_pointwise"}));
     const dsl::Layer x = f16_input("x", kIn, 5, 3);
     const dsl::Graph g("g", {algorithms::relu("relu", x)});
     frontend::GraphPassState state(g.clone());

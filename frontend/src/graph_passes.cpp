@@ -25,7 +25,8 @@ struct GraphPass {
 // same shape does not keep a batch norm or an activation from its convolution; int8 max pools
 // and reshapes of QDQ models before the fusions, which then see them in int8; batch norms
 // before activations, since a batch norm folds only into a layer without an activation; SiLUs
-// before activations, which would otherwise fuse into the multiply.
+// before activations, which would otherwise fuse into the multiply; element-wise chains last, of
+// the layers the fusions before leave.
 const std::vector<GraphPass> &passes() {
     static const std::vector<GraphPass> list = {
         {"fold_constants", fold_constants},
@@ -34,6 +35,7 @@ const std::vector<GraphPass> &passes() {
         {"fold_batch_norm", fold_batch_norm},
         {"fuse_swish", fuse_swish},
         {"fuse_activations", fuse_activations},
+        {"fuse_pointwise", fuse_pointwise},
     };
     return list;
 }

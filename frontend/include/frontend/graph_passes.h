@@ -75,6 +75,12 @@ void fuse_swish(GraphPassState &state);
 // it for the element type.
 void fuse_activations(GraphPassState &state);
 
+// Element-wise layers (dequantize, quantize, sigmoid, swish; add, sub and mul of same-shaped
+// inputs all computed in the group) whose results only the group reads become one SHAVE layer,
+// op "pointwise", named after the group's last layer, computing their composed algorithms: the
+// same bytes. A group holds two SHAVE layers or more.
+void fuse_pointwise(GraphPassState &state);
+
 // For the passes: `layer` rebuilt by the layer registry from `attrs` on its inputs, with a copy
 // of its schedule, named `name`.
 dsl::Layer rebuild_layer(const dsl::Layer &layer, const std::string &name, const dsl::Attrs &attrs);
