@@ -14,6 +14,7 @@
 #include "algorithms/reference.h"
 #include "algorithms/registry.h"
 #include "codegen/check.h"
+#include "dsl/constant_values.h"
 #include "dsl/registry.h"
 #include "frontend/compare.h"
 #include "frontend/graph_passes.h"
@@ -379,6 +380,32 @@ TEST(GraphPasses, AQuantizedSiluBecomesOnePointwiseLayerWithTheSameBytes) {
     expect_same_results(g, passed.graph, 0);
 }
 
+// GELU as an exported transformer has it, x * 0.5 * (1 + erf(x / sqrt(2))) of a linear layer's
+// biased result: the constant operands, the erf and the multiply become one SHAVE layer, the same
+// bytes.
+TEST(GraphPasses, AnErfGeluOfConstantOperandsBecomesOnePointwiseLayerWithTheSameBytes) {
+    auto with_constant = [](const std::string &name, const dsl::Layer &in, const std::string &op,
+                            double value) {
+        const dsl::ConstValues c{dsl::ElemType::F32, {1}, {}, {value}};
+        return build("constant_eltwise", name, {in},
+                     dsl::Attrs()
+                         .set("op", op)
+                         .set("constant", dsl::const_buffer(c))
+                         .set("constant_first", int64_t(0)));
+    };
+    const dsl::Layer x = f16_input("x", kIn, 7, 5);
+    const dsl::Layer conv = algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 93));
+    const dsl::Layer biased = with_constant("bias", conv, "add", 0.25);
+    const dsl::Layer erf =
+        build("erf", "erf", {with_constant("div", biased, "div", std::sqrt(2.0))});
+    const dsl::Layer gate = with_constant("plus_one", erf, "add", 1.0);
+    const dsl::Layer product = build("mul", "mul", {biased, gate});
+    const dsl::Graph g("gelu", {with_constant("half", product, "mul", 0.5)});
+    const frontend::GraphPassState passed = run_one(g, "fuse_pointwise");
+    EXPECT_EQ(ops_of(passed.graph), (std::vector<std::string>{"conv2d:conv", "pointwise:half"}));
+    expect_same_results(g, passed.graph, 0);
+}
+
 // A DPU add of two convolutions stays on the DPU, as does a lone SHAVE layer; a graph output
 // ends a group of its own, and a layer read by two groups stays a layer.
 TEST(GraphPasses, PointwiseGroupsKeepTheDpuLayersAndTheResultsReadElsewhere) {
@@ -394,10 +421,10 @@ TEST(GraphPasses, PointwiseGroupsKeepTheDpuLayersAndTheResultsReadElsewhere) {
     const dsl::Graph shared("shared", {silu.outputs()[0], sig_q});
     const frontend::GraphPassState passed = run_one(shared, "fuse_pointwise");
     // The sigmoid and its quantize are one group (the output's); the dequantized input, read
-    // by both chains, stays; the multiply, reading it, may not join the other group.
-    EXPECT_EQ(passed.graph.find("sig_q").op(), "pointwise");
-    EXPECT_EQ(passed.graph.find("x_dq").op(), "dequantize");
-    EXPECT_EQ(passed.graph.find("silu_q").op(), "quantize");
+    // by both chains, stays, and the multiply reading it stays on the DPU.
+    EXPECT_EQ(ops_of(passed.graph),
+              (std::vector<std::string>{"dequantize:x_dq", "pointwise:sig_q", "dequantize:sig_dq",
+                                        "mul:mul", "quantize:silu_q"}));
     expect_same_results(shared, passed.graph, 0);
 }
 

@@ -75,10 +75,10 @@ void fuse_swish(GraphPassState &state);
 // it for the element type.
 void fuse_activations(GraphPassState &state);
 
-// Element-wise layers (dequantize, quantize, sigmoid, swish; add, sub and mul of same-shaped
-// inputs all computed in the group) whose results only the group reads become one SHAVE layer,
-// op "pointwise", named after the group's last layer, computing their composed algorithms: the
-// same bytes. A group holds two SHAVE layers or more.
+// Element-wise layers (quantization, activations and math of one tensor, constant_eltwise; add,
+// sub and mul of same-shaped inputs all computed in the group) whose results only the
+// group reads become one SHAVE layer, op "pointwise", named after the group's last layer,
+// computing their composed algorithms: the same bytes. A group holds two SHAVE layers or more.
 void fuse_pointwise(GraphPassState &state);
 
 // For the passes: `layer` rebuilt by the layer registry from `attrs` on its inputs, with a copy
