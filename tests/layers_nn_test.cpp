@@ -565,18 +565,6 @@ TEST(OnnxNn, MatMulOfTwoActivationsIsABatchMatmul) {
     EXPECT_TRUE(r.ok()) << r.report();
 }
 
-// Random real values in [-2, 2) for graph input `in`, laid out as make_buffer does.
-Halide::Buffer<> random_reals(const dsl::Layer &in, uint32_t seed) {
-    Halide::Buffer<> values = algorithms::make_buffer(in.output());
-    Halide::Buffer<Halide::float16_t> halves(values);
-    uint32_t state = seed;
-    halves.for_each_value([&](Halide::float16_t &v) {
-        state = state * 1664525u + 1013904223u;
-        v = Halide::float16_t(float(state >> 8) / float(1u << 24) * 4.0f - 2.0f);
-    });
-    return values;
-}
-
 // MeanVarianceNormalization, an op ONNX defines by a function, imports as its body (ReduceMean,
 // Pow, Sub, Sqrt, Div...), the axes its node leaves out taken from the schema's default
 // [0, 2, 3]: each channel of random reals normalized over H and W, as worked out here in double.
@@ -588,7 +576,7 @@ TEST(OnnxFunctions, MeanVarianceNormalizationIsItsFunctionBodyWithTheDefaultAxes
                         "defines it by"),
               model.notes.end());
     const dsl::Layer &x = model.graph.inputs().at(0);
-    const Halide::Buffer<> in = random_reals(x, 7);
+    const Halide::Buffer<> in = codegen::random_buffer(x.output(), 7);
     const Halide::Buffer<Halide::float16_t> got(algorithms::run_reference(model.graph, {in}).at(0));
     const Halide::Buffer<Halide::float16_t> halves(in);
     for (int c = 0; c < 3; ++c) {
@@ -624,7 +612,7 @@ TEST(OnnxNn, InstanceNormalizationNormalizesEachChannelOfEachImage) {
         options.known_inputs["x" + std::to_string(input)] = values;
     }
     const frontend::ImportedModel model = import_model(m, options);
-    const Halide::Buffer<> in = random_reals(model.graph.inputs().at(0), 5);
+    const Halide::Buffer<> in = codegen::random_buffer(model.graph.inputs().at(0).output(), 5);
     const Halide::Buffer<Halide::float16_t> halves(in);
     const Halide::Buffer<Halide::float16_t> got(algorithms::run_reference(model.graph, {in}).at(0));
     for (int n = 0; n < 2; ++n)
@@ -669,7 +657,7 @@ TEST(OnnxFunctions, ReduceSumOverEveryAxisOfRank5ReducesTheFlattenedTensor) {
         const frontend::ImportedModel model = import_model(m);
         EXPECT_EQ(model.graph.outputs()[0].output().shape,
                   dsl::Shape(keepdims ? kept : std::vector<int64_t>{}));
-        const Halide::Buffer<> in = random_reals(model.graph.inputs().at(0), 11);
+        const Halide::Buffer<> in = codegen::random_buffer(model.graph.inputs().at(0).output(), 11);
         const Halide::Buffer<Halide::float16_t> halves(in);
         double want = 0;
         halves.for_each_value([&](Halide::float16_t v) { want += double(v); });
@@ -680,6 +668,18 @@ TEST(OnnxFunctions, ReduceSumOverEveryAxisOfRank5ReducesTheFlattenedTensor) {
             codegen::check_against_reference(model.graph, target::load_target("vpu27"));
         EXPECT_TRUE(r.ok()) << r.report();
     }
+}
+
+// The reference's values `got` within 1e-2 + 1e-2 * |want| of `want`, worked out in double,
+// and vpu27 giving the reference's bytes for `graph`.
+void expect_values_and_device(const dsl::Graph &graph, const std::vector<double> &got,
+                              const std::vector<double> &want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i)
+        EXPECT_NEAR(got[i], want[i], 1e-2 + 1e-2 * std::abs(want[i])) << "element " << i;
+    const codegen::CheckResult r =
+        codegen::check_against_reference(graph, target::load_target("vpu27"));
+    EXPECT_TRUE(r.ok()) << r.report();
 }
 
 // The fp16 values of a tensor laid out as make_buffer does, in row-major (memory) order: the
@@ -765,19 +765,14 @@ TEST(OnnxNn, EinsumOfOneOrTwoOperandsComputesTheSum) {
         std::vector<std::vector<double>> operands;
         for (size_t k = 0; k < terms.size(); ++k) {
             const dsl::Layer &in = model.graph.inputs().at(k);
-            inputs.push_back(random_reals(in, uint32_t(3 + k)));
+            inputs.push_back(codegen::random_buffer(in.output(), uint32_t(3 + k)));
             operands.push_back(row_major_values(in.output(), inputs.back()));
         }
         const std::vector<double> want = einsum_in_double(terms, operands, result, extent);
         const dsl::Layer &y = model.graph.outputs().at(0);
         const std::vector<double> got =
             row_major_values(y.output(), algorithms::run_reference(model.graph, inputs).at(0));
-        ASSERT_EQ(got.size(), want.size());
-        for (size_t i = 0; i < want.size(); ++i)
-            EXPECT_NEAR(got[i], want[i], 1e-2 + 1e-2 * std::abs(want[i])) << "element " << i;
-        const codegen::CheckResult r =
-            codegen::check_against_reference(model.graph, target::load_target("vpu27"));
-        EXPECT_TRUE(r.ok()) << r.report();
+        expect_values_and_device(model.graph, got, want);
     }
 }
 
@@ -835,7 +830,7 @@ TEST(OnnxNn, ReduceAlongTheBatchOfAnNhwcTensorReducesItsImagesAsRows) {
         keep.set_i(c.keepdims);
         const frontend::ImportedModel model = import_model(m);
         EXPECT_EQ(model.graph.outputs()[0].output().shape, dsl::Shape(c.output));
-        const Halide::Buffer<> in = random_reals(model.graph.inputs().at(0), 13);
+        const Halide::Buffer<> in = codegen::random_buffer(model.graph.inputs().at(0).output(), 13);
         const Halide::Buffer<Halide::float16_t> x(in); // (c, w, h, n)
         const dsl::Layer &y = model.graph.outputs()[0];
         const std::vector<double> got =
@@ -858,12 +853,7 @@ TEST(OnnxNn, ReduceAlongTheBatchOfAnNhwcTensorReducesItsImagesAsRows) {
                         want.push_back(best);
                     }
         }
-        ASSERT_EQ(got.size(), want.size());
-        for (size_t i = 0; i < want.size(); ++i)
-            EXPECT_NEAR(got[i], want[i], 1e-2 + 1e-2 * std::abs(want[i])) << "element " << i;
-        const codegen::CheckResult r =
-            codegen::check_against_reference(model.graph, target::load_target("vpu27"));
-        EXPECT_TRUE(r.ok()) << r.report();
+        expect_values_and_device(model.graph, got, want);
     }
 }
 

@@ -17,7 +17,7 @@ namespace vpuc::frontend::detail {
 namespace {
 
 bool is_einsum(const onnx::NodeProto &node) {
-    return node.op_type() == "Einsum" && (node.domain().empty() || node.domain() == "ai.onnx");
+    return node.op_type() == "Einsum" && is_onnx_domain(node.domain());
 }
 
 // The indices of each operand and of the result, one letter each.
@@ -28,23 +28,18 @@ struct Equation {
 
 class EinsumLowering {
   public:
-    EinsumLowering(onnx::GraphProto &graph, const std::string &path) : graph_(graph), path_(path) {
+    EinsumLowering(onnx::GraphProto &graph, const std::string &path)
+        : graph_(graph), path_(path), names_(value_names(graph)) {
         for (const auto *infos : {&graph.input(), &graph.output(), &graph.value_info()})
-            for (const onnx::ValueInfoProto &v : *infos) {
-                names_.insert(v.name());
+            for (const onnx::ValueInfoProto &v : *infos)
                 if (v.type().has_tensor_type() && v.type().tensor_type().has_shape())
                     shapes_[v.name()] = v.type().tensor_type().shape();
-            }
         for (const onnx::TensorProto &t : graph.initializer()) {
-            names_.insert(t.name());
             onnx::TensorShapeProto shape;
             for (int64_t d : t.dims()) shape.add_dim()->set_dim_value(d);
             shapes_[t.name()] = shape;
         }
-        for (const onnx::NodeProto &node : graph.node()) {
-            names_.insert(node.name());
-            names_.insert(node.output().begin(), node.output().end());
-        }
+        for (const onnx::NodeProto &node : graph.node()) names_.insert(node.name());
     }
 
     void run() {

@@ -18,27 +18,10 @@ namespace {
 // NegativeLogLikelihoodLoss); no schema's nests deeper than this.
 constexpr int kMaxNesting = 4;
 
-bool is_onnx_domain(const std::string &domain) {
-    return domain.empty() || domain == "ai.onnx";
-}
-
 bool expands(const onnx::NodeProto &node) {
     if (!is_onnx_domain(node.domain())) return false;
     const std::vector<std::string> &ops = function_ops();
     return std::find(ops.begin(), ops.end(), node.op_type()) != ops.end();
-}
-
-// Every value name of `graph`, so that a body's internal values get names of their own.
-std::set<std::string> value_names(const onnx::GraphProto &graph) {
-    std::set<std::string> names;
-    for (const auto *infos : {&graph.input(), &graph.output(), &graph.value_info()})
-        for (const onnx::ValueInfoProto &v : *infos) names.insert(v.name());
-    for (const onnx::TensorProto &t : graph.initializer()) names.insert(t.name());
-    for (const onnx::NodeProto &node : graph.node()) {
-        names.insert(node.input().begin(), node.input().end());
-        names.insert(node.output().begin(), node.output().end());
-    }
-    return names;
 }
 
 std::map<std::string, onnx::TypeProto> value_types(const onnx::GraphProto &graph) {
@@ -230,6 +213,18 @@ bool has_function_op(const onnx::GraphProto &graph) {
 }
 
 } // namespace
+
+std::set<std::string> value_names(const onnx::GraphProto &graph) {
+    std::set<std::string> names;
+    for (const auto *infos : {&graph.input(), &graph.output(), &graph.value_info()})
+        for (const onnx::ValueInfoProto &v : *infos) names.insert(v.name());
+    for (const onnx::TensorProto &t : graph.initializer()) names.insert(t.name());
+    for (const onnx::NodeProto &node : graph.node()) {
+        names.insert(node.input().begin(), node.input().end());
+        names.insert(node.output().begin(), node.output().end());
+    }
+    return names;
+}
 
 const std::vector<std::string> &function_ops() {
     // The ops whose bodies are made of ops the importer takes. Others ONNX defines by a function

@@ -33,6 +33,14 @@ struct LoadedModel {
 LoadedModel load_model(const std::vector<uint8_t> &bytes, const std::string &path,
                        const ImportOptions &options);
 
+// Whether an op of `domain` is ONNX's own ("" or "ai.onnx").
+inline bool is_onnx_domain(const std::string &domain) {
+    return domain.empty() || domain == "ai.onnx";
+}
+// Every value name of `graph` (inputs, outputs, value infos, initializers, node inputs and
+// outputs), so that nodes a rewrite adds get names of their own.
+std::set<std::string> value_names(const onnx::GraphProto &graph);
+
 // ONNX's shape inference of `model` in strict mode, with data propagation; throws ModelError
 // naming `path`, saying `when` it ran (" after ...", or "").
 void infer_shapes(onnx::ModelProto &model, const std::string &path, const std::string &when);
