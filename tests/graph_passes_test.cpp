@@ -40,6 +40,17 @@ dsl::Layer f16_input(const std::string &name, int64_t c, int64_t h, int64_t w,
     return dsl::Layer::input(t);
 }
 
+// A u8 graph input 1xCxHxW held NHWC, of quantization `quant`.
+dsl::Layer u8_input(const std::string &name, int64_t c, int64_t h, int64_t w, dsl::Quant quant) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape{1, c, h, w};
+    t.type = dsl::ElemType::U8;
+    t.order = dsl::DimsOrder::NHWC();
+    t.quant = std::move(quant);
+    return dsl::Layer::input(t);
+}
+
 std::vector<float> uniform(size_t count, float low, float high, uint32_t seed) {
     std::mt19937 gen(seed);
     std::uniform_real_distribution<float> dist(low, high);
@@ -352,13 +363,8 @@ dsl::Attrs quantized_to(double scale, int64_t zero_point) {
 // A quantized SiLU as a QDQ model has it: dequantize, sigmoid, quantize, dequantize, multiply,
 // quantize, on a u8 tensor of odd extents.
 dsl::Graph quantized_silu() {
-    dsl::TensorDesc t;
-    t.name = "x";
-    t.shape = dsl::Shape{1, kIn, 7, 5};
-    t.type = dsl::ElemType::U8;
-    t.order = dsl::DimsOrder::NHWC();
-    t.quant = dsl::Quant::per_tensor(0.043f, 117);
-    const dsl::Layer x = build("dequantize", "x_dq", {dsl::Layer::input(t)});
+    const dsl::Layer x = build("dequantize", "x_dq",
+                               {u8_input("x", kIn, 7, 5, dsl::Quant::per_tensor(0.043f, 117))});
     const dsl::Layer sig = build("sigmoid", "sig", {x});
     const dsl::Layer sig_q = build("quantize", "sig_q", {sig}, quantized_to(1.0 / 255, 0));
     const dsl::Layer sig_dq = build("dequantize", "sig_dq", {sig_q});
@@ -483,19 +489,14 @@ TEST(GraphPasses, AnActivationStaysWhenItsProducerHasOtherReaders) {
 }
 
 TEST(GraphPasses, Int8ReluFusesBitExactlyAndInt8LeakyReluStays) {
-    dsl::TensorDesc t;
-    t.name = "x";
-    t.shape = dsl::Shape{1, kIn, 5, 3};
-    t.type = dsl::ElemType::U8;
-    t.order = dsl::DimsOrder::NHWC();
-    t.quant = dsl::Quant::per_tensor(0.05f, 120);
     algorithms::QuantWeights w;
     w.weights = Halide::Buffer<int8_t>(kIn, 1, 1, kOut);
     for (int i = 0; i < int(w.weights.number_of_elements()); ++i)
         w.weights.data()[i] = int8_t((i * 37) % 201 - 100);
     w.requant = {algorithms::fixed_point(0.002)};
     w.output_quant = dsl::Quant::per_tensor(0.05f, 100);
-    const dsl::Layer conv = algorithms::conv2d("conv", dsl::Layer::input(t), w);
+    const dsl::Layer conv =
+        algorithms::conv2d("conv", u8_input("x", kIn, 5, 3, dsl::Quant::per_tensor(0.05f, 120)), w);
     const dsl::Graph relu_graph("int8_relu", {algorithms::relu("relu", conv)});
     const frontend::GraphPassState passed = run_one(relu_graph, "fuse_activations");
     EXPECT_EQ(ops_of(passed.graph), std::vector<std::string>{"conv2d:relu"});
@@ -510,24 +511,15 @@ TEST(GraphPasses, Int8ReluFusesBitExactlyAndInt8LeakyReluStays) {
 // x (u8) -> dequantize -> max_pool -> quantize, then -> dequantize -> flatten -> quantize, the
 // quantizes giving `scale` and x's zero point 120.
 dsl::Graph qdq_pool_flatten(float scale) {
-    dsl::TensorDesc t;
-    t.name = "x";
-    t.shape = dsl::Shape{1, kIn, kH, kW};
-    t.type = dsl::ElemType::U8;
-    t.order = dsl::DimsOrder::NHWC();
-    t.quant = dsl::Quant::per_tensor(0.0371f, 120);
+    const dsl::Layer x = u8_input("x", kIn, kH, kW, dsl::Quant::per_tensor(0.0371f, 120));
     const dsl::LayerRegistry &registry = algorithms::layer_registry();
-    const dsl::Attrs quantize = dsl::Attrs()
-                                    .set("output_type", std::string("u8"))
-                                    .set("output_scale", double(scale))
-                                    .set("output_zero_point", int64_t(120))
-                                    .set("axis", int64_t(1));
+    const dsl::Attrs quantize = quantized_to(scale, 120);
     algorithms::PoolParams p;
     p.kernel_w = p.kernel_h = 3;
     p.stride_w = p.stride_h = 2;
     p.pad_left = p.pad_right = p.pad_top = p.pad_bottom = 1;
-    const dsl::Layer pool = algorithms::max_pool(
-        "pool", registry.build("dequantize", "pool_dq", {dsl::Layer::input(t)}, {}), p);
+    const dsl::Layer pool =
+        algorithms::max_pool("pool", registry.build("dequantize", "pool_dq", {x}, {}), p);
     const dsl::Layer pool_q = registry.build("quantize", "pool_q", {pool}, quantize);
     const dsl::Layer flat =
         registry.build("flatten", "flat", {registry.build("dequantize", "flat_dq", {pool_q}, {})},
