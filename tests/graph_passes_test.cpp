@@ -101,8 +101,9 @@ std::vector<Halide::Buffer<>> random_inputs(const dsl::Graph &g, uint32_t seed) 
 // Compiles and simulates `passed` (checked against its own reference: the DPU's bits), then
 // holds its outputs to the reference of `before`, the graph the passes started from, within
 // `f16_ulp` ulps.
-void expect_same_results(const dsl::Graph &before, const dsl::Graph &passed, int64_t f16_ulp) {
-    const std::vector<Halide::Buffer<>> inputs = random_inputs(before, 7);
+void expect_same_results(const dsl::Graph &before, const dsl::Graph &passed, int64_t f16_ulp,
+                         std::vector<Halide::Buffer<>> inputs = {}) {
+    if (inputs.empty()) inputs = random_inputs(before, 7);
     codegen::CheckOptions options;
     options.inputs = inputs;
     options.tolerance.f16_ulp = 1;
@@ -361,29 +362,105 @@ dsl::Attrs quantized_to(double scale, int64_t zero_point) {
 }
 
 // A quantized SiLU as a QDQ model has it: dequantize, sigmoid, quantize, dequantize, multiply,
-// quantize, on a u8 tensor of odd extents.
-dsl::Graph quantized_silu() {
-    const dsl::Layer x = build("dequantize", "x_dq",
-                               {u8_input("x", kIn, 7, 5, dsl::Quant::per_tensor(0.043f, 117))});
+// quantize, on an 8-bit tensor (u8, or i8) of odd extents.
+dsl::Graph quantized_silu(dsl::ElemType type = dsl::ElemType::U8, int64_t c = kIn, int64_t h = 7,
+                          int64_t w = 5) {
+    const bool u8 = type == dsl::ElemType::U8;
+    dsl::Layer input = u8_input("x", c, h, w, dsl::Quant::per_tensor(0.043f, u8 ? 117 : -11));
+    if (!u8) {
+        dsl::TensorDesc t = input.output();
+        t.type = type;
+        input = dsl::Layer::input(t);
+    }
+    auto to = [&](double scale, int64_t zero_point) {
+        return quantized_to(scale, zero_point).set("output_type", std::string(u8 ? "u8" : "i8"));
+    };
+    const dsl::Layer x = build("dequantize", "x_dq", {input});
     const dsl::Layer sig = build("sigmoid", "sig", {x});
-    const dsl::Layer sig_q = build("quantize", "sig_q", {sig}, quantized_to(1.0 / 255, 0));
+    const dsl::Layer sig_q = build("quantize", "sig_q", {sig}, to(1.0 / 255, u8 ? 0 : -128));
     const dsl::Layer sig_dq = build("dequantize", "sig_dq", {sig_q});
     const dsl::Layer mul = build("mul", "mul", {x, sig_dq});
-    return dsl::Graph("silu", {build("quantize", "silu_q", {mul}, quantized_to(0.031, 9))});
+    return dsl::Graph("silu", {build("quantize", "silu_q", {mul}, to(0.031, u8 ? 9 : -119))});
 }
 
-// The six layers become one SHAVE layer named after the last, which reads the u8 input and
-// gives the same bytes as the six on the device.
-TEST(GraphPasses, AQuantizedSiluBecomesOnePointwiseLayerWithTheSameBytes) {
-    const dsl::Graph g = quantized_silu();
-    const frontend::GraphPassState passed = run_one(g, "fuse_pointwise");
-    EXPECT_EQ(ops_of(passed.graph), std::vector<std::string>{"pointwise:silu_q"});
-    EXPECT_TRUE(passed.graph.find("silu_q").inputs().at(0).is_input());
-    for (const char *member : {"x_dq", "sig", "sig_q", "sig_dq", "mul"})
-        EXPECT_EQ(passed.merged_into.at(member), "silu_q") << member;
-    ASSERT_EQ(passed.notes.size(), 1u);
-    EXPECT_NE(passed.notes[0].find("computes 6 layers in one SHAVE kernel"), std::string::npos);
-    expect_same_results(g, passed.graph, 0);
+// An input of `t` holding each of its type's 256 values in turn, from the lowest.
+Halide::Buffer<> every_8bit_value(const dsl::TensorDesc &t) {
+    Halide::Buffer<> b = algorithms::make_buffer(t);
+    const bool u8 = t.type == dsl::ElemType::U8;
+    int next = 0;
+    auto *bytes = static_cast<uint8_t *>(b.data());
+    for (size_t i = 0; i < b.size_in_bytes(); ++i, ++next)
+        bytes[i] = u8 ? uint8_t(next % 256) : uint8_t(int8_t(next % 256 - 128));
+    return b;
+}
+
+// The six layers of a SiLU on one 8-bit tensor become one SHAVE layer named after the last,
+// which looks its result up in a table of 256 entries, a constant input: the same bytes as
+// the six, on random inputs and on every value of the input's type.
+TEST(GraphPasses, AQuantizedSiluBecomesOneTableLookupWithTheSameBytes) {
+    for (dsl::ElemType type : {dsl::ElemType::U8, dsl::ElemType::I8}) {
+        SCOPED_TRACE(dsl::to_string(type));
+        const dsl::Graph g = quantized_silu(type, 16, 4, 4);
+        const frontend::GraphPassState passed = run_one(g, "fuse_pointwise");
+        EXPECT_EQ(ops_of(passed.graph),
+                  (std::vector<std::string>{"constant:silu_q_table", "lookup:silu_q"}));
+        const dsl::Layer lookup = passed.graph.find("silu_q");
+        ASSERT_EQ(lookup.inputs().size(), 2u);
+        EXPECT_TRUE(lookup.inputs()[0].is_input());
+        EXPECT_TRUE(dsl::is_constant(lookup.inputs()[1]));
+        EXPECT_EQ(lookup.inputs()[1].output().shape, dsl::Shape{256});
+        EXPECT_EQ(lookup.inputs()[1].output().type, type);
+        for (const char *member : {"x_dq", "sig", "sig_q", "sig_dq", "mul"})
+            EXPECT_EQ(passed.merged_into.at(member), "silu_q") << member;
+        ASSERT_EQ(passed.notes.size(), 1u);
+        EXPECT_NE(passed.notes[0].find("computes 6 layers as a lookup in a 256-entry table"),
+                  std::string::npos);
+        expect_same_results(g, passed.graph, 0);
+        // 16 x 4 x 4: each value once.
+        expect_same_results(g, passed.graph, 0, {every_8bit_value(g.inputs()[0].output())});
+    }
+}
+
+// A table replaces what depends on the input's value alone: a group that quantizes per channel
+// depends on the channel too, and stays composed, as does one that only converts its 8-bit
+// input to floats; a lone int8 sigmoid and a requantization become tables.
+TEST(GraphPasses, OnlyAnEightBitTensorsValueMakesATable) {
+    const dsl::Layer sig =
+        build("sigmoid", "sig", {u8_input("x", kIn, 7, 5, dsl::Quant::per_tensor(0.05f, 121))});
+    const dsl::Graph lone("lone", {sig});
+    const frontend::GraphPassState tabulated = run_one(lone, "fuse_pointwise");
+    EXPECT_EQ(ops_of(tabulated.graph),
+              (std::vector<std::string>{"constant:sig_table", "lookup:sig"}));
+    expect_same_results(lone, tabulated.graph, 0);
+
+    const dsl::Layer x = u8_input("x", kIn, 7, 5, dsl::Quant::per_tensor(0.05f, 121));
+    const dsl::Layer rq =
+        build("quantize", "rq", {build("dequantize", "dq", {x})}, quantized_to(0.031, 9));
+    const dsl::Graph requantize("requantize", {rq});
+    const frontend::GraphPassState requantized = run_one(requantize, "fuse_pointwise");
+    EXPECT_EQ(ops_of(requantized.graph),
+              (std::vector<std::string>{"constant:rq_table", "lookup:rq"}));
+    expect_same_results(requantize, requantized.graph, 0);
+    const dsl::Graph to_floats("to_floats", {build("dequantize", "rq_dq", {rq})});
+    const frontend::GraphPassState converted = run_one(to_floats, "fuse_pointwise");
+    EXPECT_EQ(ops_of(converted.graph), std::vector<std::string>{"pointwise:rq_dq"});
+    expect_same_results(to_floats, converted.graph, 0);
+
+    std::vector<float> scales;
+    std::vector<int32_t> zero_points;
+    for (int c = 0; c < kIn; ++c) {
+        scales.push_back(0.01f * float(c + 1));
+        zero_points.push_back(100 + c);
+    }
+    const dsl::Layer per_channel =
+        u8_input("x", kIn, 7, 5, dsl::Quant::per_channel(scales, zero_points, dsl::dims::C));
+    const dsl::Graph channels(
+        "channels", {build("quantize", "sig_q",
+                           {build("sigmoid", "sig", {build("dequantize", "dq", {per_channel})})},
+                           quantized_to(1.0 / 255, 0))});
+    const frontend::GraphPassState composed = run_one(channels, "fuse_pointwise");
+    EXPECT_EQ(ops_of(composed.graph), std::vector<std::string>{"pointwise:sig_q"});
+    expect_same_results(channels, composed.graph, 0);
 }
 
 // GELU as an exported transformer has it, x * 0.5 * (1 + erf(x / sqrt(2))) of a linear layer's

@@ -374,6 +374,22 @@ TEST(ShaveKernel, OperationCounts) {
     EXPECT_DOUBLE_EQ(row.cmx_bytes, 16 + 8 * 3 * 16);
 }
 
+// A table lookup, out(x) = table(in(x)) on u8: the SHAVE's vector loads read consecutive
+// elements, so the table is read by one scalar load per lane, from indices widened to int32 in
+// the vector unit; a load of consecutive elements (the input) costs bytes only.
+TEST(ShaveKernel, AGatherCostsALoadPerLane) {
+    Var x;
+    ImageParam in(Halide::UInt(8), 1, "in"), table(Halide::UInt(8), 1, "table");
+    Func f("lookup");
+    f(x) = table(Halide::cast<int32_t>(in(x)));
+    const ShaveKernelCost cost = compile({f, {in, table}, {}}, "lookup").per_vector;
+    // 16 lanes: 16 scalar loads, and the index's widening to int32 and the subtraction of the
+    // table's origin, each in 4 vectors of 4 lanes.
+    EXPECT_DOUBLE_EQ(cost.arith_ops, 16 + 4 + 4);
+    EXPECT_DOUBLE_EQ(cost.special_ops, 0);
+    EXPECT_DOUBLE_EQ(cost.cmx_bytes, 3 * 16);
+}
+
 // out(x) = in(x / 2 - 1) + in(x / 2), as a transposed convolution of stride 2 gathers: Halide
 // simplifies the bounds to (min - 2) / 2 and max / 2, quotients of different shifts, which the
 // blob states as floor_div(v, 2) - 1 and floor_div(v, 2).

@@ -202,6 +202,14 @@ class OpCounter : public IRVisitor {
     }
     void visit(const Load *op) override {
         count_bytes(op->type);
+        // A gather: the SHAVE's vector loads read consecutive elements, so a vector of
+        // computed indices (a table lookup) is a scalar load per lane, from indices the vector
+        // unit computes. A ramp (any stride) or one element for every lane is a vector load.
+        if (vector_loop_ && op->type.is_vector() && !op->index.as<Ramp>() &&
+            !op->index.as<Broadcast>()) {
+            cost.arith_ops += op->type.lanes();
+            op->index.accept(this);
+        }
         op->predicate.accept(this);
     }
     void visit(const Store *op) override {

@@ -1,7 +1,6 @@
 #include "frontend/conformance.h"
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdio>
@@ -9,12 +8,12 @@
 #include <mutex>
 #include <regex>
 #include <set>
-#include <thread>
 
 #include "frontend/blob_io.h"
 #include "frontend/onnx_import.h"
 #include "onnx_internal.h"
 #include "vpu_target/input_file.h"
+#include "vpu_target/parallel.h"
 #include "vpu_target/simulator.h"
 
 namespace vpuc::frontend {
@@ -348,22 +347,17 @@ run_conformance_tests(const std::vector<ConformanceTest> &tests, const Conforman
                       int jobs,
                       const std::function<void(size_t done, const ConformanceResult &)> &progress) {
     std::vector<ConformanceResult> results(tests.size());
-    std::atomic<size_t> next{0};
     std::mutex progress_mutex;
     size_t done = 0;
-    const auto work = [&] {
-        for (size_t i = next++; i < tests.size(); i = next++) {
+    run_in_parallel(
+        tests.size(),
+        [&](size_t i) {
             results[i] = run_conformance_test(tests[i], options);
             const std::lock_guard<std::mutex> lock(progress_mutex);
             ++done;
             if (progress) progress(done, results[i]);
-        }
-    };
-    const size_t threads = std::min(tests.size(), size_t(std::max(jobs, 1)));
-    std::vector<std::thread> workers;
-    for (size_t t = 1; t < threads; ++t) workers.emplace_back(work);
-    work();
-    for (std::thread &worker : workers) worker.join();
+        },
+        unsigned(std::max(jobs, 1)));
     return results;
 }
 

@@ -4,12 +4,20 @@
 // was a kernel (or a DPU task) of its own, with its own task launches and a trip of its tensor
 // through memory. The composed algorithm is the layers' own expressions, so the bytes are the
 // same. A quantized SiLU (dequantize, sigmoid, quantize, dequantize, multiply, quantize) is one.
+//
+// A group that reads one 8-bit tensor has 256 possible inputs: its results for all of them,
+// computed at compile time by the CPU reference from the same composed algorithm, make a table,
+// and the SHAVE layer looks its result up instead of computing it (op "lookup"), as TPU-MLIR
+// lowers int8 activations to a table. The same bytes again, for a load per element.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <set>
 
+#include "algorithms/reference.h"
 #include "dsl/registry.h"
 #include "frontend/graph_passes.h"
+#include "vpu_target/parallel.h"
 
 namespace vpuc::frontend {
 
@@ -49,6 +57,8 @@ struct Group {
     dsl::Layer root;
     std::vector<dsl::Layer> members; // producers before consumers, the root last
     std::vector<dsl::Layer> inputs;  // the layers the members read from outside the group
+    Halide::Buffer<> table;          // its result for each 8-bit input value, when tabulated
+    std::string table_name;          // the name of the table's constant layer
 };
 
 bool contains(const std::vector<dsl::Layer> &layers, const dsl::Layer &layer) {
@@ -57,8 +67,7 @@ bool contains(const std::vector<dsl::Layer> &layers, const dsl::Layer &layer) {
 }
 
 // The group `root` ends: its producers joined while they are element-wise, no graph output, and
-// read only by members, then kept if it holds two SHAVE layers or more and each DPU layer in it
-// reads members only. Empty when it is not kept.
+// read only by members. Empty when a DPU layer in it reads a layer outside (see dpu_pointwise).
 std::vector<dsl::Layer> group_of(const dsl::Graph &graph, const dsl::Layer &root,
                                  const std::set<std::string> &taken) {
     std::vector<dsl::Layer> members = {root};
@@ -77,13 +86,12 @@ std::vector<dsl::Layer> group_of(const dsl::Graph &graph, const dsl::Layer &root
                 grew = true;
             }
     }
-    const auto shave = std::count_if(members.begin(), members.end(), shave_pointwise);
     const bool dpu_inside = std::all_of(members.begin(), members.end(), [&](const dsl::Layer &m) {
         return !dpu_pointwise(m) ||
                std::all_of(m.inputs().begin(), m.inputs().end(),
                            [&](const dsl::Layer &in) { return contains(members, in); });
     });
-    if (shave < 2 || !dpu_inside) return {};
+    if (!dpu_inside) return {};
     return members;
 }
 
@@ -100,11 +108,11 @@ Group make_group(const dsl::Layer &root, const std::vector<dsl::Layer> &members,
     return g;
 }
 
-// One layer computing the group: each member's algorithm applied, in order, to the Funcs of
-// its inputs, the group's own inputs being the fused layer's.
-dsl::Layer fused_layer(const Group &g) {
+// The members' algorithms composed: each applied, in order, to the Funcs of its inputs, the
+// group's own inputs being the algorithm's.
+dsl::Algorithm composed_algorithm(const Group &g) {
     const std::vector<dsl::Layer> members = g.members, inputs = g.inputs;
-    dsl::Algorithm algorithm = [members, inputs](const std::vector<Halide::Func> &funcs) {
+    return [members, inputs](const std::vector<Halide::Func> &funcs) {
         std::map<std::string, Halide::Func> computed;
         for (size_t i = 0; i < inputs.size(); ++i) computed[inputs[i].name()] = funcs.at(i);
         Halide::Func last;
@@ -117,7 +125,89 @@ dsl::Layer fused_layer(const Group &g) {
         }
         return last;
     };
-    return dsl::Layer::make("pointwise", g.root.output(), g.inputs, algorithm);
+}
+
+bool eight_bit(dsl::ElemType type) {
+    return type == dsl::ElemType::U8 || type == dsl::ElemType::I8;
+}
+
+// Whether the group's result is a function of its one 8-bit input's value alone, and one worth
+// a table: its quantizations are per tensor (a per-channel one makes the result depend on the
+// channel), no member has a constant operand (which may vary over the tensor), and it computes
+// more than a dequantization to floats (a conversion, a subtraction and a multiply per element,
+// fewer instructions than the lookup's load per element). A requantization from 8 bits to 8
+// bits (its float conversions, rounding and saturation) is worth one.
+bool tabulable(const Group &g) {
+    if (g.inputs.size() != 1 || !eight_bit(g.inputs[0].output().type) ||
+        g.inputs[0].output().quant.per_channel())
+        return false;
+    bool computes = eight_bit(g.root.output().type);
+    for (const dsl::Layer &m : g.members) {
+        if (m.op() == "constant_eltwise" || m.output().quant.per_channel()) return false;
+        computes = computes || (m.op() != "quantize" && m.op() != "dequantize");
+    }
+    return computes;
+}
+
+// One entry per 8-bit value, along the channels: `tensor`'s type and quantization.
+dsl::TensorDesc table_desc(const dsl::TensorDesc &tensor, const std::string &name) {
+    dsl::TensorDesc t = tensor;
+    t.name = name;
+    t.shape = dsl::Shape{1, 256, 1, 1};
+    t.order = dsl::DimsOrder::NHWC();
+    t.graph_shape.reset();
+    return t;
+}
+
+// What a stored value of `type` adds to make its entry's index: u8 values 0..255 are their own
+// index, i8 values -128..127 count from the table's start.
+int index_offset(dsl::ElemType type) {
+    return type == dsl::ElemType::I8 ? 128 : 0;
+}
+
+// The table of `g`: the CPU reference runs its composed algorithm on the input's 256 values.
+Halide::Buffer<> table_of(const Group &g) {
+    const dsl::TensorDesc in = table_desc(g.inputs[0].output(), g.inputs[0].name());
+    Halide::Buffer<> values = algorithms::make_buffer(in);
+    for (int v = 0; v < 256; ++v) {
+        if (in.type == dsl::ElemType::U8)
+            values.as<uint8_t>()(v, 0, 0) = uint8_t(v);
+        else
+            values.as<int8_t>()(v, 0, 0) = int8_t(v - index_offset(in.type));
+    }
+    const dsl::Layer layer =
+        dsl::Layer::make("pointwise", table_desc(g.root.output(), g.root.name()),
+                         {dsl::Layer::input(in)}, composed_algorithm(g));
+    const std::vector<uint8_t> bytes =
+        algorithms::to_memory_order(layer.output(), algorithms::run_reference(layer, {values}));
+    Halide::Buffer<> table(dsl::halide_type(layer.output().type), 256);
+    std::memcpy(table.data(), bytes.data(), bytes.size());
+    return table;
+}
+
+// Fills the groups' tables on every core: each is a JIT compilation of its own (about 0.1 s).
+void fill_tables(const std::vector<Group *> &groups) {
+    run_in_parallel(groups.size(), [&](size_t i) { groups[i]->table = table_of(*groups[i]); });
+}
+
+// One layer computing the group: its table looked up, or the members' algorithms composed. The
+// table is a constant input, which DMA brings into CMX and the timing model prices as any
+// tensor, not data hidden in the kernel's code.
+dsl::Layer fused_layer(const Group &g) {
+    if (!g.table.defined())
+        return dsl::Layer::make("pointwise", g.root.output(), g.inputs, composed_algorithm(g));
+    const int offset = index_offset(g.inputs[0].output().type);
+    const std::string name = dsl::halide_name(g.root.name());
+    dsl::Algorithm algorithm = [offset, name](const std::vector<Halide::Func> &funcs) {
+        const auto &v = dsl::act_vars();
+        Halide::Func out(Halide::Internal::unique_name(name));
+        Halide::Expr entry = Halide::cast<int32_t>(funcs.at(0)(v.c, v.x, v.y));
+        if (offset != 0) entry += offset;
+        out(v.c, v.x, v.y) = funcs.at(1)(entry, 0, 0);
+        return out;
+    };
+    const dsl::Layer table = dsl::LayerRegistry::constant(g.table_name, g.table);
+    return dsl::Layer::make("lookup", g.root.output(), {g.inputs[0], table}, algorithm);
 }
 
 } // namespace
@@ -127,13 +217,32 @@ void fuse_pointwise(GraphPassState &state) {
     const std::vector<dsl::Layer> order = graph.layers();
     std::set<std::string> taken; // layers already in a group
     std::vector<Group> groups;   // consumers before producers
+    std::vector<size_t> tabulated;
+    std::set<std::string> names; // every layer's, so that a table's name is new
+    for (const dsl::Layer &layer : graph.inputs()) names.insert(layer.name());
+    for (const dsl::Layer &layer : order) names.insert(layer.name());
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         if (!pointwise(*it) || taken.count(it->name())) continue;
         const std::vector<dsl::Layer> members = group_of(graph, *it, taken);
         if (members.empty()) continue;
+        Group g = make_group(*it, members, order);
+        // One SHAVE layer replacing two or more, or a table replacing any computation.
+        const bool is_tabulable = tabulable(g);
+        if (!is_tabulable && std::count_if(members.begin(), members.end(), shave_pointwise) < 2)
+            continue;
         for (const dsl::Layer &m : members) taken.insert(m.name());
-        groups.push_back(make_group(*it, members, order));
+        if (is_tabulable) {
+            g.table_name = g.root.name() + "_table";
+            for (int n = 2; names.count(g.table_name); ++n)
+                g.table_name = g.root.name() + "_table_" + std::to_string(n);
+            names.insert(g.table_name);
+        }
+        groups.push_back(g);
+        if (is_tabulable) tabulated.push_back(groups.size() - 1);
     }
+    std::vector<Group *> to_fill;
+    for (size_t i : tabulated) to_fill.push_back(&groups[i]);
+    fill_tables(to_fill);
     // Producers first: a group reading another's result reads the fused layer, found by the
     // name it took.
     for (auto g = groups.rbegin(); g != groups.rend(); ++g) {
@@ -146,7 +255,9 @@ void fuse_pointwise(GraphPassState &state) {
             names += (names.empty() ? "" : ", ") + m.name() + " (" + m.op() + ")";
         state.notes.push_back("fuse_pointwise: '" + g->root.name() + "' computes " +
                               std::to_string(g->members.size()) +
-                              " layers in one SHAVE kernel: " + names);
+                              (g->table.defined() ? " layers as a lookup in a 256-entry table: "
+                                                  : " layers in one SHAVE kernel: ") +
+                              names);
     }
 }
 

@@ -79,6 +79,9 @@ void fuse_activations(GraphPassState &state);
 // sub and mul of same-shaped inputs all computed in the group) whose results only the
 // group reads become one SHAVE layer, op "pointwise", named after the group's last layer,
 // computing their composed algorithms: the same bytes. A group holds two SHAVE layers or more.
+// A group whose result is a function of one 8-bit tensor's value (per-tensor quantization)
+// becomes op "lookup" instead, of that tensor and a 256-entry table the reference computes
+// with the composed algorithms: the same bytes again.
 void fuse_pointwise(GraphPassState &state);
 
 // For the passes: `layer` rebuilt by the layer registry from `attrs` on its inputs, with a copy
