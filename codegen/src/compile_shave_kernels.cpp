@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "codegen/shave_kernel.h"
 #include "passes.h"
+#include "vpu_target/parallel.h"
 
 namespace vpuc::codegen {
 
@@ -160,9 +162,18 @@ Halide::Func named_out(const Halide::Func &layer_out) {
 
 } // namespace
 
+// The kernels compile on every core: each SHAVE layer's kernel is prepared (scheduled, lowered,
+// its cache key computed) on its own; then the first layer of each key generates its object,
+// and the others of that key take it from the cache, as if compiled one after another, so the
+// blob does not depend on which thread finished first.
 void compile_shave_kernels(LoweringState &s) {
-    for (auto &plan : s.plans) {
-        if (!plan.on_shave) continue;
+    std::vector<LayerPlan *> shave_plans;
+    for (auto &plan : s.plans)
+        if (plan.on_shave) shave_plans.push_back(&plan);
+    const size_t first_kernel = s.program.kernels.size();
+    std::vector<PreparedShaveKernel> prepared(shave_plans.size());
+    run_in_parallel(shave_plans.size(), [&](size_t k) {
+        const LayerPlan &plan = *shave_plans[k];
         std::vector<Halide::Func> inputs;
         std::vector<Halide::Argument> args;
         for (size_t i = 0; i < plan.layer.inputs().size(); ++i) {
@@ -171,7 +182,7 @@ void compile_shave_kernels(LoweringState &s) {
             inputs.emplace_back(p);
             args.emplace_back(p);
         }
-        std::string name = "k" + std::to_string(s.program.kernels.size()) + "_";
+        std::string name = "k" + std::to_string(first_kernel + k) + "_";
         for (char c : plan.layer.name())
             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
         Halide::Func out = named_out(plan.layer.algorithm()(inputs));
@@ -186,15 +197,31 @@ void compile_shave_kernels(LoweringState &s) {
                 cost_extents.push_back(dim.extent());
             cost_extents = shave_share(cost_extents, s.target.shaves_available(tasks.front().tile));
         }
-        ShaveKernelBinary kernel;
         try {
-            kernel =
-                compile_shave_kernel(name, out, args, s.target.shave_vector_bits, cost_extents);
+            prepared[k] =
+                prepare_shave_kernel(name, out, args, s.target.shave_vector_bits, cost_extents);
         } catch (const ShaveKernelError &e) {
             throw LoweringError("layer '" + plan.layer.name() + "': " + e.what());
         }
-        plan.kernel = uint32_t(s.program.kernels.size());
-        s.program.kernels.push_back(*to_blob_kernel(kernel));
+    });
+    // The first kernel of each key, in layer order, then the rest.
+    std::set<std::string> keys;
+    std::vector<size_t> firsts, others;
+    for (size_t k = 0; k < prepared.size(); ++k)
+        (keys.insert(prepared[k].key).second ? firsts : others).push_back(k);
+    std::vector<ShaveKernelBinary> kernels(prepared.size());
+    auto finish = [&](size_t k) {
+        try {
+            kernels[k] = finish_shave_kernel(std::move(prepared[k]));
+        } catch (const ShaveKernelError &e) {
+            throw LoweringError("layer '" + shave_plans[k]->layer.name() + "': " + e.what());
+        }
+    };
+    run_in_parallel(firsts.size(), [&](size_t i) { finish(firsts[i]); });
+    for (size_t k : others) finish(k);
+    for (size_t k = 0; k < kernels.size(); ++k) {
+        shave_plans[k]->kernel = uint32_t(s.program.kernels.size());
+        s.program.kernels.push_back(*to_blob_kernel(kernels[k]));
     }
 }
 

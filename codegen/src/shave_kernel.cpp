@@ -951,9 +951,10 @@ const Halide::Target &shave_halide_target() {
     return target;
 }
 
-ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func output,
-                                       const std::vector<Halide::Argument> &inputs, int vector_bits,
-                                       const std::vector<int64_t> &cost_extents) {
+PreparedShaveKernel prepare_shave_kernel(const std::string &name, Halide::Func output,
+                                         const std::vector<Halide::Argument> &inputs,
+                                         int vector_bits,
+                                         const std::vector<int64_t> &cost_extents) {
     if (!is_c_identifier(name)) fail(name, "the name must be a C identifier");
     if (!output.defined()) fail(name, "the output Func has no definition");
     // Outputs of several types (a Tuple) are vectorized by the lanes of the widest.
@@ -970,23 +971,35 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
         fail(name, "the extents to count ops for must be " + std::to_string(output.dimensions()) +
                        " positive int32 values, one per output dimension");
 
-    ShaveKernelBinary kernel;
-    kernel.name = name;
-    kernel.entry = name + "_argv";
-    kernel.vector_lanes = uint32_t(vector_bits / out_type.bits());
+    PreparedShaveKernel p;
+    p.output = output;
+    p.vector_bits = vector_bits;
+    p.kernel.name = name;
+    p.kernel.entry = name + "_argv";
+    p.kernel.vector_lanes = uint32_t(vector_bits / out_type.bits());
     try {
         if (!is_scheduled(output)) vectorize_output(output, vector_bits, cost_extents);
         schedule_inner_stages(output, vector_bits);
         refuse_parallel_loops(name, output);
-        const Halide::Module module = output.compile_to_module(inputs, name, shave_halide_target());
-        const LoweredFunc function = module.get_function_by_name(name);
+        p.module = output.compile_to_module(inputs, name, shave_halide_target());
+        const LoweredFunc function = p.module.get_function_by_name(name);
         for (const Halide::Argument &arg : function.args)
-            kernel.args.push_back(describe_argument(name, arg));
-        const std::vector<int64_t> counted_extents =
-            cost_extents.empty() ? nominal_extents(output.dimensions(), kernel.vector_lanes)
-                                 : cost_extents;
-        const std::string key = cache_key(module, function, vector_bits, counted_extents);
-        if (std::optional<ShaveKernelBinary> cached = kernel_cache().find(key, kernel)) {
+            p.kernel.args.push_back(describe_argument(name, arg));
+        p.counted_extents = cost_extents.empty()
+                                ? nominal_extents(output.dimensions(), p.kernel.vector_lanes)
+                                : cost_extents;
+        p.key = cache_key(p.module, function, vector_bits, p.counted_extents);
+    } catch (const Halide::Error &e) {
+        fail(name, std::string("Halide: ") + e.what());
+    }
+    return p;
+}
+
+ShaveKernelBinary finish_shave_kernel(PreparedShaveKernel prepared) {
+    ShaveKernelBinary &kernel = prepared.kernel;
+    const std::string &name = kernel.name;
+    try {
+        if (std::optional<ShaveKernelBinary> cached = kernel_cache().find(prepared.key, kernel)) {
             // The same computation: its object, entry, reads and cost, with this kernel's
             // name and argument names.
             for (size_t i = 0; i < kernel.args.size(); ++i)
@@ -994,16 +1007,24 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
             cached->name = name;
             return *cached;
         }
-        describe_reads(name, output, kernel.args);
-        kernel.per_vector =
-            cost_per_output_vector(function, counted_extents, vector_bits, kernel.vector_lanes);
-        const Halide::Buffer<uint8_t> object = module.compile_to_buffer();
+        describe_reads(name, prepared.output, kernel.args);
+        kernel.per_vector = cost_per_output_vector(prepared.module.get_function_by_name(name),
+                                                   prepared.counted_extents, prepared.vector_bits,
+                                                   kernel.vector_lanes);
+        const Halide::Buffer<uint8_t> object = prepared.module.compile_to_buffer();
         kernel.object.assign(object.data(), object.data() + object.size_in_bytes());
-        kernel_cache().insert(key, kernel);
+        kernel_cache().insert(prepared.key, kernel);
     } catch (const Halide::Error &e) {
         fail(name, std::string("Halide: ") + e.what());
     }
     return kernel;
+}
+
+ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func output,
+                                       const std::vector<Halide::Argument> &inputs, int vector_bits,
+                                       const std::vector<int64_t> &cost_extents) {
+    return finish_shave_kernel(
+        prepare_shave_kernel(name, std::move(output), inputs, vector_bits, cost_extents));
 }
 
 std::vector<int64_t> shave_share(std::vector<int64_t> extents, int shaves) {

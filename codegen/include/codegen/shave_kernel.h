@@ -92,6 +92,26 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
                                        const std::vector<Halide::Argument> &inputs, int vector_bits,
                                        const std::vector<int64_t> &cost_extents = {});
 
+// compile_shave_kernel in two steps, for compiling kernels on several threads: prepare schedules
+// and lowers the pipeline and computes its cache key (below); finish takes the kernel of that key
+// from the cache, or generates its object and caches it. Each step may run on any thread. Kernels
+// of one key finished at once would each be generated, whichever lands in the cache first;
+// finishing the first of a key, then the others, gives every one the first's object, as
+// compile_shave_kernel one after another does.
+struct PreparedShaveKernel {
+    ShaveKernelBinary kernel; // its name, entry, arguments and lanes; no object or cost yet
+    std::string key;          // the cache key
+    Halide::Func output;
+    Halide::Module module{"", Halide::Target()}; // the lowered pipeline, its function `name`
+    std::vector<int64_t> counted_extents;
+    int vector_bits = 0;
+};
+PreparedShaveKernel prepare_shave_kernel(const std::string &name, Halide::Func output,
+                                         const std::vector<Halide::Argument> &inputs,
+                                         int vector_bits,
+                                         const std::vector<int64_t> &cost_extents = {});
+ShaveKernelBinary finish_shave_kernel(PreparedShaveKernel prepared);
+
 // How often compile_shave_kernel found a kernel already compiled in this process (hits), and how
 // often not (misses); of the misses, how many it read from the disk cache instead of compiling.
 struct ShaveKernelCacheStats {
