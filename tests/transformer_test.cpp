@@ -250,6 +250,73 @@ TEST(TransformerImport, MatMulByWeightsSubFromConstantDivByConstant) {
     EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// The ONNX model y = x W, x [batch, rows, depth] of floats, W [depth, columns] as given.
+std::string matmul_model(int64_t batch, int64_t rows, int64_t depth, int64_t columns,
+                         const std::vector<float> &w) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(13);
+    onnx::GraphProto &g = *m.mutable_graph();
+    g.set_name("matmul");
+    set_float_type(*g.add_input(), "x", {batch, rows, depth});
+    add_initializer(g, "w", {depth, columns}, w);
+    add_node(g, "MatMul", {"x", "w"}, "y");
+    set_float_type(*g.add_output(), "y", {batch, rows, columns});
+    return m.SerializeAsString();
+}
+
+// MatMul of one image [1, M, K] by constant weights imports as the DPU's matmul between a
+// reshape and a transpose each way that keep the bytes where they are, and gives the bytes the
+// SHAVEs' linear layer gives on the same input (odd extents, real values); two images stay one
+// linear layer.
+TEST(TransformerImport, AProductOfOneImageIsTheDpusMatmulWithTheLinearLayersBytes) {
+    const int64_t rows = 7, depth = 19, columns = 13;
+    std::mt19937 rng(9);
+    std::uniform_real_distribution<float> uniform(-1, 1);
+    std::vector<float> w(size_t(depth * columns));
+    for (float &v : w) v = uniform(rng);
+    const std::string bytes = matmul_model(1, rows, depth, columns, w);
+    const dsl::Graph graph =
+        frontend::import_onnx_bytes({bytes.begin(), bytes.end()}, "matmul.onnx").graph;
+    std::vector<std::string> ops;
+    for (const dsl::Layer &l : graph.layers()) ops.push_back(l.op());
+    EXPECT_EQ(ops,
+              (std::vector<std::string>{"reshape", "transpose", "matmul", "transpose", "reshape"}));
+    // Each transpose relabels the bytes: the registry makes it a view.
+    for (const dsl::Layer &l : graph.layers())
+        if (l.op() == "transpose")
+            EXPECT_TRUE(algorithms::layer_registry().find("transpose")->view(l).has_value())
+                << l.name();
+
+    // The linear layer of the same weights, fp16, dims (k, n).
+    Halide::Buffer<float16_t> weights{int(depth), int(columns)};
+    for (int k = 0; k < depth; ++k)
+        for (int n = 0; n < columns; ++n) weights(k, n) = float16_t(w[size_t(k * columns + n)]);
+    dsl::Attrs attrs;
+    attrs.set("weights", Halide::Buffer<>(weights));
+    const dsl::Layer linear =
+        algorithms::layer_registry().build("linear", "y", {f16_input({1, rows, depth})}, attrs);
+    Halide::Buffer<float16_t> input(algorithms::make_buffer(graph.inputs()[0].output()));
+    fill_real(input, -2, 2, 13);
+    const dsl::TensorDesc &out = linear.output();
+    const std::vector<uint8_t> expected = algorithms::to_memory_order(
+        out, algorithms::run_reference(dsl::Graph("linear", {linear}), {input}).at(0));
+    for (const char *target : {"vpu27", "vpu20"}) {
+        codegen::CheckOptions options;
+        options.inputs = {input};
+        const codegen::CheckResult r =
+            codegen::check_against_reference(graph, target::load_target(target), options);
+        ASSERT_TRUE(r.ok()) << target << ": " << r.report();
+        EXPECT_EQ(r.run.outputs.at(0), expected) << target;
+    }
+
+    const std::string two = matmul_model(2, rows, depth, columns, w);
+    const dsl::Graph batched =
+        frontend::import_onnx_bytes({two.begin(), two.end()}, "matmul.onnx").graph;
+    ASSERT_EQ(batched.layers().size(), 1u);
+    EXPECT_EQ(batched.layers()[0].op(), "linear");
+}
+
 // The zoo's transformer encoder layer (4-head attention, LayerNorm, GELU MLP on 64x128),
 // imported, through the graph passes, lowered for vpu27 and simulated on a random input,
 // against the CPU reference of the same graph. Each SHAVE layer is within one ulp of the

@@ -1,8 +1,9 @@
 // linear: ONNX's MatMul of an activation [..., M, K] of rank 3 to 5 by constant weights [K, N]
-// (a transformer's projections), on the SHAVEs, summing in float32 in the order of k. The DPU's
-// matmul takes features along C, but the last axis of such a tensor is the device's W (rows
-// along C or H), and moving it would take two transposes as SHAVE kernels of their own; the
-// kernel carries the weights.
+// (a transformer's projections), on the SHAVEs, summing in float32 in the order of k; the
+// kernel carries the weights. The last axis of such a tensor is the device's W (rows along C or
+// H), where the DPU's matmul takes features along C: the importer gives an fp16 tensor of one
+// image to the DPU's matmul instead, through views that relabel its bytes
+// (frontend/src/onnx_ops_nn.cpp, linear_on_dpu), and leaves this layer the batches and f32.
 #include "common.h"
 
 namespace vpuc::algorithms {

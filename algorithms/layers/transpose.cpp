@@ -1,7 +1,8 @@
 // transpose: the dimensions permuted (ONNX's Transpose: output dimension i is input dimension
-// perm[i]; no perm reverses them). On the device it keeps the batch in place (perm[0] = 0), and
-// is a view where the bytes keep their order, else a SHAVE kernel (of any rank up to
-// dsl::kMaxRank); a constant of any rank folds at compile time.
+// perm[i]; no perm reverses them), stored in the input's order or, for a rank-4 output, the
+// order given (so that a permutation can keep the bytes where they are). On the device it keeps
+// the batch in place (perm[0] = 0), and is a view where the bytes keep their order, else a
+// SHAVE kernel (of any rank up to dsl::kMaxRank); a constant of any rank folds at compile time.
 #include "common.h"
 #include "logical_index.h"
 
@@ -46,6 +47,14 @@ dsl::Layer build_transpose(const std::string &name, const std::vector<dsl::Layer
     std::vector<int64_t> extents;
     for (int64_t p : perm) extents.push_back(t.shape.raw()[size_t(p)]);
     out.shape = dsl::Shape(extents);
+    if (attrs.has("order")) {
+        const std::string order = attrs.get_string("order");
+        if (rank != 4 || (order != "NCHW" && order != "NHWC"))
+            detail::invalid(what, "order '" + order + "' of a tensor of rank " +
+                                      std::to_string(rank) +
+                                      "; a rank-4 output is stored NCHW or NHWC");
+        out.order = order == "NHWC" ? dsl::DimsOrder::NHWC() : dsl::DimsOrder::NCHW();
+    }
     // Device dimension `from[d]` of the output is the input's device dimension d (C, H or W);
     // dimensions of extent 1 need no source. When an axis that moves shares the device's H
     // with others above 1 (rank 5 and above), no device dimension maps onto one: the kernel
@@ -113,7 +122,13 @@ void register_layer_transpose(dsl::LayerRegistry &registry) {
                        "output dimension i is input dimension perm[i]; absent: reversed",
                        {}};
     perm.optional = true;
-    def.attrs = {perm};
+    dsl::AttrSpec order{"order",
+                        dsl::AttrType::String,
+                        std::nullopt,
+                        "a rank-4 output's memory order, NCHW or NHWC; absent: the input's",
+                        {}};
+    order.optional = true;
+    def.attrs = {perm, order};
     def.build = build_transpose;
     // The same bytes when the dimensions that move have extent 1 (in memory order): a view.
     def.view = [](const dsl::Layer &layer) -> std::optional<dsl::ViewDef> {

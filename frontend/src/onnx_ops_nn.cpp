@@ -224,8 +224,49 @@ Layers import_batch_matmul(NodeImport &node) {
     return {node.build("batch_matmul", operands, {})};
 }
 
-// MatMul of [..., M, K] (rank 3 to 5) by constant weights [K, N]: linear, the weights in the
-// precision's float type (fp16) as the DPU's matmul takes them, of dims (k, n).
+namespace {
+
+// `shape` as a reshape's attributes.
+dsl::Attrs reshape_to(const std::vector<int64_t> &shape) {
+    dsl::Attrs attrs;
+    attrs.set("shape", shape);
+    attrs.set("allowzero", int64_t(0));
+    return attrs;
+}
+
+// The linear layer of `a` [1, ..., M, K] on the DPU: its bytes, rows of K features, are the
+// matmul's input (1, K, 1, M) stored NHWC (features along C, rows along W), and the matmul's
+// output (1, N, 1, M) NHWC is [1, ..., M, N] row-major. So a reshape and a transpose that keep
+// the bytes where they are (views) lead there and back.
+dsl::Layer linear_on_dpu(NodeImport &node, const dsl::Layer &a, const dsl::Attrs &weights) {
+    const std::vector<int64_t> &shape = a.output().logical_shape().raw();
+    int64_t rows = 1;
+    for (size_t d = 1; d + 1 < shape.size(); ++d) rows *= shape[d];
+    const int64_t k = shape.back();
+    const dsl::Layer as_rows = node.build("reshape", node.unique_name(node.name() + ".rows"), {a},
+                                          reshape_to({1, rows, 1, k}));
+    dsl::Attrs features_along_c;
+    features_along_c.set("perm", std::vector<int64_t>{0, 3, 2, 1});
+    features_along_c.set("order", std::string("NHWC"));
+    const dsl::Layer features = node.build("transpose", node.unique_name(node.name() + ".features"),
+                                           {as_rows}, features_along_c);
+    const dsl::Layer product =
+        node.build("matmul", node.unique_name(node.name() + ".matmul"), {features}, weights);
+    dsl::Attrs rows_again;
+    rows_again.set("perm", std::vector<int64_t>{0, 3, 2, 1});
+    rows_again.set("order", std::string("NCHW"));
+    const dsl::Layer out_rows =
+        node.build("transpose", node.unique_name(node.name() + ".out_rows"), {product}, rows_again);
+    std::vector<int64_t> out_shape = shape;
+    out_shape.back() = product.output().shape[dsl::dims::C];
+    return node.build("reshape", node.name(), {out_rows}, reshape_to(out_shape));
+}
+
+} // namespace
+
+// MatMul of [..., M, K] (rank 3 to 5) by constant weights [K, N], the weights in fp16 as the
+// DPU's matmul takes them, of dims (k, n): the DPU's matmul for an fp16 input with one image
+// (linear_on_dpu), else linear on the SHAVEs.
 Layers import_linear(NodeImport &node) {
     const dsl::Layer &a = node.input(0);
     if (dsl::is_constant(a)) node.fail("input 0 must not be a constant");
@@ -241,6 +282,10 @@ Layers import_linear(NodeImport &node) {
     weights.type = dsl::ElemType::F16;
     dsl::Attrs attrs;
     attrs.set("weights", dsl::const_buffer(weights));
+    const dsl::Shape &shape = a.output().logical_shape();
+    if (a.output().type == dsl::ElemType::F16 && shape.rank() >= 3 && shape[dsl::Dim(0)] == 1 &&
+        shape[dsl::Dim(shape.rank() - 1)] == k)
+        return {linear_on_dpu(node, a, attrs)};
     return {node.build("linear", {a}, attrs)};
 }
 
