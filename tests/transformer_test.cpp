@@ -315,6 +315,19 @@ TEST(TransformerImport, AProductOfOneImageIsTheDpusMatmulWithTheLinearLayersByte
         frontend::import_onnx_bytes({two.begin(), two.end()}, "matmul.onnx").graph;
     ASSERT_EQ(batched.layers().size(), 1u);
     EXPECT_EQ(batched.layers()[0].op(), "linear");
+
+    // A storage order is one of a rank-4 output's.
+    dsl::Attrs rank3;
+    rank3.set("perm", std::vector<int64_t>{0, 2, 1});
+    rank3.set("order", std::string("NHWC"));
+    try {
+        algorithms::layer_registry().build("transpose", "t", {f16_input({1, rows, depth})}, rank3);
+        ADD_FAILURE() << "a rank-3 output stored NHWC was accepted";
+    } catch (const dsl::LayerError &e) {
+        EXPECT_NE(std::string(e.what()).find("transpose 't': order 'NHWC' of a tensor of rank 3"),
+                  std::string::npos)
+            << e.what();
+    }
 }
 
 // The zoo's transformer encoder layer (4-head attention, LayerNorm, GELU MLP on 64x128),

@@ -218,9 +218,9 @@ void fuse_pointwise(GraphPassState &state) {
     std::set<std::string> taken; // layers already in a group
     std::vector<Group> groups;   // consumers before producers
     std::vector<size_t> tabulated;
-    std::set<std::string> names; // every layer's, so that a table's name is new
-    for (const dsl::Layer &layer : graph.inputs()) names.insert(layer.name());
-    for (const dsl::Layer &layer : order) names.insert(layer.name());
+    std::set<std::string> layer_names; // every layer's, so that a table's name is new
+    for (const dsl::Layer &layer : graph.inputs()) layer_names.insert(layer.name());
+    for (const dsl::Layer &layer : order) layer_names.insert(layer.name());
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         if (!pointwise(*it) || taken.count(it->name())) continue;
         const std::vector<dsl::Layer> members = group_of(graph, *it, taken);
@@ -233,9 +233,9 @@ void fuse_pointwise(GraphPassState &state) {
         for (const dsl::Layer &m : members) taken.insert(m.name());
         if (is_tabulable) {
             g.table_name = g.root.name() + "_table";
-            for (int n = 2; names.count(g.table_name); ++n)
+            for (int n = 2; layer_names.count(g.table_name); ++n)
                 g.table_name = g.root.name() + "_table_" + std::to_string(n);
-            names.insert(g.table_name);
+            layer_names.insert(g.table_name);
         }
         groups.push_back(g);
         if (is_tabulable) tabulated.push_back(groups.size() - 1);

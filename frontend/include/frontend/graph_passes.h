@@ -78,10 +78,11 @@ void fuse_activations(GraphPassState &state);
 // Element-wise layers (quantization, activations and math of one tensor, constant_eltwise; add,
 // sub and mul of same-shaped inputs all computed in the group) whose results only the
 // group reads become one SHAVE layer, op "pointwise", named after the group's last layer,
-// computing their composed algorithms: the same bytes. A group holds two SHAVE layers or more.
-// A group whose result is a function of one 8-bit tensor's value (per-tensor quantization)
-// becomes op "lookup" instead, of that tensor and a 256-entry table the reference computes
-// with the composed algorithms: the same bytes again.
+// computing their composed algorithms (a group of two SHAVE layers or more): the same bytes. A
+// group whose result is a function of one 8-bit tensor's value (per-tensor quantization, more
+// computed than a dequantization), a lone int8 sigmoid too, becomes op "lookup" instead, of that
+// tensor and a 256-entry table the reference computes with the composed algorithms: the same
+// bytes again.
 void fuse_pointwise(GraphPassState &state);
 
 // For the passes: `layer` rebuilt by the layer registry from `attrs` on its inputs, with a copy
