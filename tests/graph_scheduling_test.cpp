@@ -117,6 +117,35 @@ TEST(GraphScheduling, SplitsWeightHeavyLayersOverChannelsAndKeepsSmallTensorsInC
     }
 }
 
+// An fp16 tensor of one row: [1, rows, features] is C rows, H 1, W features on the device.
+dsl::Layer one_row_input(const std::string &name, int64_t rows, int64_t features) {
+    dsl::TensorDesc t;
+    t.name = name;
+    t.shape = dsl::Shape{1, rows, features};
+    t.type = dsl::ElemType::F16;
+    t.order = dsl::DimsOrder::identity(3);
+    return dsl::Layer::input(t);
+}
+
+// A SHAVE layer of one row, which the default schedule (splitting rows) leaves on one tile, is
+// spread over the tiles by channels; one too small to gain is not, nor a softmax along the
+// channels. The results are the same either way.
+TEST(GraphScheduling, SpreadsAShaveLayerOfOneRowOverTheTilesByChannels) {
+    const dsl::Layer x = one_row_input("x", 64, 200);
+    const dsl::Layer big = algorithms::sigmoid("big", x);
+    const dsl::Layer small = algorithms::sigmoid("small", one_row_input("y", 7, 9));
+    const dsl::Layer along_c = algorithms::softmax("along_c", x, dsl::Dim(1));
+    const dsl::Graph graph("one_row", {big, small, along_c});
+    for (const char *target : {"vpu27", "vpu20"}) {
+        SCOPED_TRACE(target);
+        const std::map<std::string, dsl::Schedule> s = expect_same_results(graph, target).schedules;
+        if (std::string(target) == "vpu27")
+            EXPECT_TRUE(splits_over_channels(s.at("big"))) << s.at("big").to_string();
+        EXPECT_FALSE(splits_over_channels(s.at("small"))) << s.at("small").to_string();
+        EXPECT_FALSE(splits_over_channels(s.at("along_c"))) << s.at("along_c").to_string();
+    }
+}
+
 TEST(GraphScheduling, ATensorOfSeveralImagesStaysInDdr) {
     // A CMX copy holds one image: a batch of two goes through DDR, and the graph compiles.
     dsl::TensorDesc t;
