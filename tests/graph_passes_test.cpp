@@ -631,6 +631,40 @@ TEST(GraphPasses, AQuantizeToAnotherScaleKeepsTheOpInFloat) {
         << passed.notes[0];
 }
 
+// x (u8) -> dequantize -> resize to 2x (`mode`) -> quantize back to x's quantization, as a QDQ
+// model upsamples: nearest copies values, so it runs on the int8 tensor with the same bytes;
+// linear blends them, and stays in float.
+TEST(GraphPasses, ANearestResizeBetweenQdqRunsOnTheInt8Tensor) {
+    for (const char *mode : {"nearest", "linear"}) {
+        SCOPED_TRACE(mode);
+        const dsl::Layer x = u8_input("x", kIn, kH, kW, dsl::Quant::per_tensor(0.0336f, 8));
+        const dsl::LayerRegistry &registry = algorithms::layer_registry();
+        const dsl::Layer up =
+            registry.build("resize", "up", {registry.build("dequantize", "up_dq", {x}, {})},
+                           dsl::Attrs()
+                               .set("sizes", std::vector<int64_t>{2 * kH, 2 * kW})
+                               .set("mode", std::string(mode))
+                               .set("coordinate_transformation_mode", std::string("asymmetric")));
+        const dsl::Layer up_q = registry.build("quantize", "up_q", {up}, quantized_to(0.0336, 8));
+        const dsl::Graph before("upsample", {registry.build("dequantize", "out", {up_q}, {})});
+        const frontend::GraphPassState passed = run_one(before, "propagate_dequantize");
+        if (std::string(mode) == "nearest") {
+            EXPECT_EQ(ops_of(passed.graph),
+                      (std::vector<std::string>{"resize:up", "dequantize:out"}));
+            EXPECT_EQ(passed.graph.find("up").output().type, dsl::ElemType::U8);
+            expect_same_results(before, passed.graph, 0);
+        } else {
+            EXPECT_EQ(ops_of(passed.graph),
+                      (std::vector<std::string>{"dequantize:up_dq", "resize:up", "quantize:up_q",
+                                                "dequantize:out"}));
+            ASSERT_FALSE(passed.notes.empty());
+            EXPECT_NE(passed.notes[0].find("'up' (resize) stays in float: it blends values"),
+                      std::string::npos)
+                << passed.notes[0];
+        }
+    }
+}
+
 // --- remove_identity_layers --------------------------------------------------------------
 
 TEST(GraphPasses, AReshapeToTheSameShapeIsRemovedAndNoLongerBlocksFusion) {

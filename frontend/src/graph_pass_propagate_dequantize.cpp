@@ -14,11 +14,12 @@ namespace vpuc::frontend {
 namespace {
 
 // Ops whose every output value is one of their input's values (or, for a padded max pool, a
-// value at least as large: the pad never wins). Dequantizing is monotone and exact to half a
-// quantization step, so each of these commutes with dequantize-then-quantize.
+// value at least as large: the pad never wins; a resize when nearest: why_not_int8). Dequantizing
+// is monotone and exact to half a quantization step, so each of these commutes with
+// dequantize-then-quantize.
 const std::set<std::string> &value_selecting_ops() {
-    static const std::set<std::string> ops = {"max_pool", "reshape",   "flatten",
-                                              "squeeze",  "unsqueeze", "transpose"};
+    static const std::set<std::string> ops = {"max_pool",  "reshape",   "flatten", "squeeze",
+                                              "unsqueeze", "transpose", "resize"};
     return ops;
 }
 
@@ -29,8 +30,17 @@ bool same_quantization(const dsl::TensorDesc &a, const dsl::TensorDesc &b) {
 
 // Why `op` cannot run on the int8 tensor, or "" when it can.
 std::string why_not_int8(const dsl::Layer &op) {
-    if (op.op() != "max_pool") return "";
     const dsl::Attrs &a = op.attrs();
+    if (op.op() == "resize") {
+        // Nearest copies values; linear and cubic blend them, and tf_crop_and_resize fills
+        // outside the crop with a value of its own.
+        if (a.get_string("mode") != "nearest")
+            return "it blends values (mode " + a.get_string("mode") + ")";
+        if (a.get_string("coordinate_transformation_mode") == "tf_crop_and_resize")
+            return "it fills outside the crop with extrapolation_value";
+        return "";
+    }
+    if (op.op() != "max_pool") return "";
     // A float activation or clamp would have to be requantized.
     if (a.get_string("activation") != "none" || !std::isinf(a.get_float("clamp_low")) ||
         !std::isinf(a.get_float("clamp_high")))
