@@ -665,6 +665,32 @@ TEST(GraphPasses, ANearestResizeBetweenQdqRunsOnTheInt8Tensor) {
     }
 }
 
+// quantize(concat(dequantize(a), dequantize(b))), b of the quantize's own quantization and a
+// of another, as a QDQ model joins two branches: a concat of a requantized and b itself, on
+// int8 tensors, with the same bytes.
+TEST(GraphPasses, AConcatQuantizedAsAWholeCopiesInt8Parts) {
+    const dsl::LayerRegistry &registry = algorithms::layer_registry();
+    const dsl::Layer a = u8_input("a", kIn, kH, kW, dsl::Quant::per_tensor(0.0211f, 13));
+    const dsl::Layer b = u8_input("b", 5, kH, kW, dsl::Quant::per_tensor(0.0377f, 15));
+    const dsl::Layer cat = registry.build("concat", "cat",
+                                          {registry.build("dequantize", "a_dq", {a}, {}),
+                                           registry.build("dequantize", "b_dq", {b}, {})},
+                                          dsl::Attrs().set("axis", int64_t(1)));
+    const dsl::Graph before("join",
+                            {registry.build("quantize", "q", {cat}, quantized_to(0.0377, 15))});
+    const frontend::GraphPassState passed = run_one(before, "propagate_dequantize");
+    EXPECT_EQ(ops_of(passed.graph),
+              (std::vector<std::string>{"dequantize:a_dq", "quantize:q.part0", "concat:q"}));
+    const dsl::Layer joined = passed.graph.find("q");
+    EXPECT_EQ(joined.output().type, dsl::ElemType::U8);
+    EXPECT_TRUE(joined.inputs().at(1).same_as(b));
+    EXPECT_EQ(passed.merged_into.at("cat"), "q");
+    ASSERT_FALSE(passed.notes.empty());
+    EXPECT_NE(passed.notes[0].find("'cat' (concat) copies int8 parts"), std::string::npos)
+        << passed.notes[0];
+    expect_same_results(before, passed.graph, 0);
+}
+
 // --- remove_identity_layers --------------------------------------------------------------
 
 TEST(GraphPasses, AReshapeToTheSameShapeIsRemovedAndNoLongerBlocksFusion) {

@@ -2,7 +2,8 @@
 // quantize. For an op that only selects or moves values (a max pool, a reshape), quantizing its
 // result back to the quantization of the int8 tensor it dequantized gives that tensor's own
 // values, so the op runs on the int8 tensor itself: the dequantize and quantize, two SHAVE
-// layers reading the whole tensor, disappear, and a max pool runs on the DPU in int8.
+// layers reading the whole tensor, disappear, and a max pool runs on the DPU in int8. A concat
+// quantized as a whole is quantized part by part instead, so that it runs on int8 tensors too.
 #include <cmath>
 #include <set>
 
@@ -48,13 +49,74 @@ std::string why_not_int8(const dsl::Layer &op) {
     return "";
 }
 
+bool is_constant_layer(const dsl::Layer &layer) {
+    return dsl::is_constant(layer);
+}
+
+// quantize(concat(x_1, ..., x_n)), the concat read by the quantize alone, becomes
+// concat(p_1, ..., p_n): quantizing is element-wise and a concat only moves values, so each part
+// quantizes on its own. A part that dequantizes an int8 tensor of the quantize's own
+// quantization is that tensor (quantizing its values back gives them, as above); any other part
+// is quantized alone (a requantization, which fuse_pointwise makes a table lookup). The concat
+// then copies int8 values. Returns whether the graph changed.
+bool quantize_concat_parts(GraphPassState &state, const dsl::Layer &quantize,
+                           std::set<std::string> &names) {
+    dsl::Graph &graph = state.graph;
+    const dsl::Layer concat = quantize.inputs().at(0);
+    if (concat.is_input() || concat.op() != "concat" || graph.consumers(concat).size() != 1 ||
+        is_graph_output(graph, concat) || quantize.output().quant.per_channel())
+        return false;
+    const std::vector<dsl::Layer> &parts = concat.inputs();
+    if (std::any_of(parts.begin(), parts.end(), is_constant_layer)) return false;
+    const dsl::LayerRegistry &registry = algorithms::layer_registry();
+    std::vector<dsl::Layer> int8_parts;
+    std::string kept;
+    for (size_t i = 0; i < parts.size(); ++i) {
+        const dsl::Layer &part = parts[i];
+        if (part.op() == "dequantize" && !part.is_input() &&
+            same_quantization(part.inputs().at(0).output(), quantize.output())) {
+            int8_parts.push_back(part.inputs().at(0));
+            kept += (kept.empty() ? "'" : ", '") + part.inputs().at(0).name() + "'";
+            continue;
+        }
+        std::string name = quantize.name() + ".part" + std::to_string(i);
+        for (int n = 2; names.count(name); ++n)
+            name = quantize.name() + ".part" + std::to_string(i) + "_" + std::to_string(n);
+        names.insert(name);
+        int8_parts.push_back(registry.build("quantize", name, {part}, quantize.attrs()));
+    }
+    // The layer keeps the concat's name, or the quantize's when that is a graph output.
+    const std::string name = is_graph_output(graph, quantize) ? quantize.name() : concat.name();
+    const dsl::Layer int8_concat = registry.build("concat", name, int8_parts, concat.attrs());
+    const std::string prefix = "propagate_dequantize: '" + concat.name() + "' (concat)";
+    if (!same_quantization(int8_concat.output(), quantize.output()) ||
+        int8_concat.output().shape != quantize.output().shape) {
+        state.notes.push_back(prefix + " stays in float: on its parts it would give " +
+                              int8_concat.output().describe());
+        return false;
+    }
+    graph.replace(quantize.name(), int8_concat);
+    for (const dsl::Layer &gone : {quantize, concat})
+        if (gone.name() != name) state.merged_into[gone.name()] = name;
+    for (auto &[merged, into] : state.merged_into)
+        if (into == concat.name() || into == quantize.name()) into = name;
+    state.notes.push_back(prefix + " copies int8 parts: '" + quantize.name() +
+                          "' quantizes each part" +
+                          (kept.empty() ? "" : "; of its quantization already: " + kept));
+    return true;
+}
+
 } // namespace
 
 void propagate_dequantize(GraphPassState &state) {
     dsl::Graph &graph = state.graph;
     const std::vector<dsl::Layer> layers = graph.layers();
+    std::set<std::string> names; // every layer's, so that a new quantize's name is new
+    for (const dsl::Layer &layer : graph.inputs()) names.insert(layer.name());
+    for (const dsl::Layer &layer : layers) names.insert(layer.name());
     for (const dsl::Layer &quantize : layers) {
         if (quantize.op() != "quantize" || !in_graph(graph, quantize)) continue;
+        if (quantize_concat_parts(state, quantize, names)) continue;
         const dsl::Layer op = quantize.inputs().at(0);
         if (op.is_input() || !value_selecting_ops().count(op.op()) || op.inputs().size() != 1)
             continue;

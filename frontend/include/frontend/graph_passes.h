@@ -61,8 +61,10 @@ void fold_constants(GraphPassState &state);
 // what its outputs read (dsl::Graph), so no pass is needed to drop them.
 void remove_identity_layers(GraphPassState &state);
 // quantize(op(dequantize(x))), where op only selects or moves values (max_pool, reshape,
-// flatten, squeeze, unsqueeze, transpose) and the quantize gives x's own quantization, becomes
-// op(x): the same bytes, without the two SHAVE layers, and a max pool on the DPU.
+// flatten, squeeze, unsqueeze, transpose, a nearest resize) and the quantize gives x's own
+// quantization, becomes op(x): the same bytes, without the two SHAVE layers, and a max pool on
+// the DPU. quantize(concat(...)) becomes a concat of its parts quantized one by one (a part
+// that dequantizes a tensor of the quantize's quantization: that tensor), the same bytes.
 void propagate_dequantize(GraphPassState &state);
 // A batch_norm reading an fp16 conv2d, depthwise_conv2d or matmul that has no other reader
 // and no activation is folded into that layer's per-channel scale and bias.
