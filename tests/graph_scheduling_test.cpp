@@ -139,8 +139,9 @@ TEST(GraphScheduling, SpreadsAShaveLayerOfOneRowOverTheTilesByChannels) {
     for (const char *target : {"vpu27", "vpu20"}) {
         SCOPED_TRACE(target);
         const std::map<std::string, dsl::Schedule> s = expect_same_results(graph, target).schedules;
-        if (std::string(target) == "vpu27")
+        if (std::string(target) == "vpu27") {
             EXPECT_TRUE(splits_over_channels(s.at("big"))) << s.at("big").to_string();
+        }
         EXPECT_FALSE(splits_over_channels(s.at("small"))) << s.at("small").to_string();
         EXPECT_FALSE(splits_over_channels(s.at("along_c"))) << s.at("along_c").to_string();
     }

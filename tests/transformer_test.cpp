@@ -283,10 +283,12 @@ TEST(TransformerImport, AProductOfOneImageIsTheDpusMatmulWithTheLinearLayersByte
     EXPECT_EQ(ops,
               (std::vector<std::string>{"reshape", "transpose", "matmul", "transpose", "reshape"}));
     // Each transpose relabels the bytes: the registry makes it a view.
-    for (const dsl::Layer &l : graph.layers())
-        if (l.op() == "transpose")
+    for (const dsl::Layer &l : graph.layers()) {
+        if (l.op() == "transpose") {
             EXPECT_TRUE(algorithms::layer_registry().find("transpose")->view(l).has_value())
                 << l.name();
+        }
+    }
 
     // The linear layer of the same weights, fp16, dims (k, n).
     Halide::Buffer<float16_t> weights{int(depth), int(columns)};
