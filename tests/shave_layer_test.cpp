@@ -171,8 +171,8 @@ TEST(ShaveLayer, IdenticalKernelsOfDifferentLayersCompileOnce) {
     for (uint32_t k = 1; k < kernels->size(); ++k) {
         EXPECT_EQ(kernels->Get(k)->entry()->str(), "k0_first_argv") << k;
         const auto *object = kernels->Get(k)->object();
-        EXPECT_TRUE(std::equal(first_object->begin(), first_object->end(), object->begin(),
-                               object->end()))
+        EXPECT_TRUE(
+            std::equal(first_object->begin(), first_object->end(), object->begin(), object->end()))
             << k;
     }
 }

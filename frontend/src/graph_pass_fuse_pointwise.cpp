@@ -58,7 +58,7 @@ struct Group {
     std::vector<dsl::Layer> members; // producers before consumers, the root last
     std::vector<dsl::Layer> inputs;  // the layers the members read from outside the group
     Halide::Buffer<> table;          // its result for each 8-bit input value, when tabulated
-    std::string table_name;          // the name of the table's constant layer
+    std::string table_name;          // the name of the table's constant layer; empty: composed
 };
 
 bool contains(const std::vector<dsl::Layer> &layers, const dsl::Layer &layer) {
@@ -215,12 +215,9 @@ dsl::Layer fused_layer(const Group &g) {
 void fuse_pointwise(GraphPassState &state) {
     dsl::Graph &graph = state.graph;
     const std::vector<dsl::Layer> order = graph.layers();
-    std::set<std::string> taken; // layers already in a group
-    std::vector<Group> groups;   // consumers before producers
-    std::vector<size_t> tabulated;
-    std::set<std::string> layer_names; // every layer's, so that a table's name is new
-    for (const dsl::Layer &layer : graph.inputs()) layer_names.insert(layer.name());
-    for (const dsl::Layer &layer : order) layer_names.insert(layer.name());
+    std::set<std::string> taken;                      // layers already in a group
+    std::vector<Group> groups;                        // consumers before producers
+    std::set<std::string> names = layer_names(graph); // so that a table's name is new
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         if (!pointwise(*it) || taken.count(it->name())) continue;
         const std::vector<dsl::Layer> members = group_of(graph, *it, taken);
@@ -231,17 +228,12 @@ void fuse_pointwise(GraphPassState &state) {
         if (!is_tabulable && std::count_if(members.begin(), members.end(), shave_pointwise) < 2)
             continue;
         for (const dsl::Layer &m : members) taken.insert(m.name());
-        if (is_tabulable) {
-            g.table_name = g.root.name() + "_table";
-            for (int n = 2; layer_names.count(g.table_name); ++n)
-                g.table_name = g.root.name() + "_table_" + std::to_string(n);
-            layer_names.insert(g.table_name);
-        }
+        if (is_tabulable) g.table_name = unused_name(names, g.root.name() + "_table");
         groups.push_back(g);
-        if (is_tabulable) tabulated.push_back(groups.size() - 1);
     }
     std::vector<Group *> to_fill;
-    for (size_t i : tabulated) to_fill.push_back(&groups[i]);
+    for (Group &g : groups)
+        if (!g.table_name.empty()) to_fill.push_back(&g);
     fill_tables(to_fill);
     // Producers first: a group reading another's result reads the fused layer, found by the
     // name it took.
@@ -250,14 +242,14 @@ void fuse_pointwise(GraphPassState &state) {
         for (const dsl::Layer &m : g->members)
             if (!m.same_as(g->root)) state.merged_into[m.name()] = g->root.name();
         graph.replace(g->root.name(), fused_layer(*g));
-        std::string names;
+        std::string members;
         for (const dsl::Layer &m : g->members)
-            names += (names.empty() ? "" : ", ") + m.name() + " (" + m.op() + ")";
+            members += (members.empty() ? "" : ", ") + m.name() + " (" + m.op() + ")";
         state.notes.push_back("fuse_pointwise: '" + g->root.name() + "' computes " +
                               std::to_string(g->members.size()) +
                               (g->table.defined() ? " layers as a lookup in a 256-entry table: "
                                                   : " layers in one SHAVE kernel: ") +
-                              names);
+                              members);
     }
 }
 

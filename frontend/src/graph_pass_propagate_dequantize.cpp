@@ -49,10 +49,6 @@ std::string why_not_int8(const dsl::Layer &op) {
     return "";
 }
 
-bool is_constant_layer(const dsl::Layer &layer) {
-    return dsl::is_constant(layer);
-}
-
 // quantize(concat(x_1, ..., x_n)), the concat read by the quantize alone, becomes
 // concat(p_1, ..., p_n): quantizing is element-wise and a concat only moves values, so each part
 // quantizes on its own. A part that dequantizes an int8 tensor of the quantize's own
@@ -67,7 +63,7 @@ bool quantize_concat_parts(GraphPassState &state, const dsl::Layer &quantize,
         is_graph_output(graph, concat) || quantize.output().quant.per_channel())
         return false;
     const std::vector<dsl::Layer> &parts = concat.inputs();
-    if (std::any_of(parts.begin(), parts.end(), is_constant_layer)) return false;
+    if (std::any_of(parts.begin(), parts.end(), dsl::is_constant)) return false;
     const dsl::LayerRegistry &registry = algorithms::layer_registry();
     std::vector<dsl::Layer> int8_parts;
     std::string kept;
@@ -79,10 +75,7 @@ bool quantize_concat_parts(GraphPassState &state, const dsl::Layer &quantize,
             kept += (kept.empty() ? "'" : ", '") + part.inputs().at(0).name() + "'";
             continue;
         }
-        std::string name = quantize.name() + ".part" + std::to_string(i);
-        for (int n = 2; names.count(name); ++n)
-            name = quantize.name() + ".part" + std::to_string(i) + "_" + std::to_string(n);
-        names.insert(name);
+        const std::string name = unused_name(names, quantize.name() + ".part" + std::to_string(i));
         int8_parts.push_back(registry.build("quantize", name, {part}, quantize.attrs()));
     }
     // The layer keeps the concat's name, or the quantize's when that is a graph output.
@@ -111,9 +104,7 @@ bool quantize_concat_parts(GraphPassState &state, const dsl::Layer &quantize,
 void propagate_dequantize(GraphPassState &state) {
     dsl::Graph &graph = state.graph;
     const std::vector<dsl::Layer> layers = graph.layers();
-    std::set<std::string> names; // every layer's, so that a new quantize's name is new
-    for (const dsl::Layer &layer : graph.inputs()) names.insert(layer.name());
-    for (const dsl::Layer &layer : layers) names.insert(layer.name());
+    std::set<std::string> names = layer_names(graph); // so that a new quantize's name is new
     for (const dsl::Layer &quantize : layers) {
         if (quantize.op() != "quantize" || !in_graph(graph, quantize)) continue;
         if (quantize_concat_parts(state, quantize, names)) continue;

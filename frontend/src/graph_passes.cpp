@@ -124,4 +124,18 @@ bool in_graph(const dsl::Graph &graph, const dsl::Layer &layer) {
                        [&](const dsl::Layer &l) { return l.same_as(layer); });
 }
 
+std::set<std::string> layer_names(const dsl::Graph &graph) {
+    std::set<std::string> names;
+    for (const dsl::Layer &layer : graph.inputs()) names.insert(layer.name());
+    for (const dsl::Layer &layer : graph.layers()) names.insert(layer.name());
+    return names;
+}
+
+std::string unused_name(std::set<std::string> &taken, const std::string &base) {
+    std::string name = base;
+    for (int n = 2; taken.count(name); ++n) name = base + "_" + std::to_string(n);
+    taken.insert(name);
+    return name;
+}
+
 } // namespace vpuc::frontend

@@ -245,18 +245,17 @@ dsl::Layer linear_on_dpu(NodeImport &node, const dsl::Layer &a, const dsl::Attrs
     const int64_t k = shape.back();
     const dsl::Layer as_rows = node.build("reshape", node.unique_name(node.name() + ".rows"), {a},
                                           reshape_to({1, rows, 1, k}));
-    dsl::Attrs features_along_c;
-    features_along_c.set("perm", std::vector<int64_t>{0, 3, 2, 1});
-    features_along_c.set("order", std::string("NHWC"));
-    const dsl::Layer features = node.build("transpose", node.unique_name(node.name() + ".features"),
-                                           {as_rows}, features_along_c);
-    const dsl::Layer product =
-        node.build("matmul", node.unique_name(node.name() + ".matmul"), {features}, weights);
-    dsl::Attrs rows_again;
-    rows_again.set("perm", std::vector<int64_t>{0, 3, 2, 1});
-    rows_again.set("order", std::string("NCHW"));
-    const dsl::Layer out_rows =
-        node.build("transpose", node.unique_name(node.name() + ".out_rows"), {product}, rows_again);
+    // Rows and features swapped, stored in `order`: NHWC keeps the rows' bytes as the matmul's
+    // input, NCHW its output's as rows again.
+    auto swapped = [&](const std::string &suffix, const dsl::Layer &in, const char *order) {
+        dsl::Attrs attrs;
+        attrs.set("perm", std::vector<int64_t>{0, 3, 2, 1});
+        attrs.set("order", std::string(order));
+        return node.build("transpose", node.unique_name(node.name() + suffix), {in}, attrs);
+    };
+    const dsl::Layer product = node.build("matmul", node.unique_name(node.name() + ".matmul"),
+                                          {swapped(".features", as_rows, "NHWC")}, weights);
+    const dsl::Layer out_rows = swapped(".out_rows", product, "NCHW");
     std::vector<int64_t> out_shape = shape;
     out_shape.back() = product.output().shape[dsl::dims::C];
     return node.build("reshape", node.name(), {out_rows}, reshape_to(out_shape));

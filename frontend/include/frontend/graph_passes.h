@@ -11,6 +11,7 @@
 
 #include <iosfwd>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,5 +102,9 @@ void merge_into_producer(GraphPassState &state, const dsl::Layer &absorbed,
 bool is_graph_output(const dsl::Graph &graph, const dsl::Layer &layer);
 // Whether `layer` is still in the graph (an earlier edit may have replaced it).
 bool in_graph(const dsl::Graph &graph, const dsl::Layer &layer);
+// The names of `graph`'s inputs and layers, for a pass that adds layers of new names.
+std::set<std::string> layer_names(const dsl::Graph &graph);
+// `base`, or the first of `base_2`, `base_3`... that `taken` does not hold; added to `taken`.
+std::string unused_name(std::set<std::string> &taken, const std::string &base);
 
 } // namespace vpuc::frontend
