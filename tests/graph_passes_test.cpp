@@ -691,6 +691,111 @@ TEST(GraphPasses, AConcatQuantizedAsAWholeCopiesInt8Parts) {
     expect_same_results(before, passed.graph, 0);
 }
 
+// --- sink_views --------------------------------------------------------------------------
+
+// x (rows [1, M, K], f16) as the importer gives a product by weights to the DPU: the rows
+// relabelled as the matmul's NHWC input, its output relabelled as rows (linear_on_dpu).
+dsl::Layer rows_times(const std::string &name, const dsl::Layer &rows, int64_t n, uint32_t seed) {
+    const std::vector<int64_t> shape = rows.output().shape.raw();
+    const int64_t m = shape[1], k = shape[2];
+    auto swapped = [&](const std::string &suffix, const dsl::Layer &in, const char *order) {
+        return build("transpose", name + suffix, {in},
+                     dsl::Attrs()
+                         .set("perm", std::vector<int64_t>{0, 3, 2, 1})
+                         .set("order", std::string(order)));
+    };
+    const dsl::Layer as_rows = build("reshape", name + ".rows", {rows},
+                                     dsl::Attrs().set("shape", std::vector<int64_t>{1, m, 1, k}));
+    Halide::Buffer<Halide::float16_t> weights{int(k), int(n)};
+    const std::vector<float> values = uniform(size_t(k * n), -0.5f, 0.5f, seed);
+    for (size_t i = 0; i < values.size(); ++i) weights.data()[i] = Halide::float16_t(values[i]);
+    const dsl::Layer product =
+        build("matmul", name + ".matmul", {swapped(".features", as_rows, "NHWC")},
+              dsl::Attrs().set("weights", Halide::Buffer<>(weights)));
+    return build("reshape", name, {swapped(".out_rows", product, "NCHW")},
+                 dsl::Attrs().set("shape", std::vector<int64_t>{1, m, n}));
+}
+
+// x op c, c a float32 constant of `shape` (outermost first) of random real values.
+dsl::Layer with_constant(const std::string &name, const dsl::Layer &in, const std::string &op,
+                         std::vector<int64_t> shape, uint32_t seed) {
+    int64_t count = 1;
+    for (int64_t e : shape) count *= e;
+    const std::vector<float> values = uniform(size_t(count), 0.5f, 1.5f, seed);
+    const dsl::ConstValues c{dsl::ElemType::F32,
+                             std::move(shape),
+                             {},
+                             std::vector<double>(values.begin(), values.end())};
+    return build("constant_eltwise", name, {in},
+                 dsl::Attrs().set("op", op).set("constant", dsl::const_buffer(c)));
+}
+
+// A transformer's MLP on 13 rows of 24 features: a bias per feature, a scale per row and one per
+// element, an erf GELU, a second product and a bias as the graph's output. Each element-wise
+// layer but the output computes on the matmul's NHWC result, its constant moved with it (the
+// bias per channel, the row scale per pixel), with the views after it; the output keeps its
+// shape. The same bytes as before the pass.
+TEST(GraphPasses, ElementWiseLayersComputeOnTheMatmulsOutputBeforeItsViews) {
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape{1, 13, 24};
+    t.type = dsl::ElemType::F16;
+    t.order = dsl::DimsOrder::identity(3);
+    const dsl::Layer x = dsl::Layer::input(t);
+    const dsl::Layer biased = with_constant("bias", rows_times("fc1", x, 40, 5), "add", {40}, 6);
+    const dsl::Layer row_scaled = with_constant("row_scale", biased, "mul", {13, 1}, 7);
+    const dsl::Layer scaled = with_constant("scale", row_scaled, "div", {1, 13, 40}, 8);
+    const dsl::Layer erf = build("erf", "erf", {with_constant("div", scaled, "div", {1}, 9)});
+    const dsl::Layer gate = with_constant("plus_one", erf, "add", {1}, 10);
+    const dsl::Layer gelu = build("mul", "gelu", {scaled, gate});
+    const dsl::Layer out = with_constant("out", rows_times("fc2", gelu, 16, 11), "sub", {16}, 12);
+    const dsl::Graph before("mlp", {out});
+    const frontend::GraphPassState passed = run_one(before, "sink_views");
+    for (const char *name : {"bias", "row_scale", "scale", "div", "erf", "plus_one", "gelu"}) {
+        SCOPED_TRACE(name);
+        const dsl::Layer layer = passed.graph.find(name);
+        EXPECT_EQ(layer.output().shape, (dsl::Shape{1, 40, 1, 13}));
+        EXPECT_EQ(layer.output().order, dsl::DimsOrder::NHWC());
+        for (const dsl::Layer &in : layer.inputs())
+            EXPECT_EQ(in.output().order, dsl::DimsOrder::NHWC()) << in.name();
+    }
+    // The views of the layers before the last have no reader left; the last's lead to fc2.
+    const std::vector<dsl::Layer> readers = passed.graph.consumers(passed.graph.find("gelu"));
+    ASSERT_EQ(readers.size(), 1u);
+    EXPECT_EQ(readers[0].name(), "gelu.view");
+    EXPECT_THROW(passed.graph.find("bias.view"), dsl::GraphError);
+    EXPECT_EQ(passed.graph.find("bias").inputs().at(0).name(), "fc1.matmul");
+    // Constants shrink to the axes they vary along: channels, pixels, both.
+    auto constant_shape = [&](const char *name) {
+        const Halide::Buffer<> &c = passed.graph.find(name).attrs().get_tensor("constant");
+        std::vector<int> extents;
+        for (int d = c.dimensions(); d-- > 0;) extents.push_back(c.dim(d).extent());
+        return extents;
+    };
+    EXPECT_EQ(constant_shape("bias"), (std::vector<int>{1, 40, 1, 1}));
+    EXPECT_EQ(constant_shape("row_scale"), (std::vector<int>{1, 1, 1, 13}));
+    EXPECT_EQ(constant_shape("scale"), (std::vector<int>{1, 40, 1, 13}));
+    EXPECT_EQ(passed.graph.find("out").output().shape, (dsl::Shape{1, 13, 16}));
+    ASSERT_FALSE(passed.notes.empty());
+    EXPECT_NE(passed.notes[0].find("sink_views: 7 element-wise layer(s)"), std::string::npos)
+        << passed.notes[0];
+    expect_same_results(before, passed.graph, 0);
+}
+
+// A layer reading an NHWC tensor, or a view whose bytes NHWC would hold in the same order (one
+// channel per pixel), has nothing to gain, and stays.
+TEST(GraphPasses, AViewThatKeepsTheNhwcBytesStaysBeforeItsReader) {
+    const dsl::Layer x = f16_input("x", kIn, 1, 1);
+    const dsl::Layer flat = build(
+        "flatten", "flat", {algorithms::conv2d("conv", x, float_weights({kIn, 1, 1, kOut}, 3))});
+    const dsl::Layer direct = build(
+        "tanh", "direct", {algorithms::conv2d("conv2", x, float_weights({kIn, 1, 1, kOut}, 4))});
+    const dsl::Graph g("flat", {build("tanh", "flat_tanh", {build("exp", "exp", {flat})}), direct});
+    const frontend::GraphPassState passed = run_one(g, "sink_views");
+    EXPECT_EQ(ops_of(passed.graph), ops_of(g));
+    EXPECT_TRUE(passed.notes.empty());
+}
+
 // --- remove_identity_layers --------------------------------------------------------------
 
 TEST(GraphPasses, AReshapeToTheSameShapeIsRemovedAndNoLongerBlocksFusion) {
@@ -748,7 +853,7 @@ TEST(GraphPasses, TheListRunsInOrderAndAnUnknownPassIsAnError) {
     EXPECT_EQ(frontend::graph_pass_names(),
               (std::vector<std::string>{"fold_constants", "remove_identity_layers",
                                         "propagate_dequantize", "fold_batch_norm", "fuse_swish",
-                                        "fuse_activations", "fuse_pointwise"}));
+                                        "fuse_activations", "sink_views", "fuse_pointwise"}));
     const dsl::Layer x = f16_input("x", kIn, 5, 3);
     const dsl::Graph g("g", {algorithms::relu("relu", x)});
     frontend::GraphPassState state(g.clone());

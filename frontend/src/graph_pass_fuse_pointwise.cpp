@@ -23,36 +23,6 @@ namespace vpuc::frontend {
 
 namespace {
 
-// Element-wise layers the SHAVEs run: quantization, activations and math of one tensor, and a
-// constant operand (constant_eltwise: its result has the computed input's shape).
-bool shave_pointwise(const dsl::Layer &layer) {
-    static const std::set<std::string> ops = {
-        "dequantize", "quantize",   "sigmoid",      "swish",      "mish",
-        "gelu",       "erf",        "tanh",         "exp",        "log",
-        "sqrt",       "reciprocal", "abs",          "neg",        "elu",
-        "selu",       "softplus",   "hard_sigmoid", "hard_swish", "constant_eltwise"};
-    if (!ops.count(layer.op())) return false;
-    return layer.op() != "constant_eltwise" ||
-           layer.inputs().at(0).output().shape == layer.output().shape;
-}
-
-// Element-wise layers the DPU runs: one joins a group only when it reads members only. One that
-// reads a layer outside would move DPU work onto the SHAVEs, which YOLO-tiny int8's residual adds
-// showed slower (vpu27 3,436 us to 3,908 us).
-bool dpu_pointwise(const dsl::Layer &layer) {
-    static const std::set<std::string> ops = {"add", "sub", "mul"};
-    if (!ops.count(layer.op())) return false;
-    // No broadcasting: every input of the output's shape.
-    return std::all_of(layer.inputs().begin(), layer.inputs().end(), [&](const dsl::Layer &in) {
-        return in.output().shape == layer.output().shape;
-    });
-}
-
-bool pointwise(const dsl::Layer &layer) {
-    return !layer.is_input() && layer.outputs().size() == 1 &&
-           (shave_pointwise(layer) || dpu_pointwise(layer));
-}
-
 struct Group {
     dsl::Layer root;
     std::vector<dsl::Layer> members; // producers before consumers, the root last
@@ -67,7 +37,9 @@ bool contains(const std::vector<dsl::Layer> &layers, const dsl::Layer &layer) {
 }
 
 // The group `root` ends: its producers joined while they are element-wise, no graph output, and
-// read only by members. Empty when a DPU layer in it reads a layer outside (see dpu_pointwise).
+// read only by members. Empty when a DPU layer in it reads a layer outside: that would move DPU
+// work onto the SHAVEs, which YOLO-tiny int8's residual adds showed slower (vpu27 3,436 us to
+// 3,908 us).
 std::vector<dsl::Layer> group_of(const dsl::Graph &graph, const dsl::Layer &root,
                                  const std::set<std::string> &taken) {
     std::vector<dsl::Layer> members = {root};
@@ -75,7 +47,7 @@ std::vector<dsl::Layer> group_of(const dsl::Graph &graph, const dsl::Layer &root
         grew = false;
         for (size_t m = 0; m < members.size(); ++m)
             for (const dsl::Layer &producer : members[m].inputs()) {
-                if (contains(members, producer) || !pointwise(producer) ||
+                if (contains(members, producer) || !elementwise_layer(producer) ||
                     taken.count(producer.name()) || is_graph_output(graph, producer))
                     continue;
                 const std::vector<dsl::Layer> readers = graph.consumers(producer);
@@ -87,7 +59,7 @@ std::vector<dsl::Layer> group_of(const dsl::Graph &graph, const dsl::Layer &root
             }
     }
     const bool dpu_inside = std::all_of(members.begin(), members.end(), [&](const dsl::Layer &m) {
-        return !dpu_pointwise(m) ||
+        return !dpu_elementwise(m) ||
                std::all_of(m.inputs().begin(), m.inputs().end(),
                            [&](const dsl::Layer &in) { return contains(members, in); });
     });
@@ -219,13 +191,13 @@ void fuse_pointwise(GraphPassState &state) {
     std::vector<Group> groups;                        // consumers before producers
     std::set<std::string> names = layer_names(graph); // so that a table's name is new
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
-        if (!pointwise(*it) || taken.count(it->name())) continue;
+        if (!elementwise_layer(*it) || taken.count(it->name())) continue;
         const std::vector<dsl::Layer> members = group_of(graph, *it, taken);
         if (members.empty()) continue;
         Group g = make_group(*it, members, order);
         // One SHAVE layer replacing two or more, or a table replacing any computation.
         const bool is_tabulable = tabulable(g);
-        if (!is_tabulable && std::count_if(members.begin(), members.end(), shave_pointwise) < 2)
+        if (!is_tabulable && std::count_if(members.begin(), members.end(), shave_elementwise) < 2)
             continue;
         for (const dsl::Layer &m : members) taken.insert(m.name());
         if (is_tabulable) g.table_name = unused_name(names, g.root.name() + "_table");

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <functional>
 #include <ostream>
+#include <set>
 
 #include "algorithms/registry.h"
 #include "dsl/graph_text.h"
@@ -25,8 +26,9 @@ struct GraphPass {
 // same shape does not keep a batch norm or an activation from its convolution; int8 max pools
 // and reshapes of QDQ models before the fusions, which then see them in int8; batch norms
 // before activations, since a batch norm folds only into a layer without an activation; SiLUs
-// before activations, which would otherwise fuse into the multiply; element-wise chains last, of
-// the layers the fusions before leave.
+// before activations, which would otherwise fuse into the multiply; views moved past element-wise
+// layers before those are fused, so that a chain computes in one layout; element-wise chains
+// last, of the layers the fusions before leave.
 const std::vector<GraphPass> &passes() {
     static const std::vector<GraphPass> list = {
         {"fold_constants", fold_constants},
@@ -35,6 +37,7 @@ const std::vector<GraphPass> &passes() {
         {"fold_batch_norm", fold_batch_norm},
         {"fuse_swish", fuse_swish},
         {"fuse_activations", fuse_activations},
+        {"sink_views", sink_views},
         {"fuse_pointwise", fuse_pointwise},
     };
     return list;
@@ -87,6 +90,30 @@ void run_graph_pass(GraphPassState &state, const std::string &name) {
     std::string known;
     for (const std::string &n : graph_pass_names()) known += (known.empty() ? "" : ", ") + n;
     throw dsl::GraphError("no graph pass '" + name + "' (passes: " + known + ")");
+}
+
+bool shave_elementwise(const dsl::Layer &layer) {
+    static const std::set<std::string> ops = {
+        "dequantize", "quantize",   "sigmoid",      "swish",      "mish",
+        "gelu",       "erf",        "tanh",         "exp",        "log",
+        "sqrt",       "reciprocal", "abs",          "neg",        "elu",
+        "selu",       "softplus",   "hard_sigmoid", "hard_swish", "constant_eltwise"};
+    if (!ops.count(layer.op())) return false;
+    return layer.op() != "constant_eltwise" ||
+           layer.inputs().at(0).output().shape == layer.output().shape;
+}
+
+bool dpu_elementwise(const dsl::Layer &layer) {
+    static const std::set<std::string> ops = {"add", "sub", "mul"};
+    if (!ops.count(layer.op())) return false;
+    return std::all_of(layer.inputs().begin(), layer.inputs().end(), [&](const dsl::Layer &in) {
+        return in.output().shape == layer.output().shape;
+    });
+}
+
+bool elementwise_layer(const dsl::Layer &layer) {
+    return !layer.is_input() && layer.outputs().size() == 1 &&
+           (shave_elementwise(layer) || dpu_elementwise(layer));
 }
 
 dsl::Layer rebuild_layer(const dsl::Layer &layer, const std::string &name,

@@ -78,6 +78,13 @@ void fuse_swish(GraphPassState &state);
 // it for the element type.
 void fuse_activations(GraphPassState &state);
 
+// An element-wise layer (see elementwise_layer) that reads a relabelling view (reshape,
+// flatten, squeeze, unsqueeze, transpose) of a 4-D NHWC tensor, where the tensor it reads would
+// be held in another order, computes on that tensor, and the same views follow it: the
+// transformer's biases and GELU on the DPU matmul's output, without an element-by-element
+// reordering copy in and out. The same bytes; the layer keeps its name, the views after it are
+// named `<layer>.view`, `<layer>.view_2`...
+void sink_views(GraphPassState &state);
 // Element-wise layers (quantization, activations and math of one tensor, constant_eltwise; add,
 // sub and mul of same-shaped inputs all computed in the group) whose results only the
 // group reads become one SHAVE layer, op "pointwise", named after the group's last layer,
@@ -88,6 +95,13 @@ void fuse_activations(GraphPassState &state);
 // bytes again.
 void fuse_pointwise(GraphPassState &state);
 
+// For the passes: element-wise layers, each output element computed from the same element of
+// each input. The SHAVEs run quantization, activations and math of one tensor, and
+// constant_eltwise whose result has the computed input's shape; the DPU runs add, sub and mul of
+// inputs of the output's shape (no broadcasting).
+bool shave_elementwise(const dsl::Layer &layer);
+bool dpu_elementwise(const dsl::Layer &layer);
+bool elementwise_layer(const dsl::Layer &layer); // a layer of one output of either kind
 // For the passes: `layer` rebuilt by the layer registry from `attrs` on its inputs, with a copy
 // of its schedule, named `name`.
 dsl::Layer rebuild_layer(const dsl::Layer &layer, const std::string &name, const dsl::Attrs &attrs);
