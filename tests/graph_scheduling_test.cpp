@@ -3,8 +3,10 @@
 // neither changes a result, touches a schedule an author wrote, or keeps a graph output in CMX.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "algorithms/layers.h"
@@ -144,6 +146,80 @@ TEST(GraphScheduling, SpreadsAShaveLayerOfOneRowOverTheTilesByChannels) {
         }
         EXPECT_FALSE(splits_over_channels(s.at("small"))) << s.at("small").to_string();
         EXPECT_FALSE(splits_over_channels(s.at("along_c"))) << s.at("along_c").to_string();
+    }
+}
+
+// The DMA tasks of `layer` whose name holds `what` (".store", ".broadcast").
+size_t dma_tasks(const sim::RunResult &run, const std::string &layer, const std::string &what) {
+    return size_t(std::count_if(run.tasks.begin(), run.tasks.end(), [&](const sim::TaskRecord &t) {
+        return t.kind == blob::EngineKind::Dma && t.layer == layer &&
+               t.name.find(what) != std::string::npos;
+    }));
+}
+
+// u8 x (1 x 16 x 57 x 57) through two 1x1 convs to 256 channels (831 KB each, above a third of
+// a vpu27 tile's CMX), their sum, and a convolution of it with stride 2 (`kernel` 1, or 3 with
+// a padding of 1) as the graph's output.
+dsl::Graph wide_residual_block(int kernel) {
+    dsl::TensorDesc t;
+    t.name = "x";
+    t.shape = dsl::Shape{1, 16, 57, 57};
+    t.type = dsl::ElemType::U8;
+    t.order = dsl::DimsOrder::NHWC();
+    t.quant = dsl::Quant::per_tensor(0.05f, 120);
+    const dsl::Layer x = dsl::Layer::input(t);
+    const dsl::Layer a = algorithms::conv2d("a", x, int8_weights(16, 1, 256, 4));
+    const dsl::Layer b = algorithms::conv2d("b", x, int8_weights(16, 1, 256, 5));
+    const algorithms::QuantEltwise add =
+        algorithms::quant_eltwise(algorithms::EltwiseOp::Add, a.output().quant, b.output().quant,
+                                  dsl::ElemType::U8, dsl::Quant::per_tensor(0.1f, 3));
+    const dsl::Layer sum = algorithms::eltwise("sum", algorithms::EltwiseOp::Add, a, b, {}, add);
+    algorithms::Conv2dParams down;
+    down.stride_w = down.stride_h = 2;
+    down.pad_left = down.pad_right = down.pad_top = down.pad_bottom = kernel / 2;
+    return dsl::Graph("wide",
+                      {algorithms::conv2d("down", sum, int8_weights(256, kernel, 24, 6), down)});
+}
+
+// Too large for a copy on each tile, a tensor split over rows stays in CMX when each tile's
+// readers read only the rows it computes: the two convolutions' outputs (read by the add), and
+// the sum when a 1x1 convolution reads it (rows 2y of the tile's own 29 or 28), not when a 3x3
+// one does (its first tile's last output row reads the other tile's first row). The same bytes
+// either way; vpu20 keeps nothing (keep_in_cmx.cpp says why).
+TEST(GraphScheduling, KeepsTheRowsEachTileComputesWhereItsReadersReadNoOthers) {
+    for (int kernel : {1, 3}) {
+        for (const char *target_name : {"vpu27", "vpu20"}) {
+            SCOPED_TRACE(std::string(target_name) + ", kernel " + std::to_string(kernel));
+            const dsl::Graph graph = wide_residual_block(kernel);
+            const target::Target target = target::load_target(target_name);
+            std::map<std::string, dsl::Schedule> s;
+            std::ostringstream notes;
+            codegen::CheckOptions on;
+            on.lower.schedules = &s;
+            on.lower.notes = &notes;
+            codegen::CheckOptions off;
+            off.lower.graph_scheduling = false;
+            const codegen::CheckResult with = codegen::check_against_reference(graph, target, on);
+            const codegen::CheckResult without =
+                codegen::check_against_reference(graph, target, off);
+            EXPECT_TRUE(with.ok()) << with.report();
+            EXPECT_TRUE(without.ok()) << without.report();
+            EXPECT_TRUE(with.run.outputs == without.run.outputs);
+            const bool vpu27 = std::string(target_name) == "vpu27";
+            EXPECT_EQ(keeps_in_cmx(s.at("a")), vpu27) << s.at("a").to_string();
+            EXPECT_EQ(keeps_in_cmx(s.at("b")), vpu27) << s.at("b").to_string();
+            EXPECT_EQ(keeps_in_cmx(s.at("sum")), vpu27 && kernel == 1) << s.at("sum").to_string();
+            if (vpu27) {
+                const std::string by_rows = "(" + std::to_string(kernel == 1 ? 3 : 2) + " by rows";
+                EXPECT_NE(notes.str().find(by_rows), std::string::npos) << notes.str();
+            }
+            // A tensor kept by rows is neither stored to DDR nor copied between tiles.
+            for (const char *layer : {"a", "b"}) {
+                EXPECT_EQ(dma_tasks(with.run, layer, ".store") == 0, vpu27) << layer;
+                EXPECT_EQ(dma_tasks(with.run, layer, ".broadcast"), 0u) << layer;
+                EXPECT_GT(dma_tasks(without.run, layer, ".store"), 0u) << layer;
+            }
+        }
     }
 }
 

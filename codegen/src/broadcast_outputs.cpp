@@ -2,7 +2,8 @@
 // computes it or reads it, and each of its tasks computes into its own tile's copy. After each
 // such task, one DMA with several destinations copies what it wrote into the copies of the
 // other tiles (but those of a replicated layer's tiles, which compute everything themselves),
-// and every task that waited for the computation waits for the copy too.
+// and every task that waited for the computation waits for the copy too. A layer kept by rows
+// (each tile its own, read there alone) has nothing to copy.
 #include <algorithm>
 #include <map>
 
@@ -81,7 +82,7 @@ void broadcast_outputs(LoweringState &s) {
         const ComputedCopy computed = computed_copy(s, t);
         new_index[i] = int(tasks.size());
         tasks.push_back(std::move(t));
-        if (!computed.copies) continue;
+        if (!computed.copies || computed.copies->rows_only) continue;
         const TaskIR &compute = tasks.back();
         std::vector<View> others;
         for (const auto &[tile, buffer] : computed.copies->buffers)
@@ -99,8 +100,10 @@ void broadcast_outputs(LoweringState &s) {
 }
 
 // Every part of a copy that a task computes reaches the copies of the other tiles that do not
-// compute it themselves: one DMA after the task reads what it wrote and writes the same bytes
-// of each of them. A task of another layer reading a copy waits for every task writing it.
+// compute it themselves (but for a copy of the tile's own rows, which only that tile reads:
+// build_tasks checks each read lies in them): one DMA after the task reads what it wrote and
+// writes the same bytes of each of them. A task of another layer reading a copy waits for
+// every task writing it.
 void verify_broadcasts(const LoweringState &s) {
     std::map<int, const ResidentCopies *> copy_in; // CMX buffer -> the copies it is one of
     for (const ResidentCopies &copies : s.resident_copies)
@@ -116,7 +119,7 @@ void verify_broadcasts(const LoweringState &s) {
             throw LoweringError("layer '" + t.layer + "': task '" + t.name + "': " + what);
         };
         const ComputedCopy computed = computed_copy(s, t);
-        if (computed.copies)
+        if (computed.copies && !computed.copies->rows_only)
             for (const auto &[tile, buffer] : computed.copies->buffers) {
                 if (tile == int(t.tile) || computed.copies->computing_all.count(tile)) continue;
                 const View expected = in_buffer(computed.written, buffer);

@@ -87,6 +87,12 @@ Region with_channels(Region r, Interval c) {
     return r;
 }
 
+// `r` over the rows of `from`.
+Region with_rows(Region r, const Region &from) {
+    r.dims[2] = from.dims[2];
+    return r;
+}
+
 std::array<int64_t, 3> origin_of(const Region &r) {
     return {r.dims[0].begin, r.dims[1].begin, r.dims[2].begin};
 }
@@ -199,22 +205,35 @@ class LayerBuilder {
     std::vector<int> writers; // who wrote this layer's output (to DDR, or into its CMX copies)
 
     // A layer whose output stays in CMX (LoopNest::broadcast) holds all of it in one buffer on
-    // each of these tiles, recorded in LoweringState::resident_copies.
+    // each of these tiles, or, kept by rows (LoweringState::rows_in_cmx), on each tile computing
+    // it the rows it computes there, recorded in LoweringState::resident_copies.
     // The copies hold whole channel groups when the DPU computes the layer or reads it.
     void keep_in_cmx(const std::set<int> &tiles, bool read_in_groups) {
         const dsl::TensorDesc &out = plan_.layer.output();
         const int64_t channels = out.shape[dsl::dims::C];
         resident_lanes_ = writes_groups() || read_in_groups ? ceil_group(channels) : channels;
-        const uint64_t bytes = cmx_bytes(whole_region(), resident_lanes_, blob_dtype(out.type));
-        for (int tile : tiles) {
-            resident_[tile] = add_cmx_buffer(name() + ".cmx", tile, bytes);
+        const bool rows_only = s_.rows_in_cmx.count(name()) > 0;
+        if (rows_only) {
+            // All channels and columns (keep_in_cmx checked each tile computes them), its rows.
+            for (const Task &t : nest_tasks_) {
+                auto [it, fresh] = held_.try_emplace(t.tile, with_rows(whole_region(), t.region));
+                const Interval rows = it->second.dims[2];
+                it->second.dims[2] = {std::min(rows.begin, t.region.dims[2].begin),
+                                      std::max(rows.end, t.region.dims[2].end)};
+            }
+        } else {
+            for (int tile : tiles) held_[tile] = whole_region();
+        }
+        for (const auto &[tile, region] : held_) {
+            resident_[tile] = add_cmx_buffer(
+                name() + ".cmx", tile, cmx_bytes(region, resident_lanes_, blob_dtype(out.type)));
             // Pad lanes a SHAVE leaves alone are zeroed once (the DPU computes its own).
             if (!writes_groups()) {
                 const int zero = zero_pad_lanes(resident_view(tile), resident_lanes_, tile, "cmx");
                 if (zero >= 0) writers.push_back(zero);
             }
         }
-        ResidentCopies copies{name(), resident_, {}};
+        ResidentCopies copies{name(), resident_, {}, rows_only};
         const bool replicated =
             std::any_of(plan_.nest.relations.begin(), plan_.nest.relations.end(),
                         [](const LoopRelation &r) { return r.replicate; });
@@ -340,8 +359,14 @@ class LayerBuilder {
                 continue;
             }
             if (const LayerBuilder *resident = broadcast_producer(producer)) {
-                p.inputs.push_back(
-                    input_window(resident->resident_view(task.tile), resident->whole_region(), r));
+                const Region &held = resident->held_region(task.tile);
+                if (r.dims[2].begin < held.dims[2].begin || r.dims[2].end > held.dims[2].end)
+                    fail("task " + task.region.to_string() + " on tile " +
+                         std::to_string(task.tile) + " reads rows [" +
+                         std::to_string(r.dims[2].begin) + ", " + std::to_string(r.dims[2].end) +
+                         ") of '" + producer.name() + "', whose copy there holds " +
+                         held.to_string());
+                p.inputs.push_back(input_window(resident->resident_view(task.tile), held, r));
                 p.loads.insert(p.loads.end(), resident->writers.begin(), resident->writers.end());
                 continue;
             }
@@ -381,16 +406,21 @@ class LayerBuilder {
         return whole;
     }
 
-    // The output in the CMX of `tile`, NHWC with `resident_lanes_` per pixel (broadcast layers).
+    // The part of the output the copy in the CMX of `tile` holds (broadcast layers).
+    const Region &held_region(int tile) const {
+        auto it = held_.find(tile);
+        if (it == held_.end())
+            fail("no copy of the output in the CMX of tile " + std::to_string(tile));
+        return it->second;
+    }
+
+    // The copy in the CMX of `tile`, NHWC with `resident_lanes_` per pixel (broadcast layers).
     View resident_view(int tile) const {
         const dsl::TensorDesc &out = plan_.layer.output();
-        auto it = resident_.find(tile);
-        if (it == resident_.end())
-            fail("no copy of the output in the CMX of tile " + std::to_string(tile));
         const int32_t zero_point =
             !out.quant.empty() && !out.quant.per_channel() ? out.quant.zero_point[0] : 0;
-        return cmx_view(it->second, blob_dtype(out.type), whole_region(), resident_lanes_,
-                        zero_point);
+        return cmx_view(resident_.at(tile), blob_dtype(out.type), held_region(tile),
+                        resident_lanes_, zero_point);
     }
 
     // The producer keeps its whole output in CMX.
@@ -665,7 +695,8 @@ class LayerBuilder {
     // the other tiles' copies).
     int compute_into_copy(const Pending &p) {
         // The copies take the pad lanes the DPU computes too.
-        const View local = output_window(resident_view(p.task.tile), whole_region(), p.task.region);
+        const View local =
+            output_window(resident_view(p.task.tile), held_region(p.task.tile), p.task.region);
         const int compute = plan_.on_shave ? shave_task(p, {local}) : dpu_task(p, local);
         writers.push_back(compute);
         return compute;
@@ -754,6 +785,7 @@ class LayerBuilder {
     const std::vector<Task> nest_tasks_; // the layer's tasks, from its loop nest
     const InputBounds input_regions_;    // what a region of the output reads of each input
     std::map<int, int> resident_;        // broadcast layers: tile -> CMX buffer of the output
+    std::map<int, Region> held_;         // and the part of the output it holds
     int64_t resident_lanes_ = 0;         // and its elements per pixel
     View zeros_;                         // a constant of zeros, for pad lanes
     // Root layers: the tiles computing each task region (several when replicated).

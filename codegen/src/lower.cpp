@@ -240,8 +240,6 @@ void verify_graph_schedules(const LoweringState &s) {
     }
 }
 
-// Whether `layer` will run on the DPU: on_dpu() says so, on_shave() says not, and otherwise
-// the DPU matcher decides (its answer kept for select_engines).
 bool runs_on_dpu(LoweringState &s, const dsl::Layer &layer) {
     const dsl::Engine engine = layer.schedule().engine();
     if (engine != dsl::Engine::Auto) return engine == dsl::Engine::DPU;

@@ -47,12 +47,14 @@ struct PrefetchChain {
 };
 
 // A layer kept in CMX (LoopNest::broadcast): a copy of its whole output in the CMX of each
-// tile that computes it or reads it (build_tasks), which broadcast_outputs keeps equal.
+// tile that computes it or reads it (build_tasks), which broadcast_outputs keeps equal; or, for
+// a layer of LoweringState::rows_in_cmx, on each tile computing it, the rows it computes there.
 struct ResidentCopies {
     std::string layer;
     std::map<int, int> buffers; // tile -> CMX buffer
     // A replicated layer (Clustering) computes all of its output on each of these tiles.
     std::set<int> computing_all;
+    bool rows_only = false; // each buffer holds its tile's rows, which no other tile reads
 };
 
 // A constant build_tasks reserved for the weights and weight table of output channels
@@ -87,6 +89,9 @@ struct LoweringState {
     std::vector<WeightPack> weight_packs;                  // in the order of their constants
     std::vector<PrefetchChain> prefetch_chains;            // layers computed at root
     std::vector<ResidentCopies> resident_copies;           // layers kept in CMX
+    // Layers kept in CMX (store_in(CMX)) by rows: each tile holds the rows it computes, and
+    // every task reading them runs on that tile and reads no others (keep_in_cmx).
+    std::set<std::string> rows_in_cmx;
     std::vector<uint8_t> blob;
     // What a user should know about the lowering, such as a layer engine Auto put on the
     // SHAVEs and why; lower() logs each after its pass as "note: ...".
@@ -191,6 +196,9 @@ void keep_in_cmx(LoweringState &s);
 // CMX.
 void verify_graph_schedules(const LoweringState &s);
 void resolve_schedules(LoweringState &s);
+// Whether `layer` will run on the DPU: its schedule's engine, or the DPU matcher's answer (kept
+// for select_engines).
+bool runs_on_dpu(LoweringState &s, const dsl::Layer &layer);
 void select_engines(LoweringState &s);
 void compile_shave_kernels(LoweringState &s);
 void plan_views(LoweringState &s);
