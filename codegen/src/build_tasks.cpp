@@ -212,8 +212,8 @@ class LayerBuilder {
         const dsl::TensorDesc &out = plan_.layer.output();
         const int64_t channels = out.shape[dsl::dims::C];
         resident_lanes_ = writes_groups() || read_in_groups ? ceil_group(channels) : channels;
-        const bool rows_only = s_.rows_in_cmx.count(name()) > 0;
-        if (rows_only) {
+        rows_only_ = s_.rows_in_cmx.count(name()) > 0;
+        if (rows_only_) {
             // All channels and columns (keep_in_cmx checked each tile computes them), its rows.
             for (const Task &t : nest_tasks_) {
                 auto [it, fresh] = held_.try_emplace(t.tile, with_rows(whole_region(), t.region));
@@ -230,10 +230,13 @@ class LayerBuilder {
             // Pad lanes a SHAVE leaves alone are zeroed once (the DPU computes its own).
             if (!writes_groups()) {
                 const int zero = zero_pad_lanes(resident_view(tile), resident_lanes_, tile, "cmx");
-                if (zero >= 0) writers.push_back(zero);
+                if (zero >= 0) {
+                    writers.push_back(zero);
+                    row_writers_[tile].push_back({region.dims[2], zero});
+                }
             }
         }
-        ResidentCopies copies{name(), resident_, {}, rows_only};
+        ResidentCopies copies{name(), resident_, {}, rows_only_};
         const bool replicated =
             std::any_of(plan_.nest.relations.begin(), plan_.nest.relations.end(),
                         [](const LoopRelation &r) { return r.replicate; });
@@ -367,7 +370,8 @@ class LayerBuilder {
                          ") of '" + producer.name() + "', whose copy there holds " +
                          held.to_string());
                 p.inputs.push_back(input_window(resident->resident_view(task.tile), held, r));
-                p.loads.insert(p.loads.end(), resident->writers.begin(), resident->writers.end());
+                const std::vector<int> wait = resident->copy_writers(task.tile, r.dims[2]);
+                p.loads.insert(p.loads.end(), wait.begin(), wait.end());
                 continue;
             }
             const dsl::TensorDesc &desc = producer.output();
@@ -421,6 +425,18 @@ class LayerBuilder {
             !out.quant.empty() && !out.quant.per_channel() ? out.quant.zero_point[0] : 0;
         return cmx_view(resident_.at(tile), blob_dtype(out.type), held_region(tile),
                         resident_lanes_, zero_point);
+    }
+
+    // The tasks a reader of rows `rows` of the copy on `tile` waits for: those writing any of
+    // them into it, for a copy of the tile's own rows; every writer of a whole copy, which
+    // other tiles' tasks and their broadcasts fill.
+    std::vector<int> copy_writers(int tile, Interval rows) const {
+        if (!rows_only_) return writers;
+        std::vector<int> wait;
+        if (auto it = row_writers_.find(tile); it != row_writers_.end())
+            for (const auto &[written, task] : it->second)
+                if (written.begin < rows.end && rows.begin < written.end) wait.push_back(task);
+        return wait;
     }
 
     // The producer keeps its whole output in CMX.
@@ -699,6 +715,7 @@ class LayerBuilder {
             output_window(resident_view(p.task.tile), held_region(p.task.tile), p.task.region);
         const int compute = plan_.on_shave ? shave_task(p, {local}) : dpu_task(p, local);
         writers.push_back(compute);
+        if (rows_only_) row_writers_[p.task.tile].push_back({p.task.region.dims[2], compute});
         return compute;
     }
 
@@ -786,8 +803,11 @@ class LayerBuilder {
     const InputBounds input_regions_;    // what a region of the output reads of each input
     std::map<int, int> resident_;        // broadcast layers: tile -> CMX buffer of the output
     std::map<int, Region> held_;         // and the part of the output it holds
-    int64_t resident_lanes_ = 0;         // and its elements per pixel
-    View zeros_;                         // a constant of zeros, for pad lanes
+    bool rows_only_ = false;             // each copy its tile's rows (LoweringState::rows_in_cmx)
+    // Copies of rows only: per tile, the rows each task writing its copy writes, and the task.
+    std::map<int, std::vector<std::pair<Interval, int>>> row_writers_;
+    int64_t resident_lanes_ = 0; // and its elements per pixel
+    View zeros_;                 // a constant of zeros, for pad lanes
     // Root layers: the tiles computing each task region (several when replicated).
     std::map<std::string, std::vector<int>> tiles_computing_;
     std::vector<int> next_dpu_; // per tile: the DPU the next task goes to
