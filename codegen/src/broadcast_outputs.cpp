@@ -59,30 +59,6 @@ std::string broadcast_name(const TaskIR &t) {
     return t.layer + ".broadcast" + t.name.substr(after);
 }
 
-// The bytes of `v`'s buffer from its first element to past its last.
-std::pair<uint64_t, uint64_t> byte_span(const View &v) {
-    uint64_t last = 0;
-    for (const blob::Dim &d : v.dims)
-        if (d.extent() > 0) last += uint64_t(d.extent() - 1) * uint64_t(d.stride());
-    const uint64_t bytes = uint64_t(blob::dtype_bytes(v.dtype));
-    return {v.offset, v.offset + (last + 1) * bytes};
-}
-
-// Whether `writer` writes bytes of `read`'s buffer that `read` covers: any of its writes, for a
-// whole copy (every task writing it, broadcasts included, fills it for every reader); those
-// whose bytes meet `read`'s, for a copy of the tile's own rows.
-bool writes_to(const TaskIR &writer, const View &read, bool rows_only) {
-    if (!rows_only) return true;
-    const auto [begin, end] = byte_span(read);
-    bool meets = false;
-    for_each_view(writer, [&](const View &v, bool writes) {
-        if (!writes || v.buffer != read.buffer) return;
-        const auto [b, e] = byte_span(v);
-        meets = meets || (b < end && begin < e);
-    });
-    return meets;
-}
-
 } // namespace
 
 void broadcast_outputs(LoweringState &s) {
@@ -168,7 +144,7 @@ void verify_broadcasts(const LoweringState &s) {
             const auto copies = copy_in.find(v.buffer);
             if (writes || copies == copy_in.end() || copies->second->layer == t.layer) return;
             for (int w : writers_of[v.buffer])
-                if (writes_to(s.program.tasks[size_t(w)], v, copies->second->rows_only) &&
+                if ((!copies->second->rows_only || writes_within(s.program.tasks[size_t(w)], v)) &&
                     !std::count(t.deps.begin(), t.deps.end(), w))
                     fail("reads the copy of '" + copies->second->layer + "' in '" +
                          s.program.buffers[size_t(v.buffer)].name + "' without waiting for '" +

@@ -338,6 +338,16 @@ class LayerBuilder {
         return name() + "." + what + "." + std::to_string(t.tile) + "." + t.region.to_string();
     }
 
+    // The tasks writing `producer`'s tensor in DDR that a load of `src` waits for: those whose
+    // writes meet its bytes (a band of rows of an NHWC tensor is one range), so that a task can
+    // start on the first rows its producer stored while the producer computes the rest.
+    std::vector<int> writers_within(const dsl::Layer &producer, const View &src) const {
+        std::vector<int> wait;
+        for (int w : s_.writers_of(producer.name()))
+            if (codegen::writes_within(s_.program.tasks[size_t(w)], src)) wait.push_back(w);
+        return wait;
+    }
+
     // The DMAs bringing a task's inputs, after the producers' writers; inputs computed at this
     // layer are computed here instead.
     Pending load(const Task &task, int64_t image) {
@@ -387,7 +397,7 @@ class LayerBuilder {
             View dst = cmx_view(buf, src.dtype, held, lanes, src.zero_point);
             p.loads.push_back(add_dma(task_name(task, "load" + std::to_string(i)),
                                       dma_engine_in(task.tile), DmaWork{src, {dst}},
-                                      s_.writers_of(producer.name())));
+                                      writers_within(producer, src)));
             p.input_loads.push_back(p.loads.back());
             const int zero = zero_pad_lanes(dst, lanes, task.tile, task.region.to_string());
             if (zero >= 0) p.loads.push_back(zero);

@@ -573,6 +573,24 @@ class Parser {
 
 } // namespace
 
+std::pair<uint64_t, uint64_t> byte_span(const View &v) {
+    uint64_t last = 0;
+    for (const blob::Dim &d : v.dims)
+        if (d.extent() > 0) last += uint64_t(d.extent() - 1) * uint64_t(d.stride());
+    return {v.offset, v.offset + (last + 1) * uint64_t(blob::dtype_bytes(v.dtype))};
+}
+
+bool writes_within(const TaskIR &t, const View &v) {
+    const auto [begin, end] = byte_span(v);
+    bool meets = false;
+    for_each_view(t, [&](const View &w, bool writes) {
+        if (!writes || w.buffer != v.buffer) return;
+        const auto [b, e] = byte_span(w);
+        meets = meets || (b < end && begin < e);
+    });
+    return meets;
+}
+
 std::string print(const Program &p) {
     std::ostringstream os;
     os << "program " << p.name << ": " << p.buffers.size() << " buffers, " << p.tasks.size()

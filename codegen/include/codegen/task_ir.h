@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -87,6 +88,12 @@ template <typename TaskT, typename F> void for_each_view(TaskT &t, F &&f) {
         f(dpu.output, true);
     }
 }
+
+// The bytes of `v`'s buffer from its first element to past its last: [first, end).
+std::pair<uint64_t, uint64_t> byte_span(const View &v);
+// Whether task `t` writes a byte of `v`'s buffer within v's byte span: a task whose writes all
+// lie elsewhere cannot have written what `v` reads.
+bool writes_within(const TaskIR &t, const View &v);
 
 // Network I/O as the blob header describes it.
 struct IoDecl {
