@@ -49,6 +49,42 @@ View in_buffer(View v, int buffer) {
     return v;
 }
 
+// The copies that must follow the task on `tile` that computed `computed.written`, one DMA
+// each. A whole copy: all it wrote, into the copy of every other tile that does not compute it
+// itself, in one DMA. A copy of rows: the rows it wrote that another tile's copy holds (a
+// halo), into that copy, whose rows start elsewhere.
+std::vector<DmaWork> copies_after(const ComputedCopy &computed, int tile) {
+    const ResidentCopies &copies = *computed.copies;
+    const View &written = computed.written;
+    std::vector<DmaWork> out;
+    if (copies.rows.empty()) {
+        std::vector<View> others;
+        for (const auto &[other, buffer] : copies.buffers)
+            if (other != tile && !copies.computing_all.count(other))
+                others.push_back(in_buffer(written, buffer));
+        if (!others.empty()) out.push_back({written, std::move(others)});
+        return out;
+    }
+    // Rows of all channels and columns: a row is a fixed number of bytes in every copy.
+    const uint64_t row_bytes =
+        uint64_t(written.dims[2].stride()) * uint64_t(blob::dtype_bytes(written.dtype));
+    const int64_t held_from = copies.rows.at(tile).begin;
+    const int64_t first = held_from + int64_t(written.offset / row_bytes);
+    const uint64_t within_row = written.offset % row_bytes;
+    const int64_t end = first + int64_t(written.dims[2].extent());
+    for (const auto &[other, rows] : copies.rows) {
+        const int64_t from = std::max(first, rows.begin), to = std::min(end, rows.end);
+        if (other == tile || copies.computing_all.count(other) || from >= to) continue;
+        View src = written;
+        src.offset = within_row + uint64_t(from - held_from) * row_bytes;
+        src.dims[2] = blob::Dim(uint32_t(to - from), src.dims[2].stride());
+        View dst = in_buffer(src, copies.buffers.at(other));
+        dst.offset = within_row + uint64_t(from - rows.begin) * row_bytes;
+        out.push_back({src, {dst}});
+    }
+    return out;
+}
+
 // The name of the copy after computing task `t`, named `<layer>.<what>.<tile>.<region>`:
 // `<layer>.broadcast.<tile>.<region>`.
 std::string broadcast_name(const TaskIR &t) {
@@ -64,14 +100,15 @@ std::string broadcast_name(const TaskIR &t) {
 void broadcast_outputs(LoweringState &s) {
     std::vector<TaskIR> tasks;
     std::vector<int> new_index(s.program.tasks.size());
-    std::map<int, int> copy_after; // computing task -> the DMA copying its result (new indices)
+    // Computing task -> the DMAs copying its result (new indices).
+    std::map<int, std::vector<int>> copy_after;
     // Every task waiting for a computation waits for its copy too, listed right after it.
     auto with_copies = [&](const std::vector<int> &computations) {
         std::vector<int> out;
         for (int w : computations) {
             out.push_back(w);
             if (auto copy = copy_after.find(w); copy != copy_after.end())
-                out.push_back(copy->second);
+                out.insert(out.end(), copy->second.begin(), copy->second.end());
         }
         return out;
     };
@@ -82,17 +119,14 @@ void broadcast_outputs(LoweringState &s) {
         const ComputedCopy computed = computed_copy(s, t);
         new_index[i] = int(tasks.size());
         tasks.push_back(std::move(t));
-        if (!computed.copies || computed.copies->rows_only) continue;
-        const TaskIR &compute = tasks.back();
-        std::vector<View> others;
-        for (const auto &[tile, buffer] : computed.copies->buffers)
-            if (tile != int(compute.tile) && !computed.copies->computing_all.count(tile))
-                others.push_back(in_buffer(computed.written, buffer));
-        if (others.empty()) continue;
-        copy_after[new_index[i]] = int(tasks.size());
-        tasks.push_back(dma_task(broadcast_name(compute), compute.layer,
-                                 dma_engine_out(s.target, int(compute.tile)),
-                                 DmaWork{computed.written, std::move(others)}, {new_index[i]}));
+        if (!computed.copies) continue;
+        const int tile = int(tasks.back().tile);
+        const std::string name = broadcast_name(tasks.back()), layer = tasks.back().layer;
+        for (DmaWork &copy : copies_after(computed, tile)) {
+            copy_after[new_index[i]].push_back(int(tasks.size()));
+            tasks.push_back(dma_task(name, layer, dma_engine_out(s.target, tile), std::move(copy),
+                                     {new_index[i]}));
+        }
     }
     s.program.tasks = std::move(tasks);
     s.renumber_tasks([&](int w) { return new_index[size_t(w)]; });
@@ -119,32 +153,33 @@ void verify_broadcasts(const LoweringState &s) {
             throw LoweringError("layer '" + t.layer + "': task '" + t.name + "': " + what);
         };
         const ComputedCopy computed = computed_copy(s, t);
-        if (computed.copies && !computed.copies->rows_only)
-            for (const auto &[tile, buffer] : computed.copies->buffers) {
-                if (tile == int(t.tile) || computed.copies->computing_all.count(tile)) continue;
-                const View expected = in_buffer(computed.written, buffer);
-                const bool copied =
-                    std::any_of(writers_of[buffer].begin(), writers_of[buffer].end(), [&](int w) {
-                        const TaskIR &copy = s.program.tasks[size_t(w)];
-                        const auto *dma = std::get_if<DmaWork>(&copy.work);
-                        const auto same = [](const View &a, const View &b) {
-                            return a.buffer == b.buffer && a.offset == b.offset &&
-                                   a.dtype == b.dtype && a.dims == b.dims;
-                        };
-                        return dma && same(dma->src, computed.written) &&
-                               std::any_of(dma->dsts.begin(), dma->dsts.end(),
-                                           [&](const View &d) { return same(d, expected); }) &&
-                               std::count(copy.deps.begin(), copy.deps.end(), int(i));
-                    });
-                if (!copied)
-                    fail("what it computes into its copy of the output on tile " +
-                         std::to_string(t.tile) + " is not copied to tile " + std::to_string(tile));
-            }
+        if (computed.copies)
+            for (const DmaWork &expected : copies_after(computed, int(t.tile)))
+                for (const View &dst : expected.dsts) {
+                    const bool copied = std::any_of(
+                        writers_of[dst.buffer].begin(), writers_of[dst.buffer].end(), [&](int w) {
+                            const TaskIR &copy = s.program.tasks[size_t(w)];
+                            const auto *dma = std::get_if<DmaWork>(&copy.work);
+                            const auto same = [](const View &a, const View &b) {
+                                return a.buffer == b.buffer && a.offset == b.offset &&
+                                       a.dtype == b.dtype && a.dims == b.dims;
+                            };
+                            return dma && same(dma->src, expected.src) &&
+                                   std::any_of(dma->dsts.begin(), dma->dsts.end(),
+                                               [&](const View &d) { return same(d, dst); }) &&
+                                   std::count(copy.deps.begin(), copy.deps.end(), int(i));
+                        });
+                    if (!copied)
+                        fail("what it computes into its copy of the output on tile " +
+                             std::to_string(t.tile) + " is not copied to '" +
+                             s.program.buffers[size_t(dst.buffer)].name + "'");
+                }
         for_each_view(t, [&](const View &v, bool writes) {
             const auto copies = copy_in.find(v.buffer);
             if (writes || copies == copy_in.end() || copies->second->layer == t.layer) return;
             for (int w : writers_of[v.buffer])
-                if ((!copies->second->rows_only || writes_within(s.program.tasks[size_t(w)], v)) &&
+                if ((copies->second->rows.empty() ||
+                     writes_within(s.program.tasks[size_t(w)], v)) &&
                     !std::count(t.deps.begin(), t.deps.end(), w))
                     fail("reads the copy of '" + copies->second->layer + "' in '" +
                          s.program.buffers[size_t(v.buffer)].name + "' without waiting for '" +

@@ -206,20 +206,20 @@ class LayerBuilder {
 
     // A layer whose output stays in CMX (LoopNest::broadcast) holds all of it in one buffer on
     // each of these tiles, or, kept by rows (LoweringState::rows_in_cmx), on each tile computing
-    // it the rows it computes there, recorded in LoweringState::resident_copies.
+    // it the rows the pass gave it, recorded in LoweringState::resident_copies.
     // The copies hold whole channel groups when the DPU computes the layer or reads it.
     void keep_in_cmx(const std::set<int> &tiles, bool read_in_groups) {
         const dsl::TensorDesc &out = plan_.layer.output();
         const int64_t channels = out.shape[dsl::dims::C];
         resident_lanes_ = writes_groups() || read_in_groups ? ceil_group(channels) : channels;
-        rows_only_ = s_.rows_in_cmx.count(name()) > 0;
+        const auto by_rows = s_.rows_in_cmx.find(name());
+        rows_only_ = by_rows != s_.rows_in_cmx.end();
         if (rows_only_) {
             // All channels and columns (keep_in_cmx checked each tile computes them), its rows.
-            for (const Task &t : nest_tasks_) {
-                auto [it, fresh] = held_.try_emplace(t.tile, with_rows(whole_region(), t.region));
-                const Interval rows = it->second.dims[2];
-                it->second.dims[2] = {std::min(rows.begin, t.region.dims[2].begin),
-                                      std::max(rows.end, t.region.dims[2].end)};
+            for (const auto &[tile, rows] : by_rows->second) {
+                Region held = whole_region();
+                held.dims[2] = rows;
+                held_[tile] = held;
             }
         } else {
             for (int tile : tiles) held_[tile] = whole_region();
@@ -232,11 +232,12 @@ class LayerBuilder {
                 const int zero = zero_pad_lanes(resident_view(tile), resident_lanes_, tile, "cmx");
                 if (zero >= 0) {
                     writers.push_back(zero);
-                    row_writers_[tile].push_back({region.dims[2], zero});
+                    zero_writers_[tile] = zero;
                 }
             }
         }
-        ResidentCopies copies{name(), resident_, {}, rows_only_};
+        ResidentCopies copies{name(), resident_, {}, {}};
+        if (rows_only_) copies.rows = by_rows->second;
         const bool replicated =
             std::any_of(plan_.nest.relations.begin(), plan_.nest.relations.end(),
                         [](const LoopRelation &r) { return r.replicate; });
@@ -437,15 +438,18 @@ class LayerBuilder {
                         resident_lanes_, zero_point);
     }
 
-    // The tasks a reader of rows `rows` of the copy on `tile` waits for: those writing any of
-    // them into it, for a copy of the tile's own rows; every writer of a whole copy, which
-    // other tiles' tasks and their broadcasts fill.
+    // The tasks a reader of rows `rows` of the copy on `tile` waits for: every writer of a
+    // whole copy, which other tiles' tasks and their broadcasts fill; for a copy of rows, the
+    // tile's zeroing of pad lanes and the tasks computing any of those rows, on whichever tile
+    // (broadcast_outputs adds the copy of another tile's rows after its task, and a reader
+    // waits for that too).
     std::vector<int> copy_writers(int tile, Interval rows) const {
         if (!rows_only_) return writers;
         std::vector<int> wait;
-        if (auto it = row_writers_.find(tile); it != row_writers_.end())
-            for (const auto &[written, task] : it->second)
-                if (written.begin < rows.end && rows.begin < written.end) wait.push_back(task);
+        if (auto zero = zero_writers_.find(tile); zero != zero_writers_.end())
+            wait.push_back(zero->second);
+        for (const auto &[written, task] : row_writers_)
+            if (written.begin < rows.end && rows.begin < written.end) wait.push_back(task);
         return wait;
     }
 
@@ -725,7 +729,7 @@ class LayerBuilder {
             output_window(resident_view(p.task.tile), held_region(p.task.tile), p.task.region);
         const int compute = plan_.on_shave ? shave_task(p, {local}) : dpu_task(p, local);
         writers.push_back(compute);
-        if (rows_only_) row_writers_[p.task.tile].push_back({p.task.region.dims[2], compute});
+        if (rows_only_) row_writers_.push_back({p.task.region.dims[2], compute});
         return compute;
     }
 
@@ -813,9 +817,11 @@ class LayerBuilder {
     const InputBounds input_regions_;    // what a region of the output reads of each input
     std::map<int, int> resident_;        // broadcast layers: tile -> CMX buffer of the output
     std::map<int, Region> held_;         // and the part of the output it holds
-    bool rows_only_ = false;             // each copy its tile's rows (LoweringState::rows_in_cmx)
-    // Copies of rows only: per tile, the rows each task writing its copy writes, and the task.
-    std::map<int, std::vector<std::pair<Interval, int>>> row_writers_;
+    bool rows_only_ = false;             // each copy some rows (LoweringState::rows_in_cmx)
+    // Copies of rows: the rows each computing task writes, and the task; per tile, the task
+    // zeroing the copy's pad lanes.
+    std::vector<std::pair<Interval, int>> row_writers_;
+    std::map<int, int> zero_writers_;
     int64_t resident_lanes_ = 0; // and its elements per pixel
     View zeros_;                 // a constant of zeros, for pad lanes
     // Root layers: the tiles computing each task region (several when replicated).

@@ -90,26 +90,32 @@ std::optional<std::map<int, Region>> rows_per_tile(LoweringState &s, const dsl::
     return boxes;
 }
 
-// Whether each task of every reader reads only rows of `layer` that its own tile computes.
-bool readers_stay_on_their_rows(LoweringState &s, const dsl::Layer &layer,
-                                const std::vector<dsl::Layer> &readers,
-                                const std::map<int, Region> &rows) {
+// The rows of `layer` each tile holds to keep it by rows: those it computes (`computed`) and
+// those its readers' tasks there read, as one band; nullopt when a reader runs on a tile that
+// computes none of it.
+std::optional<std::map<int, Interval>> rows_held(LoweringState &s, const dsl::Layer &layer,
+                                                 const std::vector<dsl::Layer> &readers,
+                                                 const std::map<int, Region> &computed) {
+    std::map<int, Interval> held;
+    for (const auto &[tile, box] : computed) held[tile] = box.dims[2];
+    const int64_t height = layer.output().shape[dsl::dims::H];
     for (const dsl::Layer &reader : readers) {
         const int64_t granule = runs_on_dpu(s, reader) ? s.target.channel_alignment : 1;
         const LoopNest nest = resolve_loop_nest(s.graph, reader, s.target, granule);
         const InputBounds bounds(reader);
         for (const Task &t : nest.tasks()) {
-            const auto held = rows.find(t.tile);
             const std::vector<Region> read = bounds(t.region);
             for (size_t i = 0; i < reader.inputs().size(); ++i) {
                 if (!reader.inputs()[i].same_as(layer)) continue;
-                if (held == rows.end()) return false;
-                const Interval r = read[i].dims[2], h = held->second.dims[2];
-                if (r.begin < h.begin || r.end > h.end) return false;
+                const auto rows = held.find(t.tile);
+                if (rows == held.end()) return std::nullopt;
+                const Interval r = read[i].dims[2];
+                rows->second = {std::min(rows->second.begin, std::max<int64_t>(r.begin, 0)),
+                                std::max(rows->second.end, std::min(r.end, height))};
             }
         }
     }
-    return true;
+    return held;
 }
 
 } // namespace
@@ -138,15 +144,19 @@ void keep_in_cmx(LoweringState &s) {
         // convolution's, an add's): no copy between tiles, and a part of the bytes.
         int64_t bytes = whole;
         bool by_rows = false;
-        if (const std::optional<std::map<int, Region>> rows = rows_per_tile(s, layer);
-            rows && rows->size() > 1) {
+        std::map<int, Interval> rows;
+        if (const std::optional<std::map<int, Region>> computed = rows_per_tile(s, layer);
+            computed && computed->size() > 1) {
+            const std::optional<std::map<int, Interval>> held =
+                rows_held(s, layer, readers, *computed);
             int64_t largest = 0;
-            for (const auto &[tile, box] : *rows)
-                largest = std::max(largest, whole / layer.output().shape[dsl::dims::H] *
-                                                box.dims[2].extent());
-            if (fits(largest) && readers_stay_on_their_rows(s, layer, readers, *rows)) {
+            for (const auto &[tile, band] : held.value_or(std::map<int, Interval>{}))
+                largest =
+                    std::max(largest, whole / layer.output().shape[dsl::dims::H] * band.extent());
+            if (held && fits(largest)) {
                 bytes = largest;
                 by_rows = true;
+                rows = *held;
             }
         }
         if (!by_rows && !fits(whole)) continue;
@@ -156,7 +166,7 @@ void keep_in_cmx(LoweringState &s) {
         kept.push_back({bytes, last_reader});
         dsl::Layer handle = layer;
         handle.schedule().store_in(dsl::MemoryLevel::CMX);
-        if (by_rows) s.rows_in_cmx.insert(layer.name());
+        if (by_rows) s.rows_in_cmx[layer.name()] = rows;
     }
     if (!kept.empty())
         s.notes.push_back("keep_in_cmx: " + std::to_string(kept.size()) +

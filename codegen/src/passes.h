@@ -48,13 +48,15 @@ struct PrefetchChain {
 
 // A layer kept in CMX (LoopNest::broadcast): a copy of its whole output in the CMX of each
 // tile that computes it or reads it (build_tasks), which broadcast_outputs keeps equal; or, for
-// a layer of LoweringState::rows_in_cmx, on each tile computing it, the rows it computes there.
+// a layer of LoweringState::rows_in_cmx, on each tile computing it, the rows its tasks there
+// compute or read, those computed on another tile (a halo) copied in by broadcast_outputs.
 struct ResidentCopies {
     std::string layer;
     std::map<int, int> buffers; // tile -> CMX buffer
     // A replicated layer (Clustering) computes all of its output on each of these tiles.
     std::set<int> computing_all;
-    bool rows_only = false; // each buffer holds its tile's rows, which no other tile reads
+    // Kept by rows: the rows each buffer holds (all channels and columns). Empty: all of them.
+    std::map<int, Interval> rows;
 };
 
 // A constant build_tasks reserved for the weights and weight table of output channels
@@ -89,9 +91,10 @@ struct LoweringState {
     std::vector<WeightPack> weight_packs;                  // in the order of their constants
     std::vector<PrefetchChain> prefetch_chains;            // layers computed at root
     std::vector<ResidentCopies> resident_copies;           // layers kept in CMX
-    // Layers kept in CMX (store_in(CMX)) by rows: each tile holds the rows it computes, and
-    // every task reading them runs on that tile and reads no others (keep_in_cmx).
-    std::set<std::string> rows_in_cmx;
+    // Layers kept in CMX (store_in(CMX)) by rows (keep_in_cmx): each tile computing one holds
+    // the rows given here, those it computes and those its tasks read, and every task reading
+    // the layer runs on such a tile.
+    std::map<std::string, std::map<int, Interval>> rows_in_cmx;
     std::vector<uint8_t> blob;
     // What a user should know about the lowering, such as a layer engine Auto put on the
     // SHAVEs and why; lower() logs each after its pass as "note: ...".
