@@ -215,7 +215,8 @@ class LayerBuilder {
         const auto by_rows = s_.rows_in_cmx.find(name());
         rows_only_ = by_rows != s_.rows_in_cmx.end();
         if (rows_only_) {
-            // All channels and columns (keep_in_cmx checked each tile computes them), its rows.
+            // All channels and columns (keep_in_cmx checked each tile computes them), the band
+            // of rows the pass gave the tile.
             for (const auto &[tile, rows] : by_rows->second) {
                 Region held = whole_region();
                 held.dims[2] = rows;

@@ -2,11 +2,12 @@
 // every consumer loads it back: two trips over the DDR bus, the device's scarcest resource. A
 // tensor small enough stays in CMX instead (store_in(CMX)), from its producer to its last
 // consumer, the residual branch of a ResNet block until its add included
-// (docs/graph-scheduling.md). Where every task reading it runs on a tile that computes the rows
-// it reads (the tensor split over rows, SOH, and read by 1x1 convolutions, adds, pools without
-// a halo), each tile keeps only its own rows (LoweringState::rows_in_cmx): no copy between
-// tiles, and a share of the bytes, which lets ResNet-50's 56x56x256 tensors stay. Otherwise
-// each tile keeps a copy of all of it, filled by CMX-to-CMX broadcasts as it is computed.
+// (docs/graph-scheduling.md). A tensor split over rows (SOH) whose every reader runs on tiles
+// that compute some of it is kept by rows (LoweringState::rows_in_cmx): each tile holds the
+// rows it computes and those its readers there read, the few computed elsewhere (a 3x3
+// convolution's halo) copied in by broadcast_outputs. That is a share of the bytes, which lets
+// ResNet-50's 56x56x256 tensors stay, and little or no copying. Otherwise each tile keeps a
+// copy of all of it, filled by CMX-to-CMX broadcasts as it is computed.
 #include <algorithm>
 #include <map>
 
@@ -140,8 +141,8 @@ void keep_in_cmx(LoweringState &s) {
         auto fits = [&](int64_t bytes) {
             return bytes <= usable * kTensorThirds / 3 && live + bytes <= usable * kLiveThirds / 3;
         };
-        // Each tile may keep the rows it computes, when its readers there read no others (a 1x1
-        // convolution's, an add's): no copy between tiles, and a part of the bytes.
+        // By rows first: each tile the rows it computes or reads, a band of the bytes, and the
+        // halo rows alone copied between tiles.
         int64_t bytes = whole;
         bool by_rows = false;
         std::map<int, Interval> rows;
