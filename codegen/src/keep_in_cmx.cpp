@@ -170,12 +170,13 @@ void keep_in_cmx(LoweringState &s) {
         if (by_rows) s.rows_in_cmx[layer.name()] = rows;
     }
     if (!kept.empty())
-        s.notes.push_back("keep_in_cmx: " + std::to_string(kept.size()) +
-                          " layer output(s) kept in CMX from their producer to their last "
-                          "reader (" +
-                          std::to_string(s.rows_in_cmx.size()) +
-                          " by rows, each tile holding those it computes); --dump-after "
-                          "keep_in_cmx lists every layer's schedule");
+        s.notes.push_back(
+            "keep_in_cmx: " + std::to_string(kept.size()) +
+            " layer output(s) kept in CMX from their producer to their last "
+            "reader (" +
+            std::to_string(s.rows_in_cmx.size()) +
+            " by rows, each tile holding the rows it computes or reads); --dump-after "
+            "keep_in_cmx lists every layer's schedule");
 }
 
 } // namespace vpuc::codegen
