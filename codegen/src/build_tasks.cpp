@@ -87,12 +87,6 @@ Region with_channels(Region r, Interval c) {
     return r;
 }
 
-// `r` over the rows of `from`.
-Region with_rows(Region r, const Region &from) {
-    r.dims[2] = from.dims[2];
-    return r;
-}
-
 std::array<int64_t, 3> origin_of(const Region &r) {
     return {r.dims[0].begin, r.dims[1].begin, r.dims[2].begin};
 }
