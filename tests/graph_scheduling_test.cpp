@@ -31,16 +31,21 @@ algorithms::QuantWeights int8_weights(int in, int kernel, int out, uint32_t seed
     return w;
 }
 
-// u8 x (1 x 256 x 7 x 5) -> 3x3 conv to 512 channels (1.2 MB of weights: they dominate) ->
-// 1x1 conv back to 96 channels, and the same x through a 1x1 conv to 96 -> their sum.
-dsl::Graph weight_heavy_block() {
+// The graph input x, u8 1 x c x h x w held NHWC.
+dsl::Layer u8_input(int64_t c, int64_t h, int64_t w) {
     dsl::TensorDesc t;
     t.name = "x";
-    t.shape = dsl::Shape{1, 256, 7, 5};
+    t.shape = dsl::Shape{1, c, h, w};
     t.type = dsl::ElemType::U8;
     t.order = dsl::DimsOrder::NHWC();
     t.quant = dsl::Quant::per_tensor(0.05f, 120);
-    const dsl::Layer x = dsl::Layer::input(t);
+    return dsl::Layer::input(t);
+}
+
+// u8 x (1 x 256 x 7 x 5) -> 3x3 conv to 512 channels (1.2 MB of weights: they dominate) ->
+// 1x1 conv back to 96 channels, and the same x through a 1x1 conv to 96 -> their sum.
+dsl::Graph weight_heavy_block() {
+    const dsl::Layer x = u8_input(256, 7, 5);
     algorithms::Conv2dParams same;
     same.pad_left = same.pad_right = same.pad_top = same.pad_bottom = 1;
     const dsl::Layer wide = algorithms::conv2d("wide", x, int8_weights(256, 3, 512, 1), same);
@@ -161,13 +166,7 @@ size_t dma_tasks(const sim::RunResult &run, const std::string &layer, const std:
 // a vpu27 tile's CMX), their sum, and a convolution of it with stride 2 (`kernel` 1, or 3 with
 // a padding of 1) as the graph's output.
 dsl::Graph wide_residual_block(int kernel) {
-    dsl::TensorDesc t;
-    t.name = "x";
-    t.shape = dsl::Shape{1, 16, 57, 57};
-    t.type = dsl::ElemType::U8;
-    t.order = dsl::DimsOrder::NHWC();
-    t.quant = dsl::Quant::per_tensor(0.05f, 120);
-    const dsl::Layer x = dsl::Layer::input(t);
+    const dsl::Layer x = u8_input(16, 57, 57);
     const dsl::Layer a = algorithms::conv2d("a", x, int8_weights(16, 1, 256, 4));
     const dsl::Layer b = algorithms::conv2d("b", x, int8_weights(16, 1, 256, 5));
     const algorithms::QuantEltwise add =

@@ -146,15 +146,16 @@ void keep_in_cmx(LoweringState &s) {
         int64_t bytes = whole;
         bool by_rows = false;
         std::map<int, Interval> rows;
-        if (const std::optional<std::map<int, Region>> computed = rows_per_tile(s, layer);
-            computed && computed->size() > 1) {
-            const std::optional<std::map<int, Interval>> held =
-                rows_held(s, layer, readers, *computed);
+        const std::optional<std::map<int, Region>> computed = rows_per_tile(s, layer);
+        const std::optional<std::map<int, Interval>> held =
+            computed && computed->size() > 1 ? rows_held(s, layer, readers, *computed)
+                                             : std::nullopt;
+        if (held) {
             int64_t largest = 0;
-            for (const auto &[tile, band] : held.value_or(std::map<int, Interval>{}))
+            for (const auto &[tile, band] : *held)
                 largest =
                     std::max(largest, whole / layer.output().shape[dsl::dims::H] * band.extent());
-            if (held && fits(largest)) {
+            if (fits(largest)) {
                 bytes = largest;
                 by_rows = true;
                 rows = *held;

@@ -93,16 +93,15 @@ dsl::ConstValues source_indices(const ViewChain &chain) {
             at.shape = out_shape; // the same elements in the same order
             continue;
         }
+        // Input axis d is output axis output_axis[d] (perm[output_axis[d]] = d).
         const std::vector<int64_t> perm = transpose_perm(view);
+        std::vector<size_t> output_axis(perm.size());
+        for (size_t j = 0; j < perm.size(); ++j) output_axis[size_t(perm[j])] = j;
         const std::vector<int64_t> in_shape = at.shape;
         at = dsl::pick_elements(at, out_shape, [&](const std::vector<int64_t> &index) {
             int64_t flat = 0;
-            for (size_t d = 0; d < in_shape.size(); ++d) {
-                // Input axis d is output axis j where perm[j] = d.
-                const size_t j =
-                    size_t(std::find(perm.begin(), perm.end(), int64_t(d)) - perm.begin());
-                flat = flat * in_shape[d] + index[j];
-            }
+            for (size_t d = 0; d < in_shape.size(); ++d)
+                flat = flat * in_shape[d] + index[output_axis[d]];
             return flat;
         });
     }
