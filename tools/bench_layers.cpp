@@ -82,7 +82,9 @@ options:
   --shave FILE    instead, the SHAVE layers against VPUNN's figures for Intel's
                   kernels (FILE: vpu_target/calibration/vpunn_shave_vpu27.csv): each
                   op over 1x48x40x40 fp16 on one SHAVE (the target cut to one tile
-                  with one SHAVE, as VPUNN prices a launch) and on all of them:
+                  with one SHAVE, as VPUNN prices a launch) and on all of them; an op
+                  of several forms in the form Intel's kernel computes, named after
+                  it (gelu (tanh)):
                     1 shave us   simulated latency on one SHAVE (DMA from DDR included)
                     kernel us    of which the SHAVE was busy: the kernel's time with
                                  its data in CMX, what VPUNN prices
@@ -376,6 +378,7 @@ int run_shave(const target::Target &t, const std::string &reference_path, bool j
             Json row;
             row["vpunn_kernel"] = r.spec.vpunn_kernel;
             row["op"] = r.spec.op;
+            if (!r.spec.approximate.empty()) row["approximate"] = r.spec.approximate;
             row["elements"] = r.elements;
             if (r.vpunn_us) row["vpunn_us"] = *r.vpunn_us;
             if (const auto f = figures(r)) {
@@ -406,7 +409,7 @@ int run_shave(const target::Target &t, const std::string &reference_path, bool j
                     "bound");
         for (const bench::ShaveLayerRow &r : rows) {
             std::printf("%-12s %-17s ", r.spec.vpunn_kernel.c_str(),
-                        r.spec.op.empty() ? "-" : r.spec.op.c_str());
+                        r.spec.op.empty() ? "-" : bench::op_label(r.spec).c_str());
             const auto f = figures(r);
             if (!f) {
                 const std::string why = !r.one_shave.error.empty()    ? r.one_shave.error

@@ -308,6 +308,7 @@ std::vector<UnaryOp> unary_ops() {
                             return select(x < 0.0f, alpha * (exp(x) - 1.0f), x);
                         });
     elu.attrs = {float_attr("alpha", 1.0, "scale of the negative part")};
+    elu.nan_passes = true; // NaN < 0 is false: x itself
     ops.push_back(elu);
 
     UnaryOp selu = entry("selu", "gamma * x for x > 0, gamma * alpha * (e^x - 1) else",
@@ -361,13 +362,17 @@ std::vector<UnaryOp> unary_ops() {
     swish.nan_passes = true;
     ops.push_back(swish);
     // softplus without overflow for large x, as the softplus entry computes it.
-    ops.push_back(entry("mish", "x * tanh(log(1 + e^x))", [](const Expr &x, const dsl::Attrs &) {
+    UnaryOp mish = entry("mish", "x * tanh(log(1 + e^x))", [](const Expr &x, const dsl::Attrs &) {
         return x * Halide::tanh(Halide::max(x, 0.0f) + Halide::log(1.0f + exp(-Halide::abs(x))));
-    }));
-    ops.push_back(entry("hard_swish", "x * max(0, min(1, x / 6 + 1 / 2))",
-                        [](const Expr &x, const dsl::Attrs &) {
-                            return x * Halide::clamp(x * (1.0f / 6) + 0.5f, 0.0f, 1.0f);
-                        }));
+    });
+    mish.nan_passes = true; // x is a factor
+    ops.push_back(mish);
+    UnaryOp hard_swish = entry("hard_swish", "x * max(0, min(1, x / 6 + 1 / 2))",
+                               [](const Expr &x, const dsl::Attrs &) {
+                                   return x * Halide::clamp(x * (1.0f / 6) + 0.5f, 0.0f, 1.0f);
+                               });
+    hard_swish.nan_passes = true; // x is a factor
+    ops.push_back(hard_swish);
     return ops;
 }
 

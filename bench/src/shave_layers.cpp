@@ -9,9 +9,11 @@ namespace {
 // VPUNN's SHAVE models price output bytes of fp16 tensors (vector_size 8: fp16 lanes).
 constexpr int kElementBytes = 2;
 
-// The attributes an op requires, at values any input allows.
-dsl::Attrs required_attrs(const std::string &op) {
+// The attributes an op requires, at values any input allows, and the spec's form.
+dsl::Attrs required_attrs(const ShaveLayerSpec &spec) {
+    const std::string &op = spec.op;
     dsl::Attrs attrs;
+    if (!spec.approximate.empty()) attrs.set("approximate", spec.approximate);
     if (op == "clamp") attrs.set("low", -1.0).set("high", 1.0);
     if (op == "cumsum") attrs.set("axis", int64_t(-1));
     return attrs;
@@ -33,7 +35,7 @@ dsl::Graph shave_layer_graph(const ShaveLayerSpec &spec) {
     for (int i = 0; i < spec.inputs; ++i)
         inputs.push_back(input_layer("x" + std::to_string(i), boolean));
     const dsl::Layer layer =
-        algorithms::layer_registry().build(spec.op, spec.op, inputs, required_attrs(spec.op));
+        algorithms::layer_registry().build(spec.op, spec.op, inputs, required_attrs(spec));
     return dsl::Graph(spec.op, {layer});
 }
 
@@ -75,7 +77,7 @@ const std::vector<ShaveLayerSpec> &shave_layer_specs() {
         {"hardswish", "hard_swish"},
         {"hardsigmoid", "hard_sigmoid"},
         {"sign", "sign"},
-        {"gelu", "gelu"},
+        {"gelu", "gelu", 1, "tanh"},
         {"div", "div", 2},
         {"equal", "equal", 2},
         {"less", "less", 2},
@@ -93,6 +95,10 @@ const std::vector<ShaveLayerSpec> &shave_layer_specs() {
         {"select", "where", 2},
     };
     return specs;
+}
+
+std::string op_label(const ShaveLayerSpec &spec) {
+    return spec.approximate.empty() ? spec.op : spec.op + " (" + spec.approximate + ")";
 }
 
 target::Target one_shave_target(const target::Target &target) {

@@ -19,7 +19,13 @@ struct ShaveLayerSpec {
     std::string vpunn_kernel; // "sigmoid"
     std::string op;           // the registry op, "" when the library has none
     int inputs = 1;           // value inputs (where's bool condition comes on top)
+    // The op's `approximate` attribute where the op has several forms: Intel's gelu computes
+    // the tanh approximation (docs/timing-model.md), so the tanh form is what compares.
+    std::string approximate{};
 };
+
+// The op as a table shows it: "gelu (tanh)" for a form.
+std::string op_label(const ShaveLayerSpec &spec);
 
 // Every kernel of VPUNN's SHAVE file, in its order, with the op that computes it.
 const std::vector<ShaveLayerSpec> &shave_layer_specs();
