@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <sstream>
 #include <tuple>
 
 #include "lowering_fixtures.h"
@@ -211,6 +212,40 @@ TEST(Barriers, DependenciesWithTheSameWaitersShareABarrier) {
     EXPECT_EQ(p.barriers[0].consumers, (std::vector<int>{conv0, conv1}));
 }
 
+// Given when the tasks ran (order_as_run), the DPU tasks of a layer that a tile's DPUs ran at
+// once share one barrier: consecutive, as many as the tile has DPUs, finishing within a tenth
+// of their time of each other. One that finishes later keeps its own.
+TEST(Barriers, TasksATileRanAtOnceShareABarrier) {
+    for (double third_end : {105.0, 150.0}) {
+        SCOPED_TRACE("the third task ends at " + std::to_string(third_end));
+        Builder b;
+        const int p0 = b.dpu(0, 0), p1 = b.dpu(0, 1), p2 = b.dpu(0, 2), p3 = b.dpu(0, 0);
+        const int c0 = b.dpu(1, 0, {p0}), c1 = b.dpu(1, 1, {p1}), c2 = b.dpu(1, 2, {p2});
+        const int c3 = b.dpu(1, 3, {p3});
+        const target::Target narrow = with_barriers("vpu20", 32);
+        LoweringState s(some_graph(), narrow, b.program);
+        codegen::assign_barriers(s);
+        EXPECT_EQ(s.program.barriers.size(), 4u) << "without run times, one per producer";
+        s.run_times = codegen::RunTimes{{0, 0, 0, 100, 300, 300, 300, 300},
+                                        {100, 102, third_end, 300, 400, 400, 400, 400}};
+        codegen::assign_barriers(s);
+        const bool together = third_end < 110;
+        ASSERT_EQ(s.program.barriers.size(), together ? 2u : 3u);
+        const BarrierIR &wave = s.program.barriers[0];
+        EXPECT_EQ(wave.producers,
+                  together ? (std::vector<int>{p0, p1, p2}) : (std::vector<int>{p0, p1}));
+        EXPECT_EQ(wave.consumers,
+                  together ? (std::vector<int>{c0, c1, c2}) : (std::vector<int>{c0, c1}));
+        for (const BarrierIR &bar : s.program.barriers) {
+            if (bar.producers == std::vector<int>{p3}) {
+                EXPECT_EQ(bar.consumers, std::vector<int>{c3});
+            }
+        }
+        codegen::map_physical_barriers(s);
+        expect_valid_barriers(b.program, s.program, 32);
+    }
+}
+
 // Many more barriers in use at once than the target has, in the three ways it happens: loads
 // issued long before their consumers, a DMA queue running ahead of the DPUs it feeds, and
 // loads broadcast to every DPU of a tile.
@@ -348,6 +383,59 @@ TEST(Barriers, FewPhysicalBarriersStayBitExact) {
             compile_and_check(dsl::Graph("per_channel", {per_channel_conv()}),
                               with_barriers(name, physical));
         }
+}
+
+// Barriers that run out in program order: order_as_run puts the program in the order its tasks
+// run (each queue's order kept, starts in order), the mapping in that order needs to order
+// fewer tasks, the run is no slower, and the results are the reference's, bit for bit.
+TEST(Barriers, OrderAsRunKeepsEachQueuesOrderAndRunsBitExact) {
+    // Each lowering by hand gets its own graph: default_schedules gives its layers schedules.
+    auto chain = [] {
+        dsl::Layer in = dsl::Layer::input(activation("in", 32, 14, 13));
+        dsl::Layer first = conv3x3("first", in, 32, 2);
+        return dsl::Graph("chain", {conv3x3("second", first, 32, 3)});
+    };
+    const target::Target target = with_barriers("vpu20", 6);
+    auto lower_through_reduction = [&](LoweringState &s) {
+        run_through_allocate_cmx(s);
+        codegen::allocate_ddr(s);
+        codegen::reduce_dependencies(s);
+    };
+    auto finish = [&](LoweringState &s) {
+        codegen::assign_barriers(s);
+        codegen::map_physical_barriers(s);
+        codegen::verify_barriers(s);
+        codegen::assemble(s);
+        codegen::verify_blob(s);
+        return sim::Simulator(target, s.blob).run({}, sim::Mode::TimingOnly).latency_ns;
+    };
+    const dsl::Graph plain_graph = chain();
+    LoweringState plain(plain_graph, target);
+    lower_through_reduction(plain);
+    const Program before = plain.program;
+    const double plain_ns = finish(plain);
+
+    const dsl::Graph graph = chain();
+    LoweringState s(graph, target);
+    lower_through_reduction(s);
+    codegen::order_as_run(s);
+    codegen::verify_tasks(s);
+    ASSERT_TRUE(s.run_times.has_value()) << "the 6 barriers did not run out";
+    ASSERT_EQ(s.program.tasks.size(), before.tasks.size());
+    std::map<Queue, std::vector<std::string>> queues_before, queues_after;
+    for (const TaskIR &t : before.tasks) queues_before[queue_of(t)].push_back(t.name);
+    for (const TaskIR &t : s.program.tasks) queues_after[queue_of(t)].push_back(t.name);
+    EXPECT_EQ(queues_after, queues_before);
+    EXPECT_TRUE(std::is_sorted(s.run_times->start_ns.begin(), s.run_times->start_ns.end()));
+    EXPECT_NE(s.program.tasks[0].name, std::string()); // the tasks keep their own names
+    EXPECT_LE(finish(s), plain_ns);
+
+    std::ostringstream notes;
+    codegen::LowerOptions options;
+    options.notes = &notes;
+    compile_and_check(chain(), target, options);
+    EXPECT_NE(notes.str().find("order_as_run: the 6 physical barriers ran out"), std::string::npos)
+        << notes.str();
 }
 
 } // namespace

@@ -2,6 +2,12 @@
 // by others are dropped, the rest become virtual barriers, and the virtual barriers share the
 // target's few physical ones, with work serialized where there are not enough of them.
 //
+// Where the physical barriers run out, the mapping orders tasks that could have run at once.
+// Pass order_as_run, before assign_barriers, then asks the simulator (timing only) when each
+// task starts with a physical barrier for every virtual one and puts the program in that order,
+// where the barriers free for reuse are those of tasks long done; assign_barriers then lets the
+// DPU tasks a multi-DPU tile ran at once share a barrier.
+//
 // "Task a finishes before task b starts" is answered with vector clocks, not a reachability
 // matrix: each queue runs its tasks in program order, so the tasks of a queue that come before
 // b are a prefix of that queue, and one count per queue says which. That is tasks x queues
@@ -9,10 +15,12 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <string>
 #include <tuple>
 #include <utility>
 
 #include "passes.h"
+#include "vpu_target/simulator.h"
 
 namespace vpuc::codegen {
 
@@ -133,9 +141,13 @@ class BarrierMapper {
                 if (place_where_free(v)) continue;
             }
             make_room(v);
+            ++serialized_;
         }
         p_.barriers = std::move(placed_);
     }
+
+    // How many barriers were placed by ordering work (make_room), none being free.
+    int serialized() const { return serialized_; }
 
   private:
     void push(BarrierIR b) {
@@ -253,6 +265,7 @@ class BarrierMapper {
     Order order_;
     std::map<std::pair<int, int>, BarrierIR> pending_; // by (first producer, arrival)
     int pushed_ = 0;
+    int serialized_ = 0;
     std::vector<BarrierIR> placed_; // the result, in the order the physical barriers take them
     std::vector<int> last_on_;      // per physical barrier: its latest barrier in placed_, or -1
 };
@@ -288,8 +301,22 @@ void reduce_dependencies(LoweringState &s) {
     }
 }
 
-void assign_barriers(LoweringState &s) {
-    auto &p = s.program;
+namespace {
+
+// DPU tasks that finish within this share of the shortest one's time of each other may share
+// a barrier (barriers_of): a reader waiting for all of them then waits at most that much longer.
+// A tenth: with a quarter, vpu20's ResNet-50 fp16 ran 3% slower (docs/graph-scheduling.md).
+constexpr double kWaveSpread = 0.1;
+
+// The virtual barriers of a program's dependencies across queues. Producers the same tasks
+// wait for share one barrier: those tasks wait on one barrier rather than one per producer,
+// and fewer barriers are in use at once. Given when the tasks ran (`times`, the program in
+// that order), the DPU tasks of a layer on a tile share one too, as many at a time as the tile
+// has DPUs, consecutive, finishing within kWaveSpread of their time of each other, and each
+// before every task waiting for any of them in the program: the tasks the tile's DPUs ran at
+// once.
+std::vector<BarrierIR> barriers_of(const Program &p, int dpus_per_tile,
+                                   const RunTimes *times = nullptr) {
     const Queues queues(p);
     // Who waits for each task from another queue (its own queue orders it already).
     std::vector<std::vector<int>> waiting(p.tasks.size());
@@ -299,22 +326,137 @@ void assign_barriers(LoweringState &s) {
             if (queues.queue[size_t(d)] != queues.queue[size_t(t)] && (w.empty() || w.back() != t))
                 w.push_back(t);
         }
-    // Producers the same tasks wait for share one barrier: those tasks wait on one barrier
-    // rather than one per producer, and fewer barriers are in use at once.
+    std::vector<BarrierIR> barriers;
+    if (times && dpus_per_tile > 1) {
+        std::map<std::pair<std::string, uint32_t>, std::vector<int>> by_layer_and_tile;
+        for (int d = 0; d < int(p.tasks.size()); ++d) {
+            const TaskIR &t = p.tasks[size_t(d)];
+            if (t.engine == blob::EngineKind::Dpu && !waiting[size_t(d)].empty())
+                by_layer_and_tile[{t.layer, t.tile}].push_back(d);
+        }
+        auto duration = [&](int t) {
+            return times->end_ns[size_t(t)] - times->start_ns[size_t(t)];
+        };
+        for (const auto &[key, producers] : by_layer_and_tile)
+            for (size_t i = 0; i < producers.size();) {
+                std::vector<int> wave{producers[i]};
+                double first_end = times->end_ns[size_t(producers[i])], last_end = first_end;
+                double shortest = duration(producers[i]);
+                for (++i; i < producers.size() && int(wave.size()) < dpus_per_tile; ++i) {
+                    const int t = producers[i];
+                    const double end = times->end_ns[size_t(t)];
+                    if (std::max(last_end, end) - std::min(first_end, end) >
+                        kWaveSpread * std::min(shortest, duration(t)))
+                        break;
+                    first_end = std::min(first_end, end);
+                    last_end = std::max(last_end, end);
+                    shortest = std::min(shortest, duration(t));
+                    wave.push_back(t);
+                }
+                if (wave.size() < 2) continue;
+                std::vector<int> consumers;
+                for (int d : wave)
+                    consumers.insert(consumers.end(), waiting[size_t(d)].begin(),
+                                     waiting[size_t(d)].end());
+                std::sort(consumers.begin(), consumers.end());
+                consumers.erase(std::unique(consumers.begin(), consumers.end()), consumers.end());
+                if (wave.back() >= consumers.front()) continue;
+                barriers.push_back({wave, consumers, -1});
+                for (int d : wave) waiting[size_t(d)].clear();
+            }
+    }
     std::map<std::vector<int>, size_t> barrier_of;
     for (int d = 0; d < int(p.tasks.size()); ++d) {
         if (waiting[size_t(d)].empty()) continue;
-        auto [it, fresh] = barrier_of.try_emplace(waiting[size_t(d)], p.barriers.size());
-        if (fresh) p.barriers.push_back({{}, waiting[size_t(d)], -1});
-        p.barriers[it->second].producers.push_back(d);
+        auto [it, fresh] = barrier_of.try_emplace(waiting[size_t(d)], barriers.size());
+        if (fresh) barriers.push_back({{}, waiting[size_t(d)], -1});
+        barriers[it->second].producers.push_back(d);
     }
+    return barriers;
+}
+
+// When each task of `s`'s program starts and ends with a physical barrier for every virtual
+// one, as the simulator runs it (timing only).
+RunTimes simulate_without_barrier_limit(const LoweringState &s) {
+    target::Target roomy = s.target;
+    LoweringState trial(s.graph, roomy, s.program);
+    trial.program.barriers = barriers_of(trial.program, 1);
+    roomy.barriers = std::max(roomy.barriers, int(trial.program.barriers.size()));
+    for (size_t b = 0; b < trial.program.barriers.size(); ++b)
+        trial.program.barriers[b].physical = int(b);
+    // Named by their indices, the simulator's records name the tasks.
+    for (size_t t = 0; t < trial.program.tasks.size(); ++t)
+        trial.program.tasks[t].name = std::to_string(t);
+    assemble(trial);
+    const sim::RunResult run =
+        sim::Simulator(roomy, std::move(trial.blob)).run({}, sim::Mode::TimingOnly);
+    const size_t n = s.program.tasks.size();
+    RunTimes ran{std::vector<double>(n, -1), std::vector<double>(n, -1)};
+    for (const sim::TaskRecord &r : run.tasks) {
+        const size_t t = std::stoul(r.name);
+        ran.start_ns.at(t) = r.start_ns;
+        ran.end_ns.at(t) = r.end_ns;
+    }
+    if (std::count(ran.start_ns.begin(), ran.start_ns.end(), -1.0) > 0)
+        throw LoweringError("order_as_run: the simulator did not run every task of the program");
+    return ran;
+}
+
+} // namespace
+
+void order_as_run(LoweringState &s) {
+    // (A target without barriers is map_physical_barriers' error to report.)
+    if (s.program.tasks.empty() || s.target.barriers < 1) return;
+    Program trial; // the tasks and barriers are all the mapping reads
+    trial.tasks = s.program.tasks;
+    trial.barriers = barriers_of(trial, 1);
+    BarrierMapper in_program_order(trial, s.target.barriers);
+    in_program_order.run();
+    if (in_program_order.serialized() == 0) return;
+    const RunTimes ran = simulate_without_barrier_limit(s);
+    auto &tasks = s.program.tasks;
+    std::vector<int> order(tasks.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
+    // Each queue keeps its order, and every task still comes after the tasks it waits for.
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+        return ran.start_ns[size_t(a)] < ran.start_ns[size_t(b)];
+    });
+    std::vector<int> new_index(order.size());
+    for (size_t i = 0; i < order.size(); ++i) new_index[size_t(order[i])] = int(i);
+    std::vector<TaskIR> ordered;
+    RunTimes in_order;
+    ordered.reserve(tasks.size());
+    for (int t : order) {
+        ordered.push_back(std::move(tasks[size_t(t)]));
+        for (int &d : ordered.back().deps) d = new_index[size_t(d)];
+        in_order.start_ns.push_back(ran.start_ns[size_t(t)]);
+        in_order.end_ns.push_back(ran.end_ns[size_t(t)]);
+    }
+    tasks = std::move(ordered);
+    s.renumber_tasks([&](int old) { return new_index[size_t(old)]; });
+    s.run_times = std::move(in_order);
+    s.notes.push_back("order_as_run: the " + std::to_string(s.target.barriers) +
+                      " physical barriers ran out " +
+                      std::to_string(in_program_order.serialized()) +
+                      " time(s) in program order: the program is put in the order its tasks run "
+                      "(docs/graph-scheduling.md)");
+}
+
+void assign_barriers(LoweringState &s) {
+    s.program.barriers =
+        barriers_of(s.program, s.target.dpus_per_tile, s.run_times ? &*s.run_times : nullptr);
 }
 
 void map_physical_barriers(LoweringState &s) {
     if (s.program.barriers.empty()) return;
     if (s.target.barriers < 1)
         throw LoweringError("barriers: target '" + s.target.name + "' has no physical barriers");
-    BarrierMapper(s.program, s.target.barriers).run();
+    BarrierMapper mapper(s.program, s.target.barriers);
+    mapper.run();
+    if (s.run_times)
+        s.notes.push_back("map_physical_barriers: in the order the tasks run, the barriers ran "
+                          "out " +
+                          std::to_string(mapper.serialized()) + " time(s)");
 }
 
 void verify_barriers(const LoweringState &s) {

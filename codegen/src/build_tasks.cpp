@@ -222,6 +222,7 @@ class LayerBuilder {
         for (const auto &[tile, region] : held_) {
             resident_[tile] = add_cmx_buffer(
                 name() + ".cmx", tile, cmx_bytes(region, resident_lanes_, blob_dtype(out.type)));
+            s_.program.buffers[size_t(resident_[tile])].from_top = rows_only_;
             // Pad lanes a SHAVE leaves alone are zeroed once (the DPU computes its own).
             if (!writes_groups()) {
                 const int zero = zero_pad_lanes(resident_view(tile), resident_lanes_, tile, "cmx");

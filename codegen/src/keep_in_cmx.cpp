@@ -6,8 +6,9 @@
 // that compute some of it is kept by rows (LoweringState::rows_in_cmx): each tile holds the
 // rows it computes and those its readers there read, the few computed elsewhere (a 3x3
 // convolution's halo) copied in by broadcast_outputs. That is a share of the bytes, which lets
-// ResNet-50's 56x56x256 tensors stay, and little or no copying. Otherwise each tile keeps a
-// copy of all of it, filled by CMX-to-CMX broadcasts as it is computed.
+// ResNet-50's 56x56x256 tensors stay, and little or no copying. Otherwise, where copies cost
+// less than a round trip (vpu27, not vpu20), each tile keeps a copy of all of it, filled by
+// CMX-to-CMX broadcasts as it is computed.
 #include <algorithm>
 #include <map>
 
@@ -40,11 +41,8 @@ int64_t cmx_bytes(const dsl::TensorDesc &t, int64_t channel_alignment) {
 // Whether a tensor costs less kept in CMX than stored and loaded back: a tile's part copied into
 // every other tile's CMX on the DMA engines, against each byte stored to DDR and loaded once.
 // vpu27 (2 tiles, 2 engines of 31.2 GB/s, DDR 31.2 GB/s): a byte's copy costs a quarter of its
-// round trip. vpu20 (4 tiles, 1 engine of 22.4 GB/s, DDR 20 GB/s): three copies cost more.
-// Rows kept where they are computed need no copy, but vpu20 keeps none either: with its inputs
-// in CMX, each of its 20 DPUs' tasks is ready at once, and its 32 barriers then serialize them
-// (ResNet-50 fp16 17,983 us to 22,533 us with its tensors kept by rows, although MobileNet-V2
-// int8 gains 1,692 us to 1,203 us; docs/graph-scheduling.md).
+// round trip. vpu20 (4 tiles, 1 engine of 22.4 GB/s, DDR 20 GB/s): three copies cost more, so
+// it keeps tensors by rows only, which need no more than their halos copied.
 bool broadcast_beats_round_trip(const target::Target &target) {
     const double engines_gbps =
         target.dma_engines * target.dma_engine_bytes_per_cycle * target.dma_clock_mhz / 1000;
@@ -122,7 +120,8 @@ std::optional<std::map<int, Interval>> rows_held(LoweringState &s, const dsl::La
 } // namespace
 
 void keep_in_cmx(LoweringState &s) {
-    if (!s.graph_scheduling || !broadcast_beats_round_trip(s.target)) return;
+    if (!s.graph_scheduling) return;
+    const bool copies_pay = broadcast_beats_round_trip(s.target);
     const std::vector<dsl::Layer> &layers = s.graph.layers();
     std::map<std::string, size_t> position;
     for (size_t i = 0; i < layers.size(); ++i) position[layers[i].name()] = i;
@@ -161,7 +160,8 @@ void keep_in_cmx(LoweringState &s) {
                 rows = *held;
             }
         }
-        if (!by_rows && !fits(whole)) continue;
+        // A copy on each tile, where copies cost less than a round trip.
+        if (!by_rows && (!copies_pay || !fits(whole))) continue;
         size_t last_reader = i;
         for (const dsl::Layer &reader : readers)
             last_reader = std::max(last_reader, position.at(reader.name()));

@@ -62,6 +62,7 @@ const std::vector<Pass> &passes() {
         {"allocate_cmx", allocate_cmx, verify_allocation},
         {"allocate_ddr", allocate_ddr, verify_allocation},
         {"reduce_dependencies", reduce_dependencies, verify_tasks},
+        {"order_as_run", order_as_run, verify_tasks},
         {"assign_barriers", assign_barriers, verify_tasks},
         {"map_physical_barriers", map_physical_barriers, verify_barriers},
         {"assemble", assemble, verify_blob},

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -67,6 +68,11 @@ struct WeightPack {
     int constant = -1; // its buffer
 };
 
+// When each task starts and ends (ns), in program order, as order_as_run simulated them.
+struct RunTimes {
+    std::vector<double> start_ns, end_ns;
+};
+
 struct LoweringState {
     LoweringState(const dsl::Graph &g, const target::Target &t, Program p = {})
         : graph(g), target(t), program(std::move(p)) {}
@@ -91,6 +97,7 @@ struct LoweringState {
     std::vector<WeightPack> weight_packs;                  // in the order of their constants
     std::vector<PrefetchChain> prefetch_chains;            // layers computed at root
     std::vector<ResidentCopies> resident_copies;           // layers kept in CMX
+    std::optional<RunTimes> run_times; // set by order_as_run when it ordered the program
     // Layers kept in CMX (store_in(CMX)) by rows (keep_in_cmx): each tile computing one holds
     // the rows given here, those it computes and those its tasks read, and every task reading
     // the layer runs on such a tile.
@@ -219,6 +226,7 @@ void allocate_cmx(LoweringState &s);
 void allocate_ddr(LoweringState &s);
 void reduce_dependencies(LoweringState &s);
 void assign_barriers(LoweringState &s);
+void order_as_run(LoweringState &s);
 void map_physical_barriers(LoweringState &s);
 void assemble(LoweringState &s);
 

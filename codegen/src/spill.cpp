@@ -92,6 +92,7 @@ void insert_spills(LoweringState &s, const std::vector<Eviction> &evictions) {
             if (k > 0) sp.from = list[k - 1].reloaded;
             BufferDecl reloaded = p.buffers[size_t(buffer)];
             reloaded.offset = kUnallocated;
+            reloaded.from_top = false; // lives from its reload to its next users only
             if (writers.empty()) {
                 BufferDecl scratch;
                 scratch.name = reloaded.name + ".spilled";

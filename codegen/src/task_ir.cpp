@@ -302,6 +302,7 @@ class Parser {
         l.expect(", ");
         b.bytes = l.unsigned_integer();
         l.expect(" bytes");
+        if (l.accept(" from the top")) b.from_top = true;
         if (l.accept(" at ")) b.offset = l.unsigned_integer();
         l.end();
         return b;
@@ -601,6 +602,7 @@ std::string print(const Program &p) {
         const auto &buf = p.buffers[b];
         os << "  buffer " << b << " " << buf.name << ": " << blob::to_string(buf.space) << " "
            << buf.index << ", " << buf.bytes << " bytes";
+        if (buf.from_top) os << " from the top";
         if (buf.offset != kUnallocated) os << " at " << buf.offset;
         os << "\n";
     }

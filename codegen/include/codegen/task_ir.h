@@ -24,6 +24,9 @@ struct BufferDecl {
     uint32_t index = 0; // I/O index, or tile for CMX
     uint64_t bytes = 0;
     uint64_t offset = kUnallocated; // in its section; set by the allocation passes
+    // A band of rows kept in CMX from its producer to its last reader: allocate_cmx places it
+    // from the top of CMX down, away from the tasks' short-lived buffers.
+    bool from_top = false;
 };
 
 // A strided view of a buffer: dims innermost first, strides in elements.
