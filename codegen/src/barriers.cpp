@@ -14,6 +14,7 @@
 // numbers (8 MB for 100k tasks on 20 queues) and one lookup per question.
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
@@ -410,9 +411,12 @@ void order_as_run(LoweringState &s) {
     Program trial; // the tasks and barriers are all the mapping reads
     trial.tasks = s.program.tasks;
     trial.barriers = barriers_of(trial, 1);
+    // The trial blob gives each virtual barrier a physical one, whose id the blob holds in 16
+    // bits: a program of more barriers keeps its program order.
+    const bool simulable = trial.barriers.size() <= size_t(UINT16_MAX) + 1;
     BarrierMapper in_program_order(trial, s.target.barriers);
     in_program_order.run();
-    if (in_program_order.serialized() == 0) return;
+    if (in_program_order.serialized() == 0 || !simulable) return;
     const RunTimes ran = simulate_without_barrier_limit(s);
     auto &tasks = s.program.tasks;
     std::vector<int> order(tasks.size());
