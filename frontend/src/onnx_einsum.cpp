@@ -1,8 +1,9 @@
-// Einsum of one or two operands as the ONNX ops that compute it: a ReduceSum of the indices only
-// one operand has and the result drops, Transposes that put each operand's indices in the order
-// [batch, kept, contracted] or [batch, contracted, kept], Reshapes to three axes, a MatMul (the
-// registry's batch_matmul) and back to the result's indices. The nodes replace the Einsum before
-// the importer takes the graph, so each is imported with its own limits.
+// Einsum of one or two operands as the ONNX ops that compute it: an operand's diagonal (an index
+// repeated in it) as a Transpose, a Reshape and a Slice with a step, a ReduceSum of the indices
+// only one operand has and the result drops, Transposes that put each operand's indices in the
+// order [batch, kept, contracted] or [batch, contracted, kept], Reshapes to three axes, a MatMul
+// (the registry's batch_matmul) and back to the result's indices. The nodes replace the Einsum
+// before the importer takes the graph, so each is imported with its own limits.
 #include <algorithm>
 #include <cctype>
 #include <limits>
@@ -24,6 +25,7 @@ bool is_einsum(const onnx::NodeProto &node) {
 struct Equation {
     std::vector<std::string> operands;
     std::string result;
+    bool implicit = false; // no "->": the result is worked out (with_indices)
 };
 
 class EinsumLowering {
@@ -67,6 +69,7 @@ class EinsumLowering {
         return name;
     }
 
+    // The operands' and the result's terms as written, an ellipsis ("...") left in place.
     Equation parse(std::string text) const {
         text.erase(std::remove(text.begin(), text.end(), ' '), text.end());
         Equation e;
@@ -78,39 +81,82 @@ class EinsumLowering {
             if (comma == std::string::npos) break;
             start = comma + 1;
         }
-        for (const std::string &term : e.operands) {
-            if (term.find("...") != std::string::npos)
-                fail("equation '" + printable(text) + "': an ellipsis (...) is not supported");
-            for (char c : term)
-                if (!std::isalpha(static_cast<unsigned char>(c)))
-                    fail("equation '" + printable(text) + "': '" + printable(std::string(1, c)) +
-                         "' is not an index letter");
-            std::string sorted = term;
-            std::sort(sorted.begin(), sorted.end());
-            if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-                fail("equation '" + printable(text) +
-                     "': an index repeated in one operand (a diagonal) is not supported");
+        e.implicit = arrow == std::string::npos;
+        if (!e.implicit) e.result = text.substr(arrow + 2);
+        return e;
+    }
+
+    // `term` with its ellipsis, if any, replaced by `letters`; every other character must be an
+    // index letter.
+    std::string expanded(const std::string &term, const std::string &letters,
+                         const std::string &equation) const {
+        std::string out;
+        const size_t dots = term.find("...");
+        for (size_t i = 0; i < term.size(); ++i) {
+            if (i == dots) {
+                out += letters;
+                i += 2;
+                continue;
+            }
+            if (!std::isalpha(static_cast<unsigned char>(term[i])))
+                fail("equation '" + printable(equation) + "': '" +
+                     printable(std::string(1, term[i])) + "' is not an index letter");
+            out += term[i];
         }
-        if (arrow != std::string::npos) {
-            e.result = text.substr(arrow + 2);
-            std::string sorted = e.result;
-            std::sort(sorted.begin(), sorted.end());
-            if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-                fail("equation '" + printable(text) + "': an index repeated in the result");
-            for (char c : e.result)
-                if (std::none_of(e.operands.begin(), e.operands.end(), [&](const std::string &t) {
-                        return t.find(c) != std::string::npos;
-                    }))
-                    fail("equation '" + printable(text) + "': result index '" +
-                         printable(std::string(1, c)) + "' is no operand's");
-        } else {
-            // Implicit: the indices that appear once, in alphabetical order.
+        return out;
+    }
+
+    // The equation with each ellipsis replaced by index letters of its own, the operands' ranks
+    // telling how many (numpy's rule: the ellipsis axes of every operand are the result's, right
+    // aligned), and the implicit result worked out: the ellipsis indices, then those that appear
+    // once, in alphabetical order.
+    Equation with_indices(const Equation &written, const std::string &equation,
+                          const std::vector<int> &ranks) const {
+        std::string used;
+        for (const std::string &t : written.operands) used += t;
+        std::string spare; // letters the equation does not use, for the ellipsis axes
+        for (char c = 'A'; c <= 'Z'; ++c)
+            if (used.find(c) == std::string::npos) spare += c;
+        std::vector<int> ellipsis_rank;
+        int widest = 0;
+        for (size_t i = 0; i < written.operands.size(); ++i) {
+            const std::string &t = written.operands[i];
+            const size_t dots = t.find("...");
+            if (dots != std::string::npos && t.find("...", dots + 1) != std::string::npos)
+                fail("equation '" + printable(equation) + "': two ellipses in one operand");
+            const int rank = dots == std::string::npos ? 0 : ranks[i] - int(t.size() - 3);
+            if (rank < 0)
+                fail("equation '" + printable(equation) + "': operand " + std::to_string(i) +
+                     " has rank " + std::to_string(ranks[i]) + ", fewer than its indices");
+            ellipsis_rank.push_back(rank);
+            widest = std::max(widest, rank);
+        }
+        if (widest > int(spare.size()))
+            fail("equation '" + printable(equation) + "': too many ellipsis axes");
+        const std::string all = spare.substr(0, size_t(widest));
+        Equation e;
+        for (size_t i = 0; i < written.operands.size(); ++i)
+            e.operands.push_back(expanded(
+                written.operands[i], all.substr(all.size() - size_t(ellipsis_rank[i])), equation));
+        if (written.implicit) {
             std::map<char, int> count;
             for (const std::string &t : e.operands)
                 for (char c : t) ++count[c];
+            e.result = all;
             for (const auto &[c, n] : count)
-                if (n == 1) e.result += c;
+                if (n == 1 && all.find(c) == std::string::npos) e.result += c;
+            return e;
         }
+        e.result = expanded(written.result, all, equation);
+        std::string sorted = e.result;
+        std::sort(sorted.begin(), sorted.end());
+        if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+            fail("equation '" + printable(equation) + "': an index repeated in the result");
+        for (char c : e.result)
+            if (std::none_of(e.operands.begin(), e.operands.end(),
+                             [&](const std::string &t) { return t.find(c) != std::string::npos; }))
+                fail("equation '" + printable(equation) + "': result index '" +
+                     printable(std::string(1, c)) + "' is no operand's");
         return e;
     }
 
@@ -175,24 +221,70 @@ class EinsumLowering {
                         perm);
     }
 
+    // `value`, whose indices are `letters`, with every index repeated in it taken once: the
+    // diagonal. The two axes of an index c of extent n go last (a Transpose), become one of n * n
+    // (a Reshape), of which a Slice with step n + 1 takes the n elements where they are equal.
+    std::string diagonal(Nodes &nodes, std::string value, std::string &letters,
+                         const std::map<char, int64_t> &extent) {
+        while (true) {
+            size_t p = 0, q = std::string::npos;
+            for (; p < letters.size() && q == std::string::npos; ++p)
+                q = letters.find(letters[p], p + 1);
+            if (q == std::string::npos) return value;
+            const char c = letters[--p];
+            std::string others;
+            std::vector<int64_t> perm;
+            for (size_t i = 0; i < letters.size(); ++i)
+                if (i != p && i != q) {
+                    others += letters[i];
+                    perm.push_back(int64_t(i));
+                }
+            perm.push_back(int64_t(p));
+            perm.push_back(int64_t(q));
+            if (!std::is_sorted(perm.begin(), perm.end())) // not the identity
+                value = add_node(nodes, "Transpose", {value}, fresh("transposed"), perm);
+            const int64_t n = extent.at(c);
+            std::vector<int64_t> shape;
+            for (char o : others) shape.push_back(extent.at(o));
+            shape.push_back(n * n);
+            value =
+                add_node(nodes, "Reshape", {value, constant("square", shape)}, fresh("squares"));
+            value =
+                add_node(nodes, "Slice",
+                         {value, constant("start", {0}), constant("end", {n * n}),
+                          constant("axis", {int64_t(others.size())}), constant("step", {n + 1})},
+                         fresh("diagonal"));
+            letters = others + c;
+        }
+    }
+
     void lower(const onnx::NodeProto &node, Nodes &nodes) {
         base_ = node.name().empty() && node.output_size() > 0 ? node.output(0) : node.name();
         std::string equation;
         for (const onnx::AttributeProto &a : node.attribute())
             if (a.name() == "equation") equation = a.s();
-        const Equation e = parse(equation);
-        if (int(e.operands.size()) != node.input_size())
-            fail("equation '" + printable(equation) + "' has " + std::to_string(e.operands.size()) +
-                 " operand(s) for " + std::to_string(node.input_size()) + " input(s)");
-        if (e.operands.size() > 2)
-            fail(std::to_string(e.operands.size()) + " operands: one or two are supported");
+        const Equation written = parse(equation);
+        if (int(written.operands.size()) != node.input_size())
+            fail("equation '" + printable(equation) + "' has " +
+                 std::to_string(written.operands.size()) + " operand(s) for " +
+                 std::to_string(node.input_size()) + " input(s)");
+        if (written.operands.size() > 2)
+            fail(std::to_string(written.operands.size()) + " operands: one or two are supported");
+        std::vector<int> ranks;
+        for (size_t i = 0; i < written.operands.size(); ++i) {
+            const auto shape = shapes_.find(node.input(int(i)));
+            if (shape == shapes_.end()) fail("input " + std::to_string(i) + " has no known shape");
+            ranks.push_back(shape->second.dim_size());
+        }
+        Equation e = with_indices(written, equation, ranks);
         // The extent of every index, from the operands' inferred shapes.
         std::map<char, int64_t> extent;
         for (size_t i = 0; i < e.operands.size(); ++i) {
             const auto shape = shapes_.find(node.input(int(i)));
-            if (shape == shapes_.end() || shape->second.dim_size() != int(e.operands[i].size()))
-                fail("input " + std::to_string(i) + " has no known shape of rank " +
-                     std::to_string(e.operands[i].size()));
+            if (shape->second.dim_size() != int(e.operands[i].size()))
+                fail("input " + std::to_string(i) + " has rank " +
+                     std::to_string(shape->second.dim_size()) + ", not the " +
+                     std::to_string(e.operands[i].size()) + " of its indices");
             for (int d = 0; d < shape->second.dim_size(); ++d) {
                 if (!shape->second.dim(d).has_dim_value())
                     fail("input " + std::to_string(i) + " has a dynamic dimension");
@@ -205,12 +297,15 @@ class EinsumLowering {
             }
         }
         const std::string &output = node.output(0);
+        std::vector<std::string> values;
+        for (size_t i = 0; i < e.operands.size(); ++i)
+            values.push_back(diagonal(nodes, node.input(int(i)), e.operands[i], extent));
         if (e.operands.size() == 1) {
             std::string letters = e.operands[0];
             std::string drop;
             for (char c : letters)
                 if (e.result.find(c) == std::string::npos) drop += c;
-            const std::string value = summed(nodes, node.input(0), letters, drop);
+            const std::string value = summed(nodes, values[0], letters, drop);
             ordered(nodes, value, letters, e.result, output);
             return;
         }
@@ -224,8 +319,8 @@ class EinsumLowering {
             return drop;
         };
         const std::string drop_a = only_summed(a, b), drop_b = only_summed(b, a);
-        const std::string va = summed(nodes, node.input(0), a, drop_a);
-        const std::string vb = summed(nodes, node.input(1), b, drop_b);
+        const std::string va = summed(nodes, values[0], a, drop_a);
+        const std::string vb = summed(nodes, values[1], b, drop_b);
         std::string batch, kept_a, kept_b, contracted;
         for (char c : e.result) {
             const bool in_a = a.find(c) != std::string::npos, in_b = b.find(c) != std::string::npos;
