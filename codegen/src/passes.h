@@ -225,8 +225,8 @@ void prefetch_weights(LoweringState &s);
 void allocate_cmx(LoweringState &s);
 void allocate_ddr(LoweringState &s);
 void reduce_dependencies(LoweringState &s);
-void assign_barriers(LoweringState &s);
 void order_as_run(LoweringState &s);
+void assign_barriers(LoweringState &s);
 void map_physical_barriers(LoweringState &s);
 void assemble(LoweringState &s);
 
