@@ -334,10 +334,10 @@ TEST(UnaryMath, SwishOnEveryFp16Value) {
     EXPECT_EQ(wrong, 0);
 }
 
-// The ops computed on fp16 vectors for fp16 inputs give, on every one of the 65,536 fp16
-// values, the float32 result rounded to fp16: the bits of the same op on float32 inputs,
-// rounded (NaN to NaN).
-TEST(UnaryMath, Fp16NativeOpsRoundTheFloat32ResultOnEveryFp16Value) {
+// On every one of the 65,536 fp16 values, `ops` on fp16 inputs give the result of the same op
+// on the float32 value, rounded to fp16, and NaN for every NaN (float32 included); the SHAVE
+// kernel gives the reference's bits on the device.
+void expect_float32_results_rounded_on_every_fp16_value(const std::vector<const char *> &ops) {
     const dsl::Layer in16 = input({256, 256}, dsl::ElemType::F16);
     const dsl::Layer in32 = input({256, 256}, dsl::ElemType::F32);
     Halide::Buffer<> bits16 = algorithms::make_buffer(in16.output());
@@ -348,8 +348,7 @@ TEST(UnaryMath, Fp16NativeOpsRoundTheFloat32ResultOnEveryFp16Value) {
         h[i] = uint16_t(i);
         f[i] = float(Halide::float16_t::make_from_bits(uint16_t(i)));
     }
-    for (const char *op : {"abs", "neg", "ceil", "floor", "round", "reciprocal", "exp", "atan",
-                           "sinh", "cosh", "tanh", "asinh", "sqrt", "log"}) {
+    for (const char *op : ops) {
         SCOPED_TRACE(op);
         const Halide::Buffer<> got_buffer = algorithms::run_reference(build(op, in16), {bits16});
         const Halide::Buffer<> want_buffer = algorithms::run_reference(build(op, in32), {values32});
@@ -361,13 +360,15 @@ TEST(UnaryMath, Fp16NativeOpsRoundTheFloat32ResultOnEveryFp16Value) {
         for (uint32_t i = 0; i < 65536; ++i) {
             const float w = want[i];
             const Halide::float16_t g = Halide::float16_t::make_from_bits(got[i]);
+            if (Halide::float16_t::make_from_bits(uint16_t(i)).is_nan()) {
+                EXPECT_TRUE(std::isnan(w)) << op << "(NaN), float32";
+            }
             const bool same = std::isnan(w) ? g.is_nan() : got[i] == Halide::float16_t(w).to_bits();
             if (!same && ++mismatches <= 3)
                 ADD_FAILURE() << op << " of fp16 bits 0x" << std::hex << i << std::dec << ": "
                               << double(g) << ", float32 rounded: " << double(Halide::float16_t(w));
         }
         EXPECT_EQ(mismatches, 0);
-        // The SHAVE kernel gives the reference's bits on the device.
         codegen::CheckOptions options;
         options.inputs = {bits16};
         options.tolerance.f16_ulp = 0;
@@ -377,49 +378,18 @@ TEST(UnaryMath, Fp16NativeOpsRoundTheFloat32ResultOnEveryFp16Value) {
     }
 }
 
-// The ops computed in float32 give, on every one of the 65,536 fp16 values, the result of the
-// same op on the float32 value rounded to fp16, and NaN for every NaN: those whose math lets a
-// NaN through by itself (elu, selu, mish, hard_swish, swish: no NaN test) as much as the
-// others. The SHAVE kernel gives the reference's bits on the device.
+// The ops computed on fp16 vectors for fp16 inputs: the float32 result rounded, bit for bit.
+TEST(UnaryMath, Fp16NativeOpsRoundTheFloat32ResultOnEveryFp16Value) {
+    expect_float32_results_rounded_on_every_fp16_value({"abs", "neg", "ceil", "floor", "round",
+                                                        "reciprocal", "exp", "atan", "sinh", "cosh",
+                                                        "tanh", "asinh", "sqrt", "log"});
+}
+
+// The ops computed in float32, those whose math lets a NaN through by itself (elu, mish,
+// hard_swish, swish: no NaN test) as much as the others.
 TEST(UnaryMath, Float32OpsOnEveryFp16ValueAndNan) {
-    const dsl::Layer in16 = input({256, 256}, dsl::ElemType::F16);
-    const dsl::Layer in32 = input({256, 256}, dsl::ElemType::F32);
-    Halide::Buffer<> bits16 = algorithms::make_buffer(in16.output());
-    Halide::Buffer<> values32 = algorithms::make_buffer(in32.output());
-    uint16_t *h = static_cast<uint16_t *>(bits16.data());
-    float *f = static_cast<float *>(values32.data());
-    for (uint32_t i = 0; i < 65536; ++i) {
-        h[i] = uint16_t(i);
-        f[i] = float(Halide::float16_t::make_from_bits(uint16_t(i)));
-    }
-    for (const char *op :
-         {"elu", "selu", "mish", "hard_swish", "swish", "softplus", "celu", "sign", "sin"}) {
-        SCOPED_TRACE(op);
-        const Halide::Buffer<> got_buffer = algorithms::run_reference(build(op, in16), {bits16});
-        const Halide::Buffer<> want_buffer = algorithms::run_reference(build(op, in32), {values32});
-        const uint16_t *got = static_cast<const uint16_t *>(got_buffer.data());
-        const float *want = static_cast<const float *>(want_buffer.data());
-        int mismatches = 0;
-        for (uint32_t i = 0; i < 65536; ++i) {
-            const Halide::float16_t x = Halide::float16_t::make_from_bits(uint16_t(i));
-            const Halide::float16_t g = Halide::float16_t::make_from_bits(got[i]);
-            if (x.is_nan()) {
-                EXPECT_TRUE(std::isnan(want[i])) << op << "(NaN), float32";
-            }
-            const bool same =
-                std::isnan(want[i]) ? g.is_nan() : got[i] == Halide::float16_t(want[i]).to_bits();
-            if (!same && ++mismatches <= 3)
-                ADD_FAILURE() << op << " of fp16 bits 0x" << std::hex << i << std::dec << ": "
-                              << double(g) << ", float32 rounded: " << double(want[i]);
-        }
-        EXPECT_EQ(mismatches, 0);
-        codegen::CheckOptions options;
-        options.inputs = {bits16};
-        options.tolerance.f16_ulp = 0;
-        const codegen::CheckResult r = codegen::check_against_reference(
-            dsl::Graph(op, {build(op, in16)}), target::load_target("vpu27"), options);
-        EXPECT_TRUE(r.ok()) << r.report();
-    }
+    expect_float32_results_rounded_on_every_fp16_value(
+        {"elu", "selu", "mish", "hard_swish", "swish", "softplus", "celu", "sign", "sin"});
 }
 
 // node/test_tan's input 1.5327792 is 1.533203125 in fp16, where tan is 26.588 rather than

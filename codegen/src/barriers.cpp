@@ -376,12 +376,12 @@ std::vector<BarrierIR> barriers_of(const Program &p, int dpus_per_tile,
     return barriers;
 }
 
-// When each task of `s`'s program starts and ends with a physical barrier for every virtual
-// one, as the simulator runs it (timing only).
-RunTimes simulate_without_barrier_limit(const LoweringState &s) {
+// When each task of `s`'s program starts and ends with a physical barrier for each of its
+// virtual `barriers`, as the simulator runs it (timing only).
+RunTimes simulate_without_barrier_limit(const LoweringState &s, std::vector<BarrierIR> barriers) {
     target::Target roomy = s.target;
     LoweringState trial(s.graph, roomy, s.program);
-    trial.program.barriers = barriers_of(trial.program, 1);
+    trial.program.barriers = std::move(barriers);
     roomy.barriers = std::max(roomy.barriers, int(trial.program.barriers.size()));
     for (size_t b = 0; b < trial.program.barriers.size(); ++b)
         trial.program.barriers[b].physical = int(b);
@@ -410,14 +410,15 @@ void order_as_run(LoweringState &s) {
     if (s.program.tasks.empty() || s.target.barriers < 1) return;
     Program trial; // the tasks and barriers are all the mapping reads
     trial.tasks = s.program.tasks;
-    trial.barriers = barriers_of(trial, 1);
+    std::vector<BarrierIR> virtual_barriers = barriers_of(trial, 1);
+    trial.barriers = virtual_barriers; // the mapping consumes its copy
     // The trial blob gives each virtual barrier a physical one, whose id the blob holds in 16
     // bits: a program of more barriers keeps its program order.
-    const bool simulable = trial.barriers.size() <= size_t(UINT16_MAX) + 1;
+    const bool simulable = virtual_barriers.size() <= size_t(UINT16_MAX) + 1;
     BarrierMapper in_program_order(trial, s.target.barriers);
     in_program_order.run();
     if (in_program_order.serialized() == 0 || !simulable) return;
-    const RunTimes ran = simulate_without_barrier_limit(s);
+    const RunTimes ran = simulate_without_barrier_limit(s, std::move(virtual_barriers));
     auto &tasks = s.program.tasks;
     std::vector<int> order(tasks.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
