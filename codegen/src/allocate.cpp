@@ -44,7 +44,8 @@ std::vector<Lifetime> lifetimes(const Program &p) {
 // users finished longest ago: never-used memory first, then the least recently freed. Reusing
 // the memory freed last would chain a task to its predecessor (a DPU task waiting for the
 // previous task's output to be stored); this way consecutive tasks rotate through CMX like a
-// ring.
+// ring. Bands kept by rows (BufferDecl::from_top) are placed from the top down instead, and
+// the other buffers, where they fit, below the room those bands take while they live.
 //
 // When no place is free, CMX evicts the live buffer, not used by the task at hand, whose next
 // use is furthest away (Belady's choice), until the buffer fits; the evicted buffer is placed
@@ -83,6 +84,13 @@ class Allocator {
         std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
             return life_[size_t(a)].first < life_[size_t(b)].first;
         });
+        band_bytes_before_.assign(p.tasks.size() + 1, 0);
+        for (int b : order)
+            if (p.buffers[size_t(b)].from_top)
+                band_bytes_before_[size_t(life_[size_t(b)].first) + 1] +=
+                    placed_bytes(p.buffers[size_t(b)]);
+        for (size_t t = 1; t < band_bytes_before_.size(); ++t)
+            band_bytes_before_[t] += band_bytes_before_[t - 1];
         for (size_t next = 0; next < order.size() || !reloads_.empty();) {
             const int b = next < order.size() ? order[next] : -1;
             // A reload runs just before its next use: before buffers that use begins.
@@ -118,13 +126,13 @@ class Allocator {
     };
     using Segments = std::map<uint64_t, Segment>;
 
-    // The free range of `size` bytes starting at a segment boundary whose previous users
-    // finished earliest (Ring), or the lowest (Compact).
-    std::optional<uint64_t> best_fit(uint64_t size) const {
+    // The free range of `size` bytes ending at or below `limit`, starting at a segment boundary
+    // whose previous users finished earliest (Ring), or the lowest (Compact).
+    std::optional<uint64_t> best_fit(uint64_t size, uint64_t limit) const {
         std::optional<uint64_t> best;
         int best_cost = 0;
         for (auto start = segments_.begin(); start != segments_.end(); ++start) {
-            if (start->second.live >= 0 || start->first + size > capacity_) continue;
+            if (start->second.live >= 0 || start->first + size > limit) continue;
             const uint64_t end = start->first + size;
             int cost = -1;
             bool fits = false;
@@ -240,12 +248,30 @@ class Allocator {
         return true;
     }
 
+    static uint64_t placed_bytes(const BufferDecl &buffer) { return (buffer.bytes + 63) / 64 * 64; }
+
+    // Where buffer `b`, placed at task `now`, should end for the bands kept by rows to keep
+    // their room at the top: below the lowest live band, less the bytes of the bands that begin
+    // while it lives. A weight copy placed anywhere else could cut the top into pieces that no
+    // longer fit a band of 41% of CMX (ResNet-50 fp16's 56x56x256 tensors on vpu27).
+    uint64_t from_top_room(int b, int now) const {
+        if (s_.program.buffers[size_t(b)].from_top) return capacity_;
+        uint64_t lowest_band = capacity_;
+        for (const auto &[begin, seg] : segments_)
+            if (seg.live >= 0 &&
+                s_.program.buffers[size_t(stays_[size_t(seg.live)].buffer)].from_top)
+                lowest_band = std::min(lowest_band, begin);
+        const uint64_t coming = band_bytes_before_[size_t(life_[size_t(b)].last) + 1] -
+                                band_bytes_before_[size_t(now) + 1];
+        return coming < lowest_band ? lowest_band - coming : 0;
+    }
+
     void place(int stay) {
         const int b = stays_[size_t(stay)].buffer;
         auto &buffer = s_.program.buffers[size_t(b)];
         const int now = life_[size_t(b)].users[stays_[size_t(stay)].first_user];
         release_finished(now);
-        const uint64_t size = (buffer.bytes + 63) / 64 * 64;
+        const uint64_t size = placed_bytes(buffer);
         const std::string what = "buffer '" + buffer.name + "' (" + std::to_string(buffer.bytes) +
                                  " bytes) does not fit in CMX of tile " + std::to_string(index_);
         if (size > capacity_)
@@ -253,7 +279,13 @@ class Allocator {
                                 " usable bytes; split the layer's task loops further");
         // A band kept by rows stays from its producer to its last reader: from the top down,
         // away from the tasks' short-lived buffers, such bands leave CMX in fewer pieces.
-        auto fit = [&] { return buffer.from_top ? top_fit(size) : best_fit(size); };
+        const uint64_t below = from_top_room(b, now);
+        auto fit = [&]() -> std::optional<uint64_t> {
+            if (buffer.from_top) return top_fit(size);
+            if (below < capacity_)
+                if (auto at = best_fit(size, below)) return at;
+            return best_fit(size, capacity_);
+        };
         std::optional<uint64_t> at = fit();
         while (!at && policy_ == Policy::Ring && evict(now)) at = fit();
         if (!at)
@@ -304,6 +336,8 @@ class Allocator {
     ByTask reloads_;      // evicted buffers' returns, the earliest next use on top
     uint64_t live_bytes_ = 0;
     uint64_t high_water_ = 0;
+    // Per task t, the bytes of the bands kept by rows whose first user comes before t.
+    std::vector<uint64_t> band_bytes_before_;
 };
 
 // An empty buffer would take no memory, and would make an empty segment that the allocator

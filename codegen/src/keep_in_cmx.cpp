@@ -20,12 +20,14 @@ namespace vpuc::codegen {
 
 namespace {
 
-// A tensor kept in CMX takes at most a third of a tile's CMX, and all of those live at one time
-// at most two thirds: the rest is the layers' own double-buffered tasks and weights. On vpu27 a
-// fifth or a quarter per tensor, or half live, keeps fewer tensors, and no network of the zoo
-// ran faster with them (docs/graph-scheduling.md, with the figures).
-constexpr int64_t kTensorThirds = 1;
-constexpr int64_t kLiveThirds = 2;
+// A tensor kept in CMX takes at most 45% of a tile's CMX, and all of those live at one time at
+// most two thirds: the rest is the layers' own double-buffered tasks and weights. 45% admits
+// the rows of ResNet-50's 56x56x256 fp16 tensors each vpu27 tile computes (800 KB, 41%); a third
+// kept fewer tensors, a half slowed vpu20's ResNets, and on vpu27 a fifth or a quarter per
+// tensor, or half live, kept fewer, and no network of the zoo ran faster with any of them
+// (docs/graph-scheduling.md, with the figures).
+constexpr double kTensorShare = 0.45;
+constexpr double kLiveShare = 2.0 / 3;
 
 int64_t ceil_to(int64_t value, int64_t multiple) {
     return (value + multiple - 1) / multiple * multiple;
@@ -138,7 +140,7 @@ void keep_in_cmx(LoweringState &s) {
         for (const auto &[kept_bytes, last_reader] : kept)
             if (last_reader >= i) live += kept_bytes; // still read by layer i, or later
         auto fits = [&](int64_t bytes) {
-            return bytes <= usable * kTensorThirds / 3 && live + bytes <= usable * kLiveThirds / 3;
+            return bytes <= usable * kTensorShare && live + bytes <= usable * kLiveShare;
         };
         // By rows first: each tile the rows it computes or reads, a band of the bytes, and the
         // halo rows alone copied between tiles.
