@@ -200,34 +200,47 @@ TEST(DataMovement, TriluKeepsATriangleOfTheLastTwoAxes) {
 }
 
 // CumSum of real fp16 values along C, H and W, forwards and reversed, inclusive and exclusive:
-// within one fp16 rounding of the double-precision sums (float32 accumulation); of i32 values,
+// float32 sums in numpy's order (from the first element on, or reversed from the last one down,
+// as ONNX's reference computes them), each rounded once to fp16, bit for bit; of i32 values,
 // exact.
 TEST(DataMovement, CumSumAddsAlongAnAxisInFloat32) {
     const dsl::Layer in = f16_input("in", 5, 7, 3);
-    const Halide::Buffer<Halide::float16_t> x(real_input(in.output(), 17));
-    for (int64_t axis : {1, 2, -1})
-        for (int64_t exclusive : {0, 1})
-            for (int64_t reverse : {0, 1}) {
-                dsl::Attrs a;
-                a.set("axis", axis).set("exclusive", exclusive).set("reverse", reverse);
-                const dsl::Layer s = registry().build("cumsum", "s", {in}, a);
-                const Halide::Buffer<Halide::float16_t> out(run_checked(s, x));
-                out.for_each_element([&](int c, int w, int h) {
-                    // The coordinates of each element along the axis.
-                    int at[3] = {c, w, h};
-                    const int along = axis == 1 ? 0 : axis == 2 ? 2 : 1;
-                    const int n = along == 0 ? 5 : along == 2 ? 3 : 7, here = at[along];
-                    double sum = 0;
-                    for (int i = 0; i < n; ++i) {
-                        const bool taken = reverse ? (exclusive ? i > here : i >= here)
-                                                   : (exclusive ? i < here : i <= here);
-                        at[along] = i;
-                        if (taken) sum += double(float(x(at[0], at[1], at[2])));
-                    }
-                    ASSERT_NEAR(float(out(c, w, h)), sum, 1e-3 + std::abs(sum) / 1024)
-                        << "axis " << axis << " exclusive " << exclusive << " reverse " << reverse;
-                });
-            }
+    // Random real values, and values of far apart magnitudes, whose float32 sums round
+    // differently in another order.
+    Halide::Buffer<Halide::float16_t> mixed(real_input(in.output(), 17));
+    const float magnitudes[] = {2048.0f, -2048.0f, 0.0001235f, 1.5f, -0.000977f, 3.0e-5f};
+    std::mt19937 pick(3);
+    mixed.for_each_value([&](Halide::float16_t &v) {
+        v = Halide::float16_t(magnitudes[pick() % std::size(magnitudes)]);
+    });
+    for (const Halide::Buffer<Halide::float16_t> &x :
+         {Halide::Buffer<Halide::float16_t>(real_input(in.output(), 17)), mixed})
+        for (int64_t axis : {1, 2, -1})
+            for (int64_t exclusive : {0, 1})
+                for (int64_t reverse : {0, 1}) {
+                    dsl::Attrs a;
+                    a.set("axis", axis).set("exclusive", exclusive).set("reverse", reverse);
+                    const dsl::Layer s = registry().build("cumsum", "s", {in}, a);
+                    const Halide::Buffer<Halide::float16_t> out(run_checked(s, x));
+                    out.for_each_element([&](int c, int w, int h) {
+                        // The coordinates of each element along the axis.
+                        int at[3] = {c, w, h};
+                        const int along = axis == 1 ? 0 : axis == 2 ? 2 : 1;
+                        const int n = along == 0 ? 5 : along == 2 ? 3 : 7, here = at[along];
+                        const int first = reverse ? n - 1 : 0, step = reverse ? -1 : 1;
+                        const int last = exclusive ? here - step : here;
+                        float sum = 0;
+                        for (int i = first; reverse ? i >= last : i <= last; i += step) {
+                            at[along] = i;
+                            const float value = float(x(at[0], at[1], at[2]));
+                            sum = i == first ? value : sum + value;
+                        }
+                        ASSERT_EQ(out(c, w, h).to_bits(), Halide::float16_t(sum).to_bits())
+                            << "axis " << axis << " exclusive " << exclusive << " reverse "
+                            << reverse << " at " << c << ", " << w << ", " << h << ": "
+                            << float(out(c, w, h)) << " for " << sum;
+                    });
+                }
     // i32 sums exactly, wrapping around as numpy's int32 sums do (random 32-bit values).
     const dsl::Layer ints = dsl::Layer::input(test::activation("i", 5, 7, 3, dsl::ElemType::I32));
     const Halide::Buffer<int32_t> xi(test::random_input(ints.output(), 29));

@@ -1,7 +1,7 @@
 // cumsum: running sums along one axis (ONNX's CumSum): element i is the sum of elements 0 to i
-// (exclusive: to i - 1; reverse: from the last down to i). Floats sum in float32 and round once
-// to the output's type; i32 sums exactly (wrapping around as numpy's do). A SHAVE kernel, along
-// any axis but the batch.
+// (exclusive: to i - 1; reverse: from the last down to i). Floats sum in float32, in numpy's
+// order, and round once to the output's type; i32 sums exactly (wrapping around as numpy's do).
+// A SHAVE kernel (a scan, each sum one addition to the one before), along any axis but the batch.
 #include "common.h"
 #include "logical_index.h"
 
@@ -35,16 +35,62 @@ dsl::Layer build_cumsum(const std::string &name, const std::vector<dsl::Layer> &
         in.type == dsl::ElemType::I32 ? Halide::Int(32) : Halide::Float(32);
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        std::vector<Halide::Expr> at = detail::logical_coords(t, v.c, v.x, v.y);
-        const Halide::Expr here = at[size_t(axis)];
-        Halide::RDom r(0, extent, Halide::Internal::unique_name(name + "_r"));
-        at[size_t(axis)] = r.x;
-        const Halide::Expr taken = reverse ? (exclusive ? r.x > here : r.x >= here)
-                                           : (exclusive ? r.x < here : r.x <= here);
-        const Halide::Expr x = Halide::cast(sum_type, detail::read_logical(funcs.at(0), t, at));
+        // The running sums, a scan along the axis, over the image's logical coordinates with
+        // the axis last: its update's first argument is then a pure variable, whose points the
+        // SHAVE computes in vector lanes, each in the axis's order.
+        std::vector<Halide::Var> vars;
+        std::vector<Halide::Expr> pure;
+        for (int64_t d = detail::first_image_axis(t); d < rank; ++d)
+            if (d != axis)
+                vars.emplace_back(Halide::Internal::unique_name(dsl::halide_name(name) + "_d"));
+        vars.emplace_back(Halide::Internal::unique_name(dsl::halide_name(name) + "_along"));
+        pure.assign(vars.begin(), vars.end());
+        // The scan's arguments for logical coordinates `at`, and back.
+        auto args_of = [&](const std::vector<Halide::Expr> &at) {
+            std::vector<Halide::Expr> args;
+            for (int64_t d = detail::first_image_axis(t); d < rank; ++d)
+                if (d != axis) args.push_back(at[size_t(d)]);
+            args.push_back(at[size_t(axis)]);
+            return args;
+        };
+        auto coords_of = [&](const std::vector<Halide::Expr> &args) {
+            std::vector<Halide::Expr> at(static_cast<size_t>(rank));
+            size_t next = 0;
+            for (int64_t d = detail::first_image_axis(t); d < rank; ++d)
+                if (d != axis) at[size_t(d)] = args[next++];
+            at[size_t(axis)] = args.back();
+            return at;
+        };
+        auto element = [&](const std::vector<Halide::Expr> &args) {
+            return Halide::cast(sum_type, detail::read_logical(funcs.at(0), t, coords_of(args)));
+        };
+        // Summed in numpy's order, as ONNX's reference does: from the first element on, or,
+        // reversed, from the last one down.
+        Halide::Func sums = detail::named_func(name + "_sums");
+        sums(pure) = element(pure);
+        if (extent > 1) {
+            Halide::RDom r(0, extent - 1, detail::rdom_name(name));
+            const Halide::Expr at = reverse ? extent - 2 - r.x : r.x + 1;
+            const Halide::Expr previous = reverse ? at + 1 : at - 1;
+            std::vector<Halide::Expr> lhs(pure.begin(), pure.end() - 1), from = lhs;
+            lhs.push_back(at);
+            from.push_back(previous);
+            sums(lhs) = sums(from) + element(lhs);
+        }
+        std::vector<Halide::Expr> args = args_of(detail::logical_coords(t, v.c, v.x, v.y));
+        const Halide::Expr here = args.back();
+        Halide::Expr value;
+        if (!exclusive) {
+            value = sums(args);
+        } else {
+            // The neighbour's sum, before (after, reversed) this element; none at the end.
+            const Halide::Expr neighbour = reverse ? here + 1 : here - 1;
+            args.back() = Halide::clamp(neighbour, 0, extent - 1);
+            const Halide::Expr none = reverse ? here == extent - 1 : here == 0;
+            value = Halide::select(none, Halide::cast(sum_type, 0), sums(args));
+        }
         Halide::Func f = detail::named_func(name);
-        f(v.c, v.x, v.y) = Halide::cast(
-            in.halide_type, Halide::sum(Halide::select(taken, x, Halide::cast(sum_type, 0))));
+        f(v.c, v.x, v.y) = Halide::cast(in.halide_type, value);
         return f;
     };
     return dsl::Layer::make("cumsum", out, {input}, algorithm);
