@@ -298,6 +298,47 @@ TEST(GraphScheduling, KeepsTensorsOfUpTo45PercentOfCmxByRows) {
     }
 }
 
+bool computed_at(const dsl::Schedule &s, const std::string &consumer) {
+    for (const dsl::Directive &d : s.directives())
+        if (d.kind == dsl::Directive::Kind::ComputeAt && d.name == consumer) return true;
+    return false;
+}
+
+// u8 x (1 x 16 x 112 x 112) through a 1x1 conv to 192 channels (2.4 MB: 1.2 MB of each vpu27
+// tile's CMX by rows, past the 45% keep_in_cmx keeps) and a 3x3 conv with stride 2 to 24
+// channels, the output, as MobileNet-V2's first expansion and its depthwise conv.
+// With `twice`, a second 1x1 conv of 192 channels between them ("mid").
+dsl::Graph expansion_too_large_to_keep(bool twice = false) {
+    const dsl::Layer x = u8_input(16, 112, 112);
+    dsl::Layer expand = algorithms::conv2d("expand", x, int8_weights(16, 1, 192, 11));
+    if (twice) expand = algorithms::conv2d("mid", expand, int8_weights(192, 1, 192, 13));
+    algorithms::Conv2dParams down;
+    down.stride_w = down.stride_h = 2;
+    down.pad_left = down.pad_right = down.pad_top = down.pad_bottom = 1;
+    return dsl::Graph("expansion",
+                      {algorithms::conv2d("down", expand, int8_weights(192, 3, 24, 12), down)});
+}
+
+// On vpu27, group_layers computes the expansion at the strided conv's tasks, each task the rows
+// it reads (a row of halo computed again), and it never touches DDR. On vpu20, whose tiles have
+// five DPUs each, it stays a layer of its own. The same bytes either way.
+TEST(GraphScheduling, ComputesATensorTooLargeToKeepAtItsReadersTasks) {
+    for (const char *target : {"vpu27", "vpu20"}) {
+        SCOPED_TRACE(target);
+        const Scheduled scheduled = expect_same_results(expansion_too_large_to_keep(), target);
+        const dsl::Schedule &expand = scheduled.schedules.at("expand");
+        const bool vpu27 = std::string(target) == "vpu27";
+        EXPECT_EQ(computed_at(expand, "down"), vpu27) << expand.to_string();
+        EXPECT_FALSE(keeps_in_cmx(expand)) << expand.to_string();
+        EXPECT_EQ(dma_tasks(scheduled.run, "expand", ".store") == 0, vpu27);
+        EXPECT_GT(dma_tasks(scheduled.unscheduled_run, "expand", ".store"), 0u);
+    }
+    // A layer another is computed at keeps its task loops: the first of a chain is grouped.
+    const Scheduled chain = expect_same_results(expansion_too_large_to_keep(true), "vpu27");
+    EXPECT_TRUE(computed_at(chain.schedules.at("expand"), "mid"));
+    EXPECT_FALSE(computed_at(chain.schedules.at("mid"), "down"));
+}
+
 TEST(GraphScheduling, ATensorOfSeveralImagesStaysInDdr) {
     // A CMX copy holds one image: a batch of two goes through DDR, and the graph compiles.
     dsl::TensorDesc t;

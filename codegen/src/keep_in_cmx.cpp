@@ -18,8 +18,6 @@
 
 namespace vpuc::codegen {
 
-namespace {
-
 // A tensor kept in CMX takes at most 45% of a tile's CMX, and all of those live at one time at
 // most two thirds: the rest is the layers' own double-buffered tasks and weights. 45% admits
 // the rows of ResNet-50's 56x56x256 fp16 tensors each vpu27 tile computes (800 KB, 41%); a third
@@ -29,15 +27,15 @@ namespace {
 constexpr double kTensorShare = 0.45;
 constexpr double kLiveShare = 2.0 / 3;
 
-int64_t ceil_to(int64_t value, int64_t multiple) {
-    return (value + multiple - 1) / multiple * multiple;
+int64_t kept_tensor_limit(const target::Target &target) {
+    return int64_t(double(target.cmx_usable_bytes) * kTensorShare);
 }
 
-// The bytes of `t` in CMX, channels in whole groups as the DPU holds them.
 int64_t cmx_bytes(const dsl::TensorDesc &t, int64_t channel_alignment) {
     const dsl::Shape &s = t.shape;
-    return s[dsl::dims::N] * ceil_to(s[dsl::dims::C], channel_alignment) * s[dsl::dims::H] *
-           s[dsl::dims::W] * dsl::bytes_of(t.type);
+    const int64_t channels =
+        (s[dsl::dims::C] + channel_alignment - 1) / channel_alignment * channel_alignment;
+    return s[dsl::dims::N] * channels * s[dsl::dims::H] * s[dsl::dims::W] * dsl::bytes_of(t.type);
 }
 
 // Whether a tensor costs less kept in CMX than stored and loaded back: a tile's part copied into
@@ -45,13 +43,15 @@ int64_t cmx_bytes(const dsl::TensorDesc &t, int64_t channel_alignment) {
 // vpu27 (2 tiles, 2 engines of 31.2 GB/s, DDR 31.2 GB/s): a byte's copy costs a quarter of its
 // round trip. vpu20 (4 tiles, 1 engine of 22.4 GB/s, DDR 20 GB/s): three copies cost more, so
 // it keeps tensors by rows only, which need no more than their halos copied.
-bool broadcast_beats_round_trip(const target::Target &target) {
+bool copies_beat_round_trip(const target::Target &target) {
     const double engines_gbps =
         target.dma_engines * target.dma_engine_bytes_per_cycle * target.dma_clock_mhz / 1000;
     const double broadcast_ns_per_byte = double(target.tiles - 1) / engines_gbps;
     const double round_trip_ns_per_byte = 2 / std::min(target.ddr_bandwidth_gbps, engines_gbps);
     return broadcast_ns_per_byte < round_trip_ns_per_byte;
 }
+
+namespace {
 
 // Whether `layer`'s output may stay in CMX: a computed layer of one output of one image (a CMX
 // copy holds one) whose schedule and whose readers' schedules are the defaults, none of them a
@@ -123,7 +123,7 @@ std::optional<std::map<int, Interval>> rows_held(LoweringState &s, const dsl::La
 
 void keep_in_cmx(LoweringState &s) {
     if (!s.graph_scheduling) return;
-    const bool copies_pay = broadcast_beats_round_trip(s.target);
+    const bool copies_pay = copies_beat_round_trip(s.target);
     const std::vector<dsl::Layer> &layers = s.graph.layers();
     std::map<std::string, size_t> position;
     for (size_t i = 0; i < layers.size(); ++i) position[layers[i].name()] = i;
@@ -140,7 +140,7 @@ void keep_in_cmx(LoweringState &s) {
         for (const auto &[kept_bytes, last_reader] : kept)
             if (last_reader >= i) live += kept_bytes; // still read by layer i, or later
         auto fits = [&](int64_t bytes) {
-            return bytes <= usable * kTensorShare && live + bytes <= usable * kLiveShare;
+            return bytes <= kept_tensor_limit(s.target) && live + bytes <= usable * kLiveShare;
         };
         // By rows first: each tile the rows it computes or reads, a band of the bytes, and the
         // halo rows alone copied between tiles.

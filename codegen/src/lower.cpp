@@ -31,6 +31,7 @@ const std::vector<Pass> &passes() {
         {"default_schedules", default_schedules, nullptr},
         {"choose_strategies", choose_strategies, verify_graph_schedules},
         {"keep_in_cmx", keep_in_cmx, verify_graph_schedules},
+        {"group_layers", group_layers, verify_graph_schedules},
         {"resolve_schedules", resolve_schedules, nullptr},
         {"plan_views", plan_views, verify_views},
         {"select_engines", select_engines, nullptr},

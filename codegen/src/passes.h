@@ -199,9 +199,17 @@ void check_element_types(LoweringState &s);
 void default_schedules(LoweringState &s);
 // Graph scheduling (docs/graph-scheduling.md), on the layers default_schedules scheduled, unless
 // LowerOptions::graph_scheduling is off: SOK for layers that stream fewer weights that way, then
-// outputs kept in CMX between their producer and their last reader when they fit.
+// outputs kept in CMX between their producer and their last reader when they fit, then a layer
+// whose output was not kept computed at its one reader's tasks where that pays.
 void choose_strategies(LoweringState &s);
 void keep_in_cmx(LoweringState &s);
+void group_layers(LoweringState &s);
+// keep_in_cmx's measures, which group_layers shares: the most bytes a tensor kept in CMX takes
+// of a tile's CMX; the bytes of `t` in CMX, channels in whole groups as the DPU holds them;
+// whether copying a tensor to every tile's CMX costs less than a DDR round trip.
+int64_t kept_tensor_limit(const target::Target &target);
+int64_t cmx_bytes(const dsl::TensorDesc &t, int64_t channel_alignment);
+bool copies_beat_round_trip(const target::Target &target);
 // Only layers default_schedules scheduled have changed schedules, and no graph output stays in
 // CMX.
 void verify_graph_schedules(const LoweringState &s);

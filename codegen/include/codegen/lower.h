@@ -23,10 +23,10 @@ struct LowerOptions {
     // or the default schedule lower() gave it.
     std::map<std::string, dsl::Schedule> *schedules = nullptr;
     bool time_passes = false; // print each pass's time to stderr (as VPUC_PASS_TIMES=1 does)
-    // The graph scheduling passes (choose_strategies, keep_in_cmx) change the default
-    // schedules for the whole graph, and prefetch_weights loads a layer's weights during the
-    // layer before; off, every unscheduled layer keeps its default and its weights load in turn
-    // (the A/B of `vpuc bench models --no-graph-scheduling`).
+    // The graph scheduling passes (choose_strategies, keep_in_cmx, group_layers) change the
+    // default schedules for the whole graph, and prefetch_weights loads a layer's weights during
+    // the layer before; off, every unscheduled layer keeps its default and its weights load in
+    // turn (the A/B of `vpuc bench models --no-graph-scheduling`).
     bool graph_scheduling = true;
 };
 
