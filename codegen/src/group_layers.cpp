@@ -50,8 +50,8 @@ std::string row_task_loop(const dsl::Layer &reader) {
     return by_rows ? loop : "";
 }
 
-// Whether `layer` may be computed at its one reader `reader`, which computes its rows in the
-// tasks of `loop`; the inputs of `layer` kept by rows that must become copies go to `unbanded`.
+// Whether `layer` may be computed at the tasks of its one reader `reader`, which splits its rows
+// into tasks; the inputs of `layer` kept by rows that must then become copies go to `unbanded`.
 bool may_group(LoweringState &s, const dsl::Layer &layer, const dsl::Layer &reader,
                std::vector<std::string> &unbanded) {
     const dsl::LayerRegistry &registry = algorithms::layer_registry();
