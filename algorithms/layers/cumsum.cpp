@@ -38,13 +38,13 @@ dsl::Layer build_cumsum(const std::string &name, const std::vector<dsl::Layer> &
         // The running sums, a scan along the axis, over the image's logical coordinates with
         // the axis last: its update's first argument is then a pure variable, whose points the
         // SHAVE computes in vector lanes, each in the axis's order.
-        std::vector<Halide::Var> vars;
         std::vector<Halide::Expr> pure;
         for (int64_t d = detail::first_image_axis(t); d < rank; ++d)
             if (d != axis)
-                vars.emplace_back(Halide::Internal::unique_name(dsl::halide_name(name) + "_d"));
-        vars.emplace_back(Halide::Internal::unique_name(dsl::halide_name(name) + "_along"));
-        pure.assign(vars.begin(), vars.end());
+                pure.push_back(
+                    Halide::Var(Halide::Internal::unique_name(dsl::halide_name(name) + "_d")));
+        pure.push_back(
+            Halide::Var(Halide::Internal::unique_name(dsl::halide_name(name) + "_along")));
         // The scan's arguments for logical coordinates `at`, and back.
         auto args_of = [&](const std::vector<Halide::Expr> &at) {
             std::vector<Halide::Expr> args;

@@ -255,7 +255,9 @@ class Allocator {
     // while it lives. A weight copy placed anywhere else could cut the top into pieces that no
     // longer fit a band of 41% of CMX (ResNet-50 fp16's 56x56x256 tensors on vpu27).
     uint64_t from_top_room(int b, int now) const {
-        if (s_.program.buffers[size_t(b)].from_top) return capacity_;
+        // No bands in this memory (DDR scratch has none): nothing to leave room for.
+        if (s_.program.buffers[size_t(b)].from_top || band_bytes_before_.back() == 0)
+            return capacity_;
         uint64_t lowest_band = capacity_;
         for (const auto &[begin, seg] : segments_)
             if (seg.live >= 0 &&

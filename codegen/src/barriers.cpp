@@ -426,18 +426,13 @@ void order_as_run(LoweringState &s) {
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
         return ran.start_ns[size_t(a)] < ran.start_ns[size_t(b)];
     });
-    std::vector<int> new_index(order.size());
-    for (size_t i = 0; i < order.size(); ++i) new_index[size_t(order[i])] = int(i);
-    std::vector<TaskIR> ordered;
     RunTimes in_order;
-    ordered.reserve(tasks.size());
     for (int t : order) {
-        ordered.push_back(std::move(tasks[size_t(t)]));
-        for (int &d : ordered.back().deps) d = new_index[size_t(d)];
         in_order.start_ns.push_back(ran.start_ns[size_t(t)]);
         in_order.end_ns.push_back(ran.end_ns[size_t(t)]);
     }
-    tasks = std::move(ordered);
+    tasks = reordered(tasks, order);
+    const std::vector<int> new_index = new_indices(order);
     s.renumber_tasks([&](int old) { return new_index[size_t(old)]; });
     s.run_times = std::move(in_order);
     s.notes.push_back("order_as_run: the " + std::to_string(s.target.barriers) +

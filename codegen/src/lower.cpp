@@ -310,6 +310,23 @@ void select_engines(LoweringState &s) {
     }
 }
 
+std::vector<int> new_indices(const std::vector<int> &order) {
+    std::vector<int> new_index(order.size());
+    for (size_t i = 0; i < order.size(); ++i) new_index[size_t(order[i])] = int(i);
+    return new_index;
+}
+
+std::vector<TaskIR> reordered(const std::vector<TaskIR> &tasks, const std::vector<int> &order) {
+    const std::vector<int> new_index = new_indices(order);
+    std::vector<TaskIR> out;
+    out.reserve(order.size());
+    for (int t : order) {
+        out.push_back(tasks[size_t(t)]);
+        for (int &dep : out.back().deps) dep = new_index[size_t(dep)];
+    }
+    return out;
+}
+
 void verify_tasks(const LoweringState &s) {
     const auto &p = s.program;
     for (size_t t = 0; t < p.tasks.size(); ++t)

@@ -257,6 +257,12 @@ void verify_allocation(const LoweringState &s);
 void verify_barriers(const LoweringState &s);
 void verify_blob(const LoweringState &s);
 
+// A program's tasks put in another order (prefetch_weights, order_as_run): entry i of `order`
+// is the index of the task to put at i. new_indices gives where each task goes; reordered, the
+// tasks in their new order, their dependencies renumbered.
+std::vector<int> new_indices(const std::vector<int> &order);
+std::vector<TaskIR> reordered(const std::vector<TaskIR> &tasks, const std::vector<int> &order);
+
 IoDecl io_decl(const dsl::TensorDesc &t);
 bool is_network_output(const LoweringState &s, const dsl::Layer &layer);
 // A layer computed at root and not kept in CMX: its output goes to DDR.

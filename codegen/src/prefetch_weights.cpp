@@ -79,24 +79,6 @@ std::vector<int> order_with(size_t tasks, const std::vector<Move> &moves) {
     return order;
 }
 
-// The inverse of `order`: where each task of the program goes.
-std::vector<int> new_indices(const std::vector<int> &order) {
-    std::vector<int> new_index(order.size());
-    for (size_t i = 0; i < order.size(); ++i) new_index[size_t(order[i])] = int(i);
-    return new_index;
-}
-
-std::vector<TaskIR> reordered(const std::vector<TaskIR> &tasks, const std::vector<int> &order) {
-    const std::vector<int> new_index = new_indices(order);
-    std::vector<TaskIR> out;
-    out.reserve(order.size());
-    for (int t : order) {
-        out.push_back(tasks[size_t(t)]);
-        for (int &dep : out.back().deps) dep = new_index[size_t(dep)];
-    }
-    return out;
-}
-
 } // namespace
 
 void prefetch_weights(LoweringState &s) {
