@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -155,6 +156,31 @@ TEST(GraphScheduling, SpreadsAShaveLayerOfOneRowOverTheTilesByChannels) {
         }
         EXPECT_FALSE(splits_over_channels(s.at("small"))) << s.at("small").to_string();
         EXPECT_FALSE(splits_over_channels(s.at("along_c"))) << s.at("along_c").to_string();
+    }
+}
+
+// A classifier: u8 x (1 x 1024 x 1 x 1) through a 1x1 conv to 1000 channels (1 MB of weights),
+// and a second one to 24 channels, too few for every tile to get a group of 16. The default
+// schedule leaves a layer of one row on one tile; choose_strategies splits the first over
+// output channels on every tile, whichever way its estimates lean, and leaves the second. The
+// same bytes either way.
+TEST(GraphScheduling, SplitsADpuLayerOfOneRowOverTheTilesByChannels) {
+    const dsl::Layer x = u8_input(1024, 1, 1);
+    const dsl::Layer fc = algorithms::conv2d("fc", x, int8_weights(1024, 1, 1000, 4));
+    const dsl::Layer narrow = algorithms::conv2d("narrow", x, int8_weights(1024, 1, 24, 5));
+    const dsl::Graph graph("classifier", {fc, narrow});
+    for (const char *target : {"vpu27", "vpu20"}) {
+        SCOPED_TRACE(target);
+        const Scheduled scheduled = expect_same_results(graph, target);
+        EXPECT_TRUE(splits_over_channels(scheduled.schedules.at("fc")))
+            << scheduled.schedules.at("fc").to_string();
+        EXPECT_FALSE(splits_over_channels(scheduled.schedules.at("narrow")))
+            << scheduled.schedules.at("narrow").to_string();
+        std::set<int> tiles; // of engines "DPU tile 3" or "DPU tile 3 dpu 1"
+        for (const sim::TaskRecord &t : scheduled.run.tasks)
+            if (t.layer == "fc" && t.kind == blob::EngineKind::Dpu)
+                tiles.insert(std::stoi(t.engine.substr(std::string("DPU tile ").size())));
+        EXPECT_EQ(tiles.size(), size_t(target::load_target(target).tiles));
     }
 }
 

@@ -573,10 +573,7 @@ TEST(Lower, Fp16PadLanesStayFiniteThroughCmx) {
     for (const std::string target_name : {"vpu27", "vpu20"}) {
         SCOPED_TRACE(target_name);
         dsl::Layer in = dsl::Layer::input(activation("in", 24, 11, 9, dsl::ElemType::F16));
-        algorithms::PoolParams pool;
-        pool.kernel_w = pool.kernel_h = 3;
-        pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
-        dsl::Layer p = algorithms::max_pool("pool", in, pool);
+        dsl::Layer p = max_pool3x3("pool", in);
         dsl::Layer c1 = float_conv3x3("c1", p, 24, 34);
         dsl::Layer c2 = float_conv3x3("c2", c1, 40, 35);
         c1.schedule().distribute("y", 2, dsl::Strategy::HKSwitch).split("y", "yo", "yi", 3);

@@ -60,6 +60,14 @@ inline dsl::Layer conv3x3(const std::string &name, const dsl::Layer &in, int oc,
     return algorithms::conv2d(name, in, weights(ic, 3, oc, seed), p);
 }
 
+// A 3x3 max pool with stride 1 and padding 1: its output the size of its input.
+inline dsl::Layer max_pool3x3(const std::string &name, const dsl::Layer &in) {
+    algorithms::PoolParams pool;
+    pool.kernel_w = pool.kernel_h = 3;
+    pool.pad_left = pool.pad_right = pool.pad_top = pool.pad_bottom = 1;
+    return algorithms::max_pool(name, in, pool);
+}
+
 // A constant of one dimension of i64 values, as ONNX shape arithmetic has them.
 inline dsl::Layer i64_constant(const std::string &name, const std::vector<int64_t> &values) {
     Halide::Buffer<int64_t> b(int(values.size()));

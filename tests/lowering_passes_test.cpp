@@ -146,6 +146,19 @@ TEST_F(TwoTileConv, SplitWeightCopiesMovesTheWholeConstant) {
               std::string::npos);
 }
 
+// The rest of the lowering of `moved` (after prefetch_weights) and of `unmoved` (before it): the
+// same outputs on random data for graph input `in`, and the moves shorten the run.
+void expect_same_outputs_sooner(codegen::LoweringState moved, codegen::LoweringState unmoved,
+                                const dsl::Layer &in, uint32_t seed) {
+    codegen::run_passes(moved, "allocate_cmx", "assemble");
+    codegen::run_passes(unmoved, "allocate_cmx", "assemble");
+    const std::vector<std::vector<uint8_t>> inputs{bytes_of(random_input(in.output(), seed))};
+    const sim::RunResult moved_run = sim::Simulator(moved.target, moved.blob).run(inputs);
+    const sim::RunResult unmoved_run = sim::Simulator(unmoved.target, unmoved.blob).run(inputs);
+    EXPECT_EQ(moved_run.outputs, unmoved_run.outputs);
+    EXPECT_LT(moved_run.latency_ns, unmoved_run.latency_ns);
+}
+
 // Two 3x3 convs of odd sizes in a row: b's first weights wait behind every DMA of a unless
 // prefetch_weights queues them before a computes. a holds more CMX than b (its weights are
 // six times b's), so where the program's CMX is tightest, during a, b's weights cannot join.
@@ -239,16 +252,7 @@ TEST_F(TwoConvChain, PrefetchWeightsQueuesTheNextLayersWeightsBeforeTheLayerBefo
     for (const auto &t : unmoved.program.tasks) unmoved_names.insert(t.name);
     EXPECT_EQ(names, unmoved_names);
 
-    // The rest of the lowering, with the move and without: the same outputs on random data,
-    // and the move shortens the run.
-    codegen::LoweringState plain = unmoved;
-    codegen::run_passes(s, "allocate_cmx", "assemble");
-    codegen::run_passes(plain, "allocate_cmx", "assemble");
-    const std::vector<std::vector<uint8_t>> inputs{bytes_of(random_input(in.output(), 5))};
-    const sim::RunResult moved_run = sim::Simulator(target, s.blob).run(inputs);
-    const sim::RunResult plain_run = sim::Simulator(target, plain.blob).run(inputs);
-    EXPECT_EQ(moved_run.outputs, plain_run.outputs);
-    EXPECT_LT(moved_run.latency_ns, plain_run.latency_ns);
+    expect_same_outputs_sooner(s, unmoved, in, 5);
 }
 
 TEST_F(TwoConvChain, PrefetchWeightsNeverMakesCmxAllocationEvict) {
@@ -282,6 +286,100 @@ TEST_F(TwoConvChain, PrefetchWeightsNeverMakesCmxAllocationEvict) {
         moved_at_least |= prefetched(trial);
     }
     EXPECT_TRUE(moved_at_least);
+    target.cmx_usable_bytes = full;
+}
+
+// a, a max pool p of a's output (kept in CMX, so p loads nothing) and b. On vpu27, of two DMA
+// engines, b's weights load while a computes, not only during the short pool; on vpu20, of
+// one, while the pool computes, behind a's stores.
+TEST(PrefetchWeights, PassesALayerThatLoadsNothingOnTargetsOfSeveralDmaEngines) {
+    for (const std::string name : {"vpu27", "vpu20"}) {
+        SCOPED_TRACE(name);
+        const target::Target target = target::load_target(name);
+        dsl::Layer in = dsl::Layer::input(activation("in", 96, 13, 11));
+        dsl::Layer a = conv3x3("a", in, 96, 1);
+        dsl::Layer p = max_pool3x3("p", a);
+        dsl::Layer b = conv3x3("b", p, 16, 2);
+        const dsl::Graph graph("chain", {b});
+        codegen::LoweringState s{graph, target};
+        run_through_task_program(s);
+        ASSERT_EQ(s.prefetch_chains.size(), 3u);
+        for (const auto &steps : s.prefetch_chains[1].tiles) // p's
+            for (const codegen::PrefetchChain::Step &step : steps)
+                ASSERT_TRUE(step.input_loads.empty()) << "p loads its input";
+        const codegen::LoweringState unmoved = s;
+        codegen::prefetch_weights(s);
+        codegen::verify_tasks(s);
+        auto first_compute = [&](const std::string &layer) {
+            for (size_t t = 0; t < s.program.tasks.size(); ++t)
+                if (s.program.tasks[t].layer == layer &&
+                    s.program.tasks[t].engine != blob::EngineKind::Dma)
+                    return int(t);
+            return -1;
+        };
+        int last_copy = -1, first_copy = int(s.program.tasks.size());
+        for (size_t t = 0; t < s.program.tasks.size(); ++t)
+            if (s.program.tasks[t].name.rfind("b.weights", 0) == 0) {
+                last_copy = std::max(last_copy, int(t));
+                first_copy = std::min(first_copy, int(t));
+            }
+        ASSERT_GE(last_copy, 0);
+        if (target.dma_engines > 1) {
+            EXPECT_LT(last_copy, first_compute("a"));
+        } else {
+            EXPECT_GT(first_copy, first_compute("a"));
+            EXPECT_LT(last_copy, first_compute("p"));
+        }
+        expect_same_outputs_sooner(s, unmoved, in, 7);
+    }
+}
+
+// A chain of convolutions and a pool on CMX cut in steps from the least the program fits in to
+// all of it: whatever the allocation evicts with the moved copies, it evicts without them too.
+TEST(PrefetchWeights, NeverEvictsABufferTheProgramKeepsWithoutIt) {
+    target::Target target = target::load_target("vpu27");
+    const uint64_t full = target.cmx_usable_bytes;
+    dsl::Layer in = dsl::Layer::input(activation("in", 64, 29, 23));
+    dsl::Layer a = conv3x3("a", in, 160, 1);
+    dsl::Layer b = conv3x3("b", a, 48, 2);
+    dsl::Layer p = max_pool3x3("p", b);
+    dsl::Layer c = conv3x3("c", p, 208, 3);
+    dsl::Layer d = conv3x3("d", c, 32, 4);
+    const dsl::Graph graph("chain", {d});
+    codegen::LoweringState s{graph, target};
+    run_through_task_program(s);
+    // The evicted buffers; nullopt where some buffer fits nowhere.
+    auto evicted = [](codegen::LoweringState &state) -> std::optional<std::set<int>> {
+        try {
+            std::set<int> buffers;
+            for (const codegen::Eviction &e : codegen::cmx_evictions(state))
+                buffers.insert(e.buffer);
+            return buffers;
+        } catch (const codegen::LoweringError &) {
+            return std::nullopt;
+        }
+    };
+    uint64_t low = 0, high = full;
+    while (high - low > 64) {
+        target.cmx_usable_bytes = (low + high) / 2;
+        (evicted(s) ? high : low) = target.cmx_usable_bytes;
+    }
+    int tried = 0, moved = 0;
+    for (uint64_t bytes = high; bytes <= full; bytes += (full - high) / 40 + 1) {
+        SCOPED_TRACE(bytes);
+        target.cmx_usable_bytes = bytes;
+        const std::optional<std::set<int>> without = evicted(s);
+        if (!without) continue; // fitting is not monotone in the bytes
+        codegen::LoweringState trial = s;
+        codegen::prefetch_weights(trial);
+        const std::optional<std::set<int>> with = evicted(trial);
+        ASSERT_TRUE(with);
+        EXPECT_TRUE(std::includes(without->begin(), without->end(), with->begin(), with->end()));
+        ++tried;
+        moved += trial.notes.empty() ? 0 : 1;
+    }
+    EXPECT_GT(tried, 30);
+    EXPECT_GT(moved, 0);
     target.cmx_usable_bytes = full;
 }
 

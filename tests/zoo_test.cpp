@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include "bench/models.h"
 #include "codegen/lower.h"
 #include "examples/zoo/opencv_reference.h"
 #include "examples/zoo/zoo.h"
@@ -26,6 +27,7 @@
 #include "frontend/compare.h"
 #include "frontend/graph_passes.h"
 #include "frontend/onnx_import.h"
+#include "vpu_target/blob.h"
 #include "vpu_target/simulator.h"
 #include "vpu_target/target.h"
 
@@ -345,6 +347,10 @@ void expect_matches_opencv(const std::string &name,
     const target::Target target = target::load_target("vpu27");
     std::vector<uint8_t> blob = codegen::lower(passed.graph, target);
     const double lower_s = seconds_since(start) - import_s;
+    // Each constant byte loads once: no weight is evicted from CMX and loaded again (a prefetch
+    // never spills), and a weight used on both tiles is one broadcast.
+    EXPECT_EQ(bench::ddr_traffic(blob).constants,
+              int64_t(blob::GetBlob(blob.data())->constants()->size()));
     sim::Simulator simulator(target, std::move(blob));
     const sim::RunResult result = simulator.run(frontend::blob_inputs(simulator.blob(), {input}));
     const std::vector<NamedTensor> outputs =
