@@ -502,13 +502,22 @@ TEST_F(Cli, BenchModelsMeasuresANetworkAgainstItsRoofline) {
 TEST_F(Cli, BenchLayersComparesTheShaveLayersWithVpunn) {
     const std::string csv =
         std::string(VPUC_SOURCE_DIR) + "/vpu_target/calibration/vpunn_shave_vpu27.csv";
-    const Outcome run = vpuc_run("bench layers --json --shave " + csv);
+    const std::string blobs = (scratch() / "shave_blobs").string();
+    const Outcome run = vpuc_run("bench layers --json --shave " + csv + " --blob-dir " + blobs);
     EXPECT_EQ(run.status, 0) << run.output;
+    // Each form's blobs, on one SHAVE and on all: the fp16 elu's kernel has its own counts.
+    const Outcome inspect = vpuc_run("inspect " + blobs + "/elu_fp16_1shave.vpub");
+    EXPECT_EQ(inspect.status, 0) << inspect.output;
+    EXPECT_NE(inspect.output.find("per vector"), std::string::npos) << inspect.output;
+    EXPECT_TRUE(std::filesystem::exists(blobs + "/elu.vpub"));
     // The output holds stderr's progress lines too, then the JSON document.
     const size_t begin = run.output.find("{\n");
     ASSERT_NE(begin, std::string::npos) << run.output;
     const auto json = nlohmann::json::parse(run.output.substr(begin));
     ASSERT_EQ(json["rows"].size(), vpuc::bench::shave_layer_specs().size());
+    EXPECT_EQ(std::count_if(json["rows"].begin(), json["rows"].end(),
+                            [](const auto &row) { return row.value("arithmetic", "") == "fp16"; }),
+              4);
     for (const auto &row : json["rows"]) {
         const std::string kernel = row["vpunn_kernel"];
         ASSERT_TRUE(row.contains("vpunn_us")) << kernel;

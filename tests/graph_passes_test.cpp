@@ -354,6 +354,43 @@ dsl::Layer build(const std::string &op, const std::string &name,
     return algorithms::layer_registry().build(op, name, inputs, attrs);
 }
 
+// --- fp16_activations ---------------------------------------------------------------------
+
+std::string arithmetic_of(const dsl::Graph &g, const std::string &name) {
+    const dsl::Attrs &a = g.find(name).attrs();
+    return a.has("arithmetic") ? a.get_string("arithmetic") : "";
+}
+
+// Asked for, the pass gives every elu, selu, swish and mish of an fp16 tensor attribute
+// arithmetic fp16, and leaves f32 tensors and ops without an fp16 form alone; not asked for, it
+// changes nothing. The result stays within the stated bound of the float32 graph's.
+TEST(GraphPasses, Fp16ActivationsOnlyWhenAskedAndOnlyOnFp16Tensors) {
+    const dsl::Layer x = f16_input("x", kIn, 7, 5);
+    dsl::TensorDesc t32 = x.output();
+    t32.name = "x32";
+    t32.type = dsl::ElemType::F32;
+    const dsl::Layer x32 = dsl::Layer::input(t32);
+    const dsl::Layer elu = build("elu", "elu", {x});
+    const dsl::Layer mish = build("mish", "mish", {build("swish", "swish", {elu})});
+    const dsl::Layer tanh = build("tanh", "tanh", {build("selu", "selu", {mish})});
+    const dsl::Graph g("acts", {tanh, build("elu", "elu32", {x32})});
+    const frontend::GraphPassState off = run_one(g, "fp16_activations");
+    for (const char *name : {"elu", "swish", "mish", "selu", "elu32"})
+        EXPECT_EQ(arithmetic_of(off.graph, name), "float32") << name;
+    EXPECT_TRUE(off.notes.empty());
+
+    frontend::GraphPassState on(g.clone());
+    on.fp16_activations = true;
+    frontend::run_graph_pass(on, "fp16_activations");
+    for (const char *name : {"elu", "swish", "mish", "selu"})
+        EXPECT_EQ(arithmetic_of(on.graph, name), "fp16") << name;
+    EXPECT_EQ(arithmetic_of(on.graph, "elu32"), "float32");
+    EXPECT_EQ(arithmetic_of(on.graph, "tanh"), "");
+    ASSERT_EQ(on.notes.size(), 1u);
+    EXPECT_NE(on.notes[0].find("4 layer(s)"), std::string::npos) << on.notes[0];
+    expect_close_results(g, on.graph);
+}
+
 dsl::Attrs quantized_to(double scale, int64_t zero_point) {
     return dsl::Attrs()
         .set("output_type", std::string("u8"))
@@ -853,7 +890,8 @@ TEST(GraphPasses, TheListRunsInOrderAndAnUnknownPassIsAnError) {
     EXPECT_EQ(frontend::graph_pass_names(),
               (std::vector<std::string>{"fold_constants", "remove_identity_layers",
                                         "propagate_dequantize", "fold_batch_norm", "fuse_swish",
-                                        "fuse_activations", "sink_views", "fuse_pointwise"}));
+                                        "fuse_activations", "fp16_activations", "sink_views",
+                                        "fuse_pointwise"}));
     const dsl::Layer x = f16_input("x", kIn, 5, 3);
     const dsl::Graph g("g", {algorithms::relu("relu", x)});
     frontend::GraphPassState state(g.clone());

@@ -392,6 +392,71 @@ TEST(UnaryMath, Float32OpsOnEveryFp16ValueAndNan) {
         {"elu", "selu", "mish", "hard_swish", "swish", "softplus", "celu", "sign", "sin"});
 }
 
+// Attribute arithmetic fp16 (elu, selu, swish, mish): on every one of the 65,536 fp16 values,
+// within 2^-8 + 2^-9 |y| of the exact function in double (about four fp16 ulps at 1, the bound
+// docs/layers.md states), NaN for NaN, and for an infinity what the float32 form gives; the
+// SHAVE kernel gives the reference's bits on the device.
+TEST(UnaryMath, Fp16ArithmeticIsWithinItsBoundOnEveryFp16Value) {
+    const double selu_alpha = 1.67326319217681884765625, selu_gamma = 1.05070102214813232421875;
+    struct Case {
+        std::string op;
+        dsl::Attrs attrs;
+        std::function<double(double)> want;
+    };
+    const std::vector<Case> cases = {
+        {"elu", {}, [](double x) { return x < 0 ? std::expm1(x) : x; }},
+        {"elu", dsl::Attrs().set("alpha", 0.7),
+         [](double x) { return x < 0 ? 0.7 * std::expm1(x) : x; }},
+        {"selu",
+         {},
+         [=](double x) { return selu_gamma * (x > 0 ? x : selu_alpha * std::expm1(x)); }},
+        {"swish", {}, [](double x) { return x / (1 + std::exp(-x)); }},
+        {"swish", dsl::Attrs().set("beta", 1.5),
+         [](double x) { return x / (1 + std::exp(-1.5 * x)); }},
+        {"mish", {}, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }},
+    };
+    const dsl::Layer in = input({256, 256}, dsl::ElemType::F16);
+    Halide::Buffer<> values = algorithms::make_buffer(in.output());
+    uint16_t *bits = static_cast<uint16_t *>(values.data());
+    for (uint32_t i = 0; i < 65536; ++i) bits[i] = uint16_t(i);
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.op);
+        dsl::Attrs half = c.attrs;
+        half.set("arithmetic", std::string("fp16"));
+        const dsl::Layer layer = build(c.op, in, half);
+        const Halide::Buffer<> got = algorithms::run_reference(layer, {values});
+        const Halide::Buffer<> float32 =
+            algorithms::run_reference(build(c.op, in, c.attrs), {values});
+        const uint16_t *y16 = static_cast<const uint16_t *>(got.data());
+        const uint16_t *f16 = static_cast<const uint16_t *>(float32.data());
+        int wrong = 0;
+        for (uint32_t i = 0; i < 65536; ++i) {
+            const double x = double(Halide::float16_t::make_from_bits(uint16_t(i)));
+            const double y = double(Halide::float16_t::make_from_bits(y16[i]));
+            const double want =
+                std::isinf(x) ? double(Halide::float16_t::make_from_bits(f16[i])) : c.want(x);
+            bool ok;
+            if (std::isnan(x) || std::isnan(want))
+                ok = std::isnan(y);
+            else if (std::isinf(x))
+                ok = y == want;
+            else if (std::fabs(want) > 65504)
+                ok = std::isinf(y) && std::signbit(y) == std::signbit(want);
+            else
+                ok = std::fabs(y - want) <= std::ldexp(1.0, -8) + std::ldexp(std::fabs(want), -9);
+            if (!ok && ++wrong <= 3)
+                ADD_FAILURE() << c.op << "(" << x << ") = " << y << ", want " << want;
+        }
+        EXPECT_EQ(wrong, 0);
+        codegen::CheckOptions options;
+        options.inputs = {values};
+        options.tolerance.f16_ulp = 0;
+        const codegen::CheckResult r = codegen::check_against_reference(
+            dsl::Graph(c.op, {layer}), target::load_target("vpu27"), options);
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+}
+
 // node/test_tan's input 1.5327792 is 1.533203125 in fp16, where tan is 26.588 rather than
 // 26.291: its expected output is out of fp16's reach, and the result is tan of the fp16 input.
 TEST(UnaryMath, TanOfTheFp16InputNearItsPole) {
@@ -515,6 +580,13 @@ TEST(UnaryMath, RefusedInputsAndAttributes) {
               std::string::npos);
     EXPECT_NE(build_error("abs", plain_u8, dsl::Attrs().set("output_scale", 0.5))
                   .find("no output quantization"),
+              std::string::npos);
+    const dsl::Attrs half = dsl::Attrs().set("arithmetic", std::string("fp16"));
+    EXPECT_NE(build_error("elu", input({4}, dsl::ElemType::F32), half).find("takes an f16 input"),
+              std::string::npos);
+    EXPECT_NE(build_error("mish", u8, half).find("mish 'mish_bad'"), std::string::npos);
+    EXPECT_NE(build_error("swish", f16, dsl::Attrs().set("arithmetic", std::string("fp8")))
+                  .find("float32 or fp16"),
               std::string::npos);
 }
 

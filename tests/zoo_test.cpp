@@ -330,7 +330,8 @@ void expect_same_bytes_without_graph_scheduling(const dsl::Graph &graph,
 // simulator, on the input OpenCV is given; every output compared with OpenCV's, and for
 // logits the top classes too. The layers `kept_in_cmx` store nothing to DDR.
 void expect_matches_opencv(const std::string &name,
-                           const std::vector<std::string> &kept_in_cmx = {}) {
+                           const std::vector<std::string> &kept_in_cmx = {},
+                           const frontend::GraphPassOptions &passes = {}) {
     const zoo::ModelInfo &info = zoo::model_info(name);
     const std::string path = model_path(name);
     const NamedTensor input = random_input(info, 7);
@@ -342,7 +343,7 @@ void expect_matches_opencv(const std::string &name,
     };
     const Clock::time_point start = Clock::now();
     const frontend::ImportedModel model = frontend::import_onnx(path);
-    const frontend::GraphPassState passed = frontend::run_graph_passes(model.graph);
+    const frontend::GraphPassState passed = frontend::run_graph_passes(model.graph, passes);
     const double import_s = seconds_since(start);
     const target::Target target = target::load_target("vpu27");
     std::vector<uint8_t> blob = codegen::lower(passed.graph, target);
@@ -389,6 +390,18 @@ TEST(ZooEndToEnd, MobileNetV2MatchesOpenCv) {
 }
 TEST(ZooEndToEnd, YoloMatchesOpenCv) {
     expect_matches_opencv("yolo_tiny");
+}
+// Its SiLUs in fp16 arithmetic (`vpuc compile --fp16-activations`) stay as close to OpenCV's fp32
+// result.
+TEST(ZooEndToEnd, YoloWithFp16ActivationsMatchesOpenCv) {
+    frontend::GraphPassOptions passes;
+    passes.fp16_activations = true;
+    const frontend::GraphPassState passed =
+        frontend::run_graph_passes(frontend::import_onnx(model_path("yolo_tiny")).graph, passes);
+    EXPECT_TRUE(std::any_of(passed.notes.begin(), passed.notes.end(), [](const std::string &n) {
+        return n.rfind("fp16_activations: ", 0) == 0;
+    }));
+    expect_matches_opencv("yolo_tiny", {}, passes);
 }
 
 // The QDQ form compiled as `vpuc compile --precision int8` does (int8 layers, a quantize of

@@ -34,7 +34,7 @@ const char *kUsage =
     R"(usage: vpuc bench layers [--target T] [--json] [--blob-dir DIR] [--layer NAME]
                          [--schedule S|@FILE] [--height H]
        vpuc bench layers --registry [--target T] [--json]
-       vpuc bench layers --shave REFERENCE.csv [--target T] [--json]
+       vpuc bench layers --shave REFERENCE.csv [--target T] [--json] [--blob-dir DIR]
 
 Compiles each standard layer (3x3 conv 56x56x64->64, 1x1 conv 28x28x256->512,
 3x3 depthwise 112x112x32, 7x7/2 conv 224x224x3->64 pad 3, softmax over 1000) in
@@ -74,7 +74,9 @@ options:
                   run then
   --blob-dir DIR  also write each compiled blob to DIR/LAYER_DTYPE_Nt.vpub (N: the tiles
                   the schedule could use), e.g. for `vpuc run BLOB --trace FILE`; DIR is
-                  created if missing
+                  created if missing; with --shave DIR/K_1shave.vpub and DIR/K.vpub (all
+                  SHAVEs), K VPUNN's kernel and the op's form (elu, elu_fp16, gelu_tanh),
+                  e.g. for `vpuc inspect`, which prints each kernel's counts per vector
   --registry      instead, every op of the layer registry (built-in and added in
                   algorithms/layers/, see docs/adding-a-layer.md) on its example,
                   int8 and fp16, with the DDR term of its roofline only (ddr us: its
@@ -84,7 +86,8 @@ options:
                   op over 1x48x40x40 fp16 on one SHAVE (the target cut to one tile
                   with one SHAVE, as VPUNN prices a launch) and on all of them; an op
                   of several forms in the form Intel's kernel computes, named after
-                  it (gelu (tanh)):
+                  it (gelu (tanh)); elu, selu, mish and swish also in fp16 arithmetic
+                  (elu (fp16), docs/layers.md):
                     1 shave us   simulated latency on one SHAVE (DMA from DDR included)
                     kernel us    of which the SHAVE was busy: the kernel's time with
                                  its data in CMX, what VPUNN prices
@@ -331,7 +334,18 @@ int run_registry(const target::Target &t, bool json) {
 }
 
 // --shave: the SHAVE layers against VPUNN's figures for Intel's kernels (bench/shave_layers.h).
-int run_shave(const target::Target &t, const std::string &reference_path, bool json) {
+// Creates `dir` if missing (an empty `dir`: nothing to write).
+void make_blob_dir(const std::string &dir) {
+    if (dir.empty()) return;
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error)
+        throw std::runtime_error("cannot create the blob directory '" + dir +
+                                 "': " + error.message());
+}
+
+int run_shave(const target::Target &t, const std::string &reference_path, bool json,
+              const std::string &blob_dir) {
     if (t.name != "vpu27")
         throw std::runtime_error(reference_path +
                                  ": VPUNN's SHAVE models are of VPU_2_7; target '" + t.name +
@@ -344,9 +358,20 @@ int run_shave(const target::Target &t, const std::string &reference_path, bool j
                                                   "vpu_target/calibration/vpunn_shave_vpu27.csv)");
     csv.seekg(0);
     const auto reference = target::read_shave_reference(csv, reference_path);
+    make_blob_dir(blob_dir);
     const auto rows = bench::measure_shave_layers(t, reference, [](const std::string &op) {
         std::fprintf(stderr, "measuring %s...\n", op.c_str());
     });
+    for (const bench::ShaveLayerRow &r : rows) {
+        if (blob_dir.empty() || r.spec.op.empty()) continue;
+        // VPUNN's kernel, then the op's form: elu, elu_fp16, gelu_tanh.
+        const std::string &form =
+            r.spec.approximate.empty() ? r.spec.arithmetic : r.spec.approximate;
+        const std::string base =
+            blob_dir + "/" + r.spec.vpunn_kernel + (form.empty() ? "" : "_" + form);
+        if (!r.one_shave.blob.empty()) blob::write_file(base + "_1shave.vpub", r.one_shave.blob);
+        if (!r.all_shaves.blob.empty()) blob::write_file(base + ".vpub", r.all_shaves.blob);
+    }
     const auto failed = [](const bench::ShaveLayerRow &r) {
         return !r.spec.op.empty() && (!r.one_shave.error.empty() || !r.all_shaves.error.empty());
     };
@@ -379,6 +404,7 @@ int run_shave(const target::Target &t, const std::string &reference_path, bool j
             row["vpunn_kernel"] = r.spec.vpunn_kernel;
             row["op"] = r.spec.op;
             if (!r.spec.approximate.empty()) row["approximate"] = r.spec.approximate;
+            if (!r.spec.arithmetic.empty()) row["arithmetic"] = r.spec.arithmetic;
             row["elements"] = r.elements;
             if (r.vpunn_us) row["vpunn_us"] = *r.vpunn_us;
             if (const auto f = figures(r)) {
@@ -442,11 +468,11 @@ int run(const std::vector<std::string> &args) {
     if (o.has("--registry") || shave) {
         const std::string mode = shave ? "--shave" : "--registry";
         for (const char *other : {"--blob-dir", "--layer", "--schedule", "--height"})
-            if (!o.get(other).empty())
+            if (!o.get(other).empty() && !(shave && std::string(other) == "--blob-dir"))
                 throw std::runtime_error(mode + " measures layers of its own; it takes no " +
                                          other);
         const target::Target t = target::load_target(o.get("--target", "vpu27"));
-        if (shave) return run_shave(t, o.get("--shave"), o.has("--json"));
+        if (shave) return run_shave(t, o.get("--shave"), o.has("--json"), o.get("--blob-dir"));
         return run_registry(t, o.has("--json"));
     }
     const std::string blob_dir = o.get("--blob-dir");
@@ -460,13 +486,7 @@ int run(const std::vector<std::string> &args) {
     std::vector<bench::LayerSpec> layers = select_layers(o.get("--layer"));
     if (height)
         for (bench::LayerSpec &spec : layers) spec = bench::with_height(spec, *height);
-    if (!blob_dir.empty()) {
-        std::error_code error;
-        std::filesystem::create_directories(blob_dir, error);
-        if (error)
-            throw std::runtime_error("cannot create the blob directory '" + blob_dir +
-                                     "': " + error.message());
-    }
+    make_blob_dir(blob_dir);
     std::vector<Row> rows;
     for (const bench::LayerSpec &spec : layers)
         for (auto p : {bench::Precision::Int8, bench::Precision::Fp16}) {

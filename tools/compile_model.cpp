@@ -72,6 +72,9 @@ ModelCompileOptions model_compile_options(const Options &o) {
     options.graph_scheduling = !o.has("--no-graph-scheduling");
     options.keep_all_layers = o.has("--keep-all-layers");
     options.time_passes = o.has("--time-passes");
+    options.fp16_activations = o.has("--fp16-activations");
+    if (options.fp16_activations && !options.graph_passes)
+        throw std::runtime_error("--fp16-activations is a graph pass; graph passes are off");
     options.schedules_file = o.get("--schedules");
     // --dump-after names a graph pass or a lowering pass; lower() checks the latter.
     options.dump_after = o.get("--dump-after");
@@ -97,6 +100,7 @@ dsl::Graph model_graph(const std::string &path, const ModelCompileOptions &optio
     frontend::GraphPassOptions graph_options;
     graph_options.dump_after = options.dump_after;
     graph_options.time_passes = options.time_passes;
+    graph_options.fp16_activations = options.fp16_activations;
     if (options.verbose || !options.dump_after.empty())
         graph_options.log = &std::cout;
     else if (!options.quiet)

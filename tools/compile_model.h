@@ -18,12 +18,13 @@ struct ModelCompileOptions {
     std::string schedules_file;     // --schedules
     std::string dump_after;         // --dump-after: a graph pass or a lowering pass
     bool dump_after_graph_pass = false;
-    bool graph_passes = true;     // not --no-graph-passes
-    bool graph_scheduling = true; // not --no-graph-scheduling
-    bool keep_all_layers = false; // --keep-all-layers
-    bool time_passes = false;     // --time-passes
-    bool verbose = false;         // --verbose: the pass log on stdout
-    bool quiet = false;           // --quiet: no notes
+    bool graph_passes = true;      // not --no-graph-passes
+    bool graph_scheduling = true;  // not --no-graph-scheduling
+    bool keep_all_layers = false;  // --keep-all-layers
+    bool time_passes = false;      // --time-passes
+    bool fp16_activations = false; // --fp16-activations
+    bool verbose = false;          // --verbose: the pass log on stdout
+    bool quiet = false;            // --quiet: no notes
 };
 
 // The options of `vpuc compile` among `options`, checked (throws std::runtime_error naming

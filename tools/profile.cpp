@@ -20,8 +20,9 @@ const std::vector<files::FileKind> kProfileReads = {files::FileKind::Model, file
                                                     files::FileKind::Schedule};
 // The options of `vpuc compile` that `vpuc profile` takes, for a model only.
 const std::vector<std::string> kCompileValues = {"--precision", "--input-shape", "--schedules"};
-const std::vector<std::string> kCompileFlags = {"--no-graph-passes", "--no-graph-scheduling",
-                                                "--time-passes", "--verbose", "--quiet"};
+const std::vector<std::string> kCompileFlags = {"--no-graph-passes",  "--no-graph-scheduling",
+                                                "--fp16-activations", "--time-passes",
+                                                "--verbose",          "--quiet"};
 
 bool is_model(const std::string &path) {
     const std::string suffix = ".onnx";
@@ -98,8 +99,8 @@ const bool registered = register_command(
      "                     draw the engines' tasks over time into a PNG picture\n\n"
      "options of `vpuc compile`, for a model (see vpuc compile --help):\n"
      "  --precision P, --input-shape NAME=DIMS, --schedules FILE, --no-graph-passes,\n"
-     "  --no-graph-scheduling, --time-passes, --verbose, --quiet (no compiler notes; implied\n"
-     "  by --json)\n" +
+     "  --no-graph-scheduling, --fp16-activations, --time-passes, --verbose, --quiet (no\n"
+     "  compiler notes; implied by --json)\n" +
          size_options_help(kProfileReads) +
          "\n\nexit status: 0 when the run completes; 1 on an error (a model that does not "
          "compile,\nan invalid blob), with a one-line reason",

@@ -74,7 +74,8 @@ int reference_command(const std::vector<std::string> &args) {
     std::vector<std::string> with_value = {"--input", "-o", "--dump-all", "--input-shape"};
     with_value.insert(with_value.end(), kImageOptions.begin(), kImageOptions.end());
     const Options o = parse_options(
-        args, with_value, {kImageFlags[0], "--opencv", "--no-graph-passes"}, kReferenceReads);
+        args, with_value, {kImageFlags[0], "--opencv", "--no-graph-passes", "--fp16-activations"},
+        kReferenceReads);
     if (o.positional.size() != 1)
         throw std::runtime_error("reference takes one model file (see vpuc reference --help)");
     if (o.get("-o").empty() && o.get("--dump-all").empty())
@@ -82,9 +83,11 @@ int reference_command(const std::vector<std::string> &args) {
     const ModelCompileOptions compile = model_compile_options(o);
     const frontend::ImportedModel model = frontend::import_onnx(o.positional[0], compile.import);
     // The graph vpuc compile lowers, so that its layers and theirs are the same.
+    frontend::GraphPassOptions passes;
+    passes.fp16_activations = compile.fp16_activations;
     const dsl::Graph graph = !compile.graph_passes || o.has("--opencv")
                                  ? model.graph
-                                 : frontend::run_graph_passes(model.graph).graph;
+                                 : frontend::run_graph_passes(model.graph, passes).graph;
     std::vector<frontend::IoLayout> layouts;
     for (const dsl::Layer &in : graph.inputs()) layouts.push_back(frontend::io_layout(in.output()));
     const std::vector<frontend::NamedTensor> given = read_tensor_inputs(o, layouts);
@@ -132,7 +135,9 @@ const bool registered = register_command(
          "                     ONNX node's) name, and DIR/index.txt listing them in order\n"
          "  --input-shape NAME=DIMS\n"
          "                     the shape of graph input NAME, as for vpuc compile\n"
-         "  --no-graph-passes  run the graph as imported (as vpuc compile --no-graph-passes)\n" +
+         "  --no-graph-passes  run the graph as imported (as vpuc compile --no-graph-passes)\n"
+         "  --fp16-activations compute elu, selu, swish and mish in fp16, as vpuc compile\n"
+         "                     --fp16-activations does\n" +
          size_options_help(kReferenceReads) +
          "\n\nexit status: 0 when the results are written; 1 on an error, with a one-line "
          "reason",

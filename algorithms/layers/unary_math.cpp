@@ -42,7 +42,40 @@ struct UnaryOp {
     // Ops defined on x >= 0 (sqrt, log): NaN for NaN and the negatives is set explicitly on
     // fp16 vectors, as Halide 14 would store the float32 NaN in fp16 as an infinity.
     bool nan_below_zero = false;
+    // The op in fp16 arithmetic, every operation on fp16 vectors as Intel's half8 kernels
+    // compute it, for attribute `arithmetic` fp16 on fp16 inputs (empty: float32 only). Half
+    // the vectors and special functions of float32, within the error bound docs/layers.md
+    // states (tests/unary_ops_test.cpp checks it on every fp16 value); NaN gives NaN.
+    FloatMath half_math;
 };
+
+const char *const kArithmetic = "arithmetic";
+
+// `value` in the type of `x` (a float literal would make Halide compute in float32).
+Expr like(const Expr &x, double value) {
+    return Halide::cast(x.type(), Expr(value));
+}
+
+// `y`, or x where x is NaN: Halide 14 rounds each fp16 operation's float32 result to fp16 with
+// bit arithmetic that stores NaN as an infinity, so a NaN passes only as x itself.
+Expr nan_as_x(const Expr &x, const Expr &y) {
+    return Halide::select(x != x, x, y);
+}
+
+// Whether the layer computes in fp16 arithmetic (UnaryOp::half_math).
+bool in_fp16_arithmetic(const dsl::Attrs &attrs) {
+    return attrs.has(kArithmetic) && attrs.get_string(kArithmetic) == "fp16";
+}
+
+dsl::AttrSpec arithmetic_attr() {
+    return {kArithmetic, dsl::AttrType::String, std::string("float32"),
+            "float32: the float32 result rounded once to the output's type; fp16: every "
+            "operation in fp16, for fp16 inputs (faster; the error bound of docs/layers.md)",
+            [](const dsl::AttrValue &v) -> std::string {
+                const std::string &a = std::get<std::string>(v);
+                return a == "float32" || a == "fp16" ? "" : "must be float32 or fp16";
+            }};
+}
 
 // ONNX's attribute defaults, as the float32 values a model holds.
 const double kSeluAlpha = double(1.67326319217681884765625f);
@@ -85,6 +118,7 @@ Expr float_result(const UnaryOp &u, const Expr &x, const dsl::Attrs &attrs) {
 Expr fp16_result(const UnaryOp &u, const Expr &x, const dsl::Attrs &attrs) {
     if (u.keeps_nan) return u.math(x, attrs);
     if (u.nan_below_zero) {
+        // Not select(x >= 0, ...): Halide rewrites x >= 0 as !(x < 0), which NaN passes.
         const Expr nan = Halide::reinterpret(x.type(), Halide::cast<uint16_t>(0x7e00));
         return Halide::strict_float(Halide::select(x != x || x < 0, nan, u.math(x, attrs)));
     }
@@ -112,6 +146,10 @@ dsl::Layer build_unary(const UnaryOp &u, const std::string &name,
                                   "; " + u.op +
                                   " gives NaN for some real inputs, which int8 does not hold: it "
                                   "takes f16 or f32");
+    const bool half = in_fp16_arithmetic(attrs);
+    if (half && in.halide_type != Halide::Float(16))
+        detail::invalid(what, "arithmetic fp16 takes an f16 input; input '" + input.output().name +
+                                  "' is " + input.output().describe());
     dsl::Quant q;
     if (in.quantized && !integers)
         q = detail::probability_quant_of(attrs).value_or(input.output().quant);
@@ -121,6 +159,8 @@ dsl::Layer build_unary(const UnaryOp &u, const std::string &name,
         Halide::Func out = detail::named_func(name);
         if (integers) {
             out(v.c, v.x, v.y) = u.integer(stored, in.type);
+        } else if (half) {
+            out(v.c, v.x, v.y) = Halide::strict_float(u.half_math(stored, attrs));
         } else if (u.fp16_native && in.halide_type == Halide::Float(16)) {
             out(v.c, v.x, v.y) = fp16_result(u, stored, attrs);
         } else {
@@ -156,6 +196,15 @@ Halide::Buffer<> fold_unary(const UnaryOp &u, const std::string &name,
                             const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
     const dsl::Layer &constant = inputs.at(0);
     const dsl::ElemType type = constant.output().type;
+    if (in_fp16_arithmetic(attrs)) {
+        if (type != dsl::ElemType::F16)
+            detail::invalid(u.op + " '" + name + "'", "arithmetic fp16 takes an f16 input; "
+                                                      "constant '" +
+                                                          constant.name() + "' is " +
+                                                          dsl::to_string(type));
+        return fold_elementwise(
+            constant, [&](const Expr &v) { return Halide::strict_float(u.half_math(v, attrs)); });
+    }
     if (is_float_type(type))
         return fold_elementwise(constant, [&](const Expr &v) {
             return stored_float(float_result(u, Halide::cast<float>(v), attrs), v.type());
@@ -309,6 +358,9 @@ std::vector<UnaryOp> unary_ops() {
                         });
     elu.attrs = {float_attr("alpha", 1.0, "scale of the negative part")};
     elu.nan_passes = true; // NaN < 0 is false: x itself
+    elu.half_math = [](const Expr &x, const dsl::Attrs &a) {
+        return select(x < like(x, 0), like(x, a.get_float("alpha")) * (exp(x) - like(x, 1)), x);
+    };
     ops.push_back(elu);
 
     UnaryOp selu = entry("selu", "gamma * x for x > 0, gamma * alpha * (e^x - 1) else",
@@ -319,6 +371,11 @@ std::vector<UnaryOp> unary_ops() {
                          });
     selu.attrs = {float_attr("alpha", kSeluAlpha, "scale of the negative part"),
                   float_attr("gamma", kSeluGamma, "scale of the whole")};
+    selu.half_math = [](const Expr &x, const dsl::Attrs &a) {
+        const double alpha = a.get_float("alpha"), gamma = a.get_float("gamma");
+        return select(x > like(x, 0), like(x, gamma) * x,
+                      nan_as_x(x, like(x, gamma * alpha) * (exp(x) - like(x, 1))));
+    };
     ops.push_back(selu);
 
     UnaryOp celu =
@@ -360,12 +417,27 @@ std::vector<UnaryOp> unary_ops() {
               });
     swish.attrs = {float_attr("beta", 1.0, "scale of x inside the sigmoid")};
     swish.nan_passes = true;
+    // sigmoid(z) = (1 + tanh(z / 2)) / 2: one special function where e^-z and a division
+    // take two (and beta x, overflowing fp16, gives 0 where e^-z would give x).
+    swish.half_math = [](const Expr &x, const dsl::Attrs &a) {
+        const Expr half_x = like(x, 0.5) * x;
+        return nan_as_x(x, half_x + half_x * Halide::tanh(like(x, 0.5 * a.get_float("beta")) * x));
+    };
     ops.push_back(swish);
     // softplus without overflow for large x, as the softplus entry computes it.
     UnaryOp mish = entry("mish", "x * tanh(log(1 + e^x))", [](const Expr &x, const dsl::Attrs &) {
         return x * Halide::tanh(Halide::max(x, 0.0f) + Halide::log(1.0f + exp(-Halide::abs(x))));
     });
     mish.nan_passes = true; // x is a factor
+    // tanh(log(1 + e^x)) = n / (n + 2) with n = e^x (e^x + 2): no cancellation for negative
+    // x, where 1 + e^x would round to 1; e^x taken at 5 at most, where n / (n + 2) is 1 in fp16
+    // and n still fits it. mish(-inf) is -inf * 0, NaN, as in float32.
+    mish.half_math = [](const Expr &x, const dsl::Attrs &) {
+        const Expr e = exp(Halide::min(x, like(x, 5)));
+        const Expr n = e * (e + like(x, 2));
+        const Expr nan = Halide::reinterpret(x.type(), Halide::cast<uint16_t>(0x7e00));
+        return select(x == like(x, -INFINITY), nan, nan_as_x(x, x * (n / (n + like(x, 2)))));
+    };
     ops.push_back(mish);
     UnaryOp hard_swish = entry("hard_swish", "x * max(0, min(1, x / 6 + 1 / 2))",
                                [](const Expr &x, const dsl::Attrs &) {
@@ -458,9 +530,13 @@ void register_layer_unary_math(dsl::LayerRegistry &registry) {
     for (const UnaryOp &u : unary_ops()) {
         dsl::LayerDef def;
         def.op = u.op;
-        def.doc = u.doc + (u.integer ? ", on the SHAVEs" : "; float32, on the SHAVEs");
+        def.doc = u.doc + (u.integer     ? ", on the SHAVEs"
+                           : u.half_math ? "; float32, or fp16 with arithmetic fp16 (within "
+                                           "2^-8 + 2^-9 |y|), on the SHAVEs"
+                                         : "; float32, on the SHAVEs");
         def.inputs = {"input"};
         def.attrs = u.attrs;
+        if (u.half_math) def.attrs.push_back(arithmetic_attr());
         if (u.takes_int8)
             for (auto &spec : detail::probability_specs()) {
                 spec.doc += " (default: the input's)";

@@ -14,6 +14,7 @@ dsl::Attrs required_attrs(const ShaveLayerSpec &spec) {
     const std::string &op = spec.op;
     dsl::Attrs attrs;
     if (!spec.approximate.empty()) attrs.set("approximate", spec.approximate);
+    if (!spec.arithmetic.empty()) attrs.set("arithmetic", spec.arithmetic);
     if (op == "clamp") attrs.set("low", -1.0).set("high", 1.0);
     if (op == "cumsum") attrs.set("axis", int64_t(-1));
     return attrs;
@@ -51,7 +52,9 @@ const std::vector<ShaveLayerSpec> &shave_layer_specs() {
         {"cumsum", "cumsum"},
         {"hsigmoid", "hard_sigmoid"},
         {"elu", "elu"},
+        {"elu", "elu", 1, "", "fp16"},
         {"mish", "mish"},
+        {"mish", "mish", 1, "", "fp16"},
         {"floor", "floor"},
         {"erf", "erf"},
         {"exp", "exp"},
@@ -70,9 +73,11 @@ const std::vector<ShaveLayerSpec> &shave_layer_specs() {
         {"sinh", "sinh"},
         {"cosh", "cosh"},
         {"selu", "selu"},
+        {"selu", "selu", 1, "", "fp16"},
         {"tanh", "tanh"},
         {"round", "round"},
         {"swish", "swish"},
+        {"swish", "swish", 1, "", "fp16"},
         {"hswish", "hard_swish"},
         {"hardswish", "hard_swish"},
         {"hardsigmoid", "hard_sigmoid"},
@@ -98,7 +103,8 @@ const std::vector<ShaveLayerSpec> &shave_layer_specs() {
 }
 
 std::string op_label(const ShaveLayerSpec &spec) {
-    return spec.approximate.empty() ? spec.op : spec.op + " (" + spec.approximate + ")";
+    const std::string &form = spec.approximate.empty() ? spec.arithmetic : spec.approximate;
+    return form.empty() ? spec.op : spec.op + " (" + form + ")";
 }
 
 target::Target one_shave_target(const target::Target &target) {

@@ -220,7 +220,7 @@ void default_schedules(LoweringState &s) {
             s.dpu_matches.emplace(layer.name(), try_match_dpu(layer, s.target)).first->second;
         handle.schedule() = schedules::default_schedule(
             layer, s.target, 0, match ? dpu_weight_bytes(*match, s.target) : 0,
-            algorithms::layer_registry().unsplittable_dims(layer));
+            algorithms::layer_registry().unsplittable_dims(layer), !match);
         s.defaulted_schedules.insert(layer.name());
     }
 }

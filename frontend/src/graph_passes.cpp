@@ -27,8 +27,9 @@ struct GraphPass {
 // and reshapes of QDQ models before the fusions, which then see them in int8; batch norms
 // before activations, since a batch norm folds only into a layer without an activation; SiLUs
 // before activations, which would otherwise fuse into the multiply; views moved past element-wise
-// layers before those are fused, so that a chain computes in one layout; element-wise chains
-// last, of the layers the fusions before leave.
+// layers before those are fused, so that a chain computes in one layout; fp16 forms of
+// activations (when asked) after swish is fused and before the chains, which compose them;
+// element-wise chains last, of the layers the fusions before leave.
 const std::vector<GraphPass> &passes() {
     static const std::vector<GraphPass> list = {
         {"fold_constants", fold_constants},
@@ -37,6 +38,7 @@ const std::vector<GraphPass> &passes() {
         {"fold_batch_norm", fold_batch_norm},
         {"fuse_swish", fuse_swish},
         {"fuse_activations", fuse_activations},
+        {"fp16_activations", fp16_activations},
         {"sink_views", sink_views},
         {"fuse_pointwise", fuse_pointwise},
     };
@@ -61,6 +63,7 @@ const std::vector<std::string> &graph_pass_names() {
 GraphPassState run_graph_passes(const dsl::Graph &graph, const GraphPassOptions &options) {
     const bool print_times = options.time_passes || std::getenv("VPUC_PASS_TIMES") != nullptr;
     GraphPassState state(graph.clone());
+    state.fp16_activations = options.fp16_activations;
     size_t notes_logged = 0;
     for (const GraphPass &pass : passes()) {
         const auto start = std::chrono::steady_clock::now();

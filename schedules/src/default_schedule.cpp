@@ -18,6 +18,20 @@ namespace {
 // per tile than with one (docs/benchmarks.md).
 constexpr int64_t kTasksPerTile = 4;
 
+// A SHAVE task pays a kernel launch (vpu27: 2633 SHAVE cycles, 2.7 us), five DMA latencies:
+// T tasks of a tile cost T launches and expose about 1/T of its DMA time (the first load, the
+// last store) where the kernel outlasts its transfers, as nearly every kernel on a tile's own
+// SHAVEs does (vpu27: two; an exp takes 8.5 cycles per vector of 16 bytes in and out). The sum
+// is least at T = sqrt(DMA time / launch time), rounded. Not on targets whose SHAVEs are one
+// pool (vpu20: every task takes all 16): there the one DMA engine bounds the layer, and more
+// tasks overlap more of it (YOLO-tiny int8 on vpu20 took 14 us longer with this rule).
+int64_t shave_tasks(const target::Target &target, int64_t dma_bytes) {
+    const double launch_ns = target.shave_timing.launch_cycles / target.shave_clock_mhz * 1000;
+    const double dma_ns = double(dma_bytes) / target.ddr_bandwidth_gbps;
+    if (launch_ns <= 0) return kTasksPerTile;
+    return std::clamp<int64_t>(std::llround(std::sqrt(dma_ns / launch_ns)), 1, kTasksPerTile);
+}
+
 // A task moves at least this many DMA latencies' worth of DDR bytes (vpu27: 560 ns per DDR
 // read, 17 KB at 31.2 GB/s), so that the fixed latency stays under a third of its transfer
 // time: small layers keep fewer tasks, down to one per tile.
@@ -38,7 +52,7 @@ int64_t row_bytes(const dsl::TensorDesc &tensor, int64_t lanes_per_pixel = 1) {
 // Output rows per block of the MPE mode with the highest MAC efficiency for the layer's input
 // type (the first listed on a tie): the DPU computes whole blocks, so tasks whose rows are a
 // multiple of it waste no partial blocks (vpu27's CUBOID_16x16: 4 rows; a 7-row task costs
-// as much as an 8-row one). 1 when no mode applies (SHAVE layers).
+// as much as an 8-row one), SHAVE layers included. 1 when no mode takes the input's type.
 int64_t block_rows(const dsl::Layer &layer, const target::Target &target) {
     if (layer.inputs().empty()) return 1;
     const dsl::ElemType type = layer.inputs()[0].output().type;
@@ -118,7 +132,8 @@ std::vector<int64_t> ramp_rows(int64_t rows, int64_t tasks, int64_t block, int64
 } // namespace
 
 dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target, int max_tiles,
-                               int64_t weight_bytes, const std::vector<dsl::Dim> &unsplittable) {
+                               int64_t weight_bytes, const std::vector<dsl::Dim> &unsplittable,
+                               bool on_shave) {
     // Schedules split device views (dsl::device_view): any rank maps onto 4-D.
     const dsl::TensorDesc out = dsl::device_view(layer.output());
     auto whole = [&](dsl::Dim d) {
@@ -162,10 +177,13 @@ dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &ta
                                   target.dma_timing.ddr_to_cmx_latency_ns *
                                   target.ddr_bandwidth_gbps; // ns * bytes/ns
     // At least one task per busy DPU, or it idles.
-    const int64_t tasks =
-        std::max({std::clamp<int64_t>(int64_t(double(rows_per_tile * ddr_per_row) / min_task_bytes),
-                                      1, kTasksPerTile),
-                  ceil_div(rows_per_tile, fit_rows), std::min(parallel, rows_per_tile)});
+    const int64_t overlap_tasks =
+        on_shave && target.shaves_per_tile > 0
+            ? shave_tasks(target, rows * ddr_per_row)
+            : std::clamp<int64_t>(int64_t(double(rows_per_tile * ddr_per_row) / min_task_bytes), 1,
+                                  kTasksPerTile);
+    const int64_t tasks = std::max(
+        {overlap_tasks, ceil_div(rows_per_tile, fit_rows), std::min(parallel, rows_per_tile)});
     // Equal tasks, rounded up to whole blocks unless that breaks the CMX share.
     const int64_t block = block_rows(layer, target);
     int64_t task_rows = ceil_div(rows_per_tile, tasks);

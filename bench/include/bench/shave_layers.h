@@ -22,9 +22,12 @@ struct ShaveLayerSpec {
     // The op's `approximate` attribute where the op has several forms: Intel's gelu computes
     // the tanh approximation (docs/timing-model.md), so the tanh form is what compares.
     std::string approximate{};
+    // The op's `arithmetic` attribute: "fp16" for the form computing every operation in fp16,
+    // as Intel's half8 kernels do, measured next to the default float32 one.
+    std::string arithmetic{};
 };
 
-// The op as a table shows it: "gelu (tanh)" for a form.
+// The op as a table shows it: "gelu (tanh)" or "elu (fp16)" for a form.
 std::string op_label(const ShaveLayerSpec &spec);
 
 // Every kernel of VPUNN's SHAVE file, in its order, with the op that computes it.

@@ -30,6 +30,8 @@ struct GraphPassState {
     // Layers that no longer exist because a pass merged them into another, by name: the layer
     // that computes their result now (a schedule or a profile line naming 'relu1' finds 'conv1').
     std::map<std::string, std::string> merged_into;
+    // GraphPassOptions::fp16_activations, for the pass of that name.
+    bool fp16_activations = false;
 };
 
 struct GraphPassOptions {
@@ -37,6 +39,7 @@ struct GraphPassOptions {
     std::ostream *log = nullptr;   // pass log, notes and the dump; nullptr: silent
     std::ostream *notes = nullptr; // the notes alone, "note: ..." lines
     bool time_passes = false;      // each pass's time to stderr (as VPUC_PASS_TIMES=1 does)
+    bool fp16_activations = false; // run the pass fp16_activations (off: it changes nothing)
 };
 
 // The names of the passes, in order.
@@ -77,6 +80,11 @@ void fuse_swish(GraphPassState &state);
 // layer that has no other reader becomes that layer's PPE activation, when the PPE computes
 // it for the element type.
 void fuse_activations(GraphPassState &state);
+// With GraphPassState::fp16_activations only: every layer offering attribute `arithmetic` (elu,
+// selu, swish, mish) on an fp16 input computes in fp16 arithmetic (about twice as fast on the
+// SHAVEs, within the error bound docs/layers.md states). Before fuse_pointwise, whose groups
+// then compose the fp16 forms.
+void fp16_activations(GraphPassState &state);
 
 // An element-wise layer (see elementwise_layer) that reads a relabelling view (reshape,
 // flatten, squeeze, unsqueeze, transpose) of a 4-D NHWC tensor, where the tensor it reads would

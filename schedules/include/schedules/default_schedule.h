@@ -19,9 +19,11 @@ namespace vpuc::schedules {
 // algorithm matches it). `max_tiles` limits the distribution to that many tiles (0: all of the
 // target's), e.g. to measure what more tiles gain. `unsplittable` lists the logical dimensions
 // a task must cover whole (the layer registry's answer): along them, no split and no
-// distribution.
+// distribution. `on_shave`: the layer runs on the SHAVEs, whose tasks each pay a kernel
+// launch: fewer tasks, as many as balance the launches against the DMA they hide.
 dsl::Schedule default_schedule(const dsl::Layer &layer, const target::Target &target,
                                int max_tiles = 0, int64_t weight_bytes = 0,
-                               const std::vector<dsl::Dim> &unsplittable = {});
+                               const std::vector<dsl::Dim> &unsplittable = {},
+                               bool on_shave = false);
 
 } // namespace vpuc::schedules
