@@ -831,6 +831,41 @@ TEST(OnnxNn, EinsumBeyondTheLoweringIsNamed) {
     }
 }
 
+// Tile along the batch of a 4-D tensor held NHWC (node/test_tile): the other axes tiled first,
+// then the images as rows [N, C, H*W] tiled along N and back in rank 4; random reals against
+// y[n, c, h, w] = x[n % N, c % C, h % H, w % W], with repeats along the batch alone too.
+TEST(OnnxNn, TileAlongTheBatchOfAnNhwcTensorTilesItsImagesAsRows) {
+    for (const std::vector<int64_t> &repeats :
+         {std::vector<int64_t>{2, 1, 2, 3}, std::vector<int64_t>{3, 1, 1, 1}}) {
+        const std::vector<int64_t> in_shape = {3, 4, 5, 7};
+        std::vector<int64_t> out_shape = in_shape;
+        for (size_t i = 0; i < 4; ++i) out_shape[i] *= repeats[i];
+        onnx::ModelProto m = one_node_model("Tile", {in_shape}, out_shape);
+        m.mutable_graph()->mutable_node(0)->add_input("repeats");
+        onnx::TensorProto &r = *m.mutable_graph()->add_initializer();
+        r.set_name("repeats");
+        r.set_data_type(onnx::TensorProto::INT64);
+        r.add_dims(4);
+        for (int64_t v : repeats) r.add_int64_data(v);
+        const frontend::ImportedModel model = import_model(m);
+        ASSERT_EQ(model.graph.inputs().at(0).output().order, dsl::DimsOrder::NHWC());
+        EXPECT_EQ(model.graph.outputs()[0].output().shape, dsl::Shape(out_shape));
+        const Halide::Buffer<> in = codegen::random_buffer(model.graph.inputs().at(0).output(), 17);
+        const Halide::Buffer<Halide::float16_t> x(in); // (c, w, h, n)
+        const Halide::Buffer<Halide::float16_t> y(
+            algorithms::run_reference(model.graph, {in}).at(0));
+        std::vector<double> got, want;
+        for (int n = 0; n < out_shape[0]; ++n)
+            for (int c = 0; c < out_shape[1]; ++c)
+                for (int h = 0; h < out_shape[2]; ++h)
+                    for (int w = 0; w < out_shape[3]; ++w) {
+                        got.push_back(double(y(c, w, h, n)));
+                        want.push_back(double(x(c % 4, w % 7, h % 5, n % 3)));
+                    }
+        expect_values_and_device(model.graph, got, want);
+    }
+}
+
 // A reduction along the batch of a 4-D tensor held NHWC (MeanVarianceNormalization's axes 0, 2
 // and 3 of a batch of 3): the images as rows [N, C, H*W], reduced there and back in rank 4;
 // random reals against the mean and the maximum worked out in double.

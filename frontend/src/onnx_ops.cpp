@@ -1312,10 +1312,36 @@ Layers pad(NodeImport &node) {
     return {maybe_unbatched(node, "pad", x, batch, attrs)};
 }
 
+// Tile along the batch of a 4-D tensor held NHWC, whose bytes no unit dimension can lead: the
+// other axes tiled first (NODE.within), then each image as a row [N, C, H*W] (NODE.images, a
+// SHAVE kernel keeping each image) tiled along N on a leading unit dimension (NODE.rows), and back
+// in rank 4.
+dsl::Layer tile_images(NodeImport &node, const dsl::Layer &x, std::vector<int64_t> repeats) {
+    const int64_t batch_repeats = repeats[0];
+    repeats[0] = 1;
+    const dsl::Layer within =
+        std::all_of(repeats.begin(), repeats.end(), [](int64_t r) { return r == 1; })
+            ? x
+            : node.build("tile", node.unique_name(node.name() + ".within"), {x},
+                         dsl::Attrs().set("repeats", repeats));
+    const std::vector<int64_t> shape = shape_of(within).raw();
+    const dsl::Layer images = node.build(
+        "reshape", node.unique_name(node.name() + ".images"), {within},
+        dsl::Attrs().set("shape", std::vector<int64_t>{shape[0], shape[1], shape[2] * shape[3]}));
+    const dsl::Layer rows =
+        along_unit_batch(node, "tile", node.unique_name(node.name() + ".rows"), {images},
+                         dsl::Attrs().set("repeats", std::vector<int64_t>{1, batch_repeats, 1, 1}));
+    std::vector<int64_t> tiled = shape;
+    tiled[0] *= batch_repeats;
+    return node.build("reshape", node.name(), {rows}, dsl::Attrs().set("shape", tiled));
+}
+
 Layers tile(NodeImport &node) {
     const dsl::Layer &x = node.input(0);
     const std::vector<int64_t> repeats = node.constant_ints(1, "repeats");
     const bool batch = along_batch(x, 0) && !repeats.empty() && repeats[0] != 1;
+    if (batch && repeats.size() == 4 && x.output().order == dsl::DimsOrder::NHWC())
+        return {tile_images(node, x, repeats)};
     dsl::Attrs attrs;
     attrs.set("repeats", with_unit_batch(repeats, batch, 1));
     return {maybe_unbatched(node, "tile", x, batch, attrs)};
