@@ -517,7 +517,7 @@ TEST_F(Cli, BenchLayersComparesTheShaveLayersWithVpunn) {
     ASSERT_EQ(json["rows"].size(), vpuc::bench::shave_layer_specs().size());
     EXPECT_EQ(std::count_if(json["rows"].begin(), json["rows"].end(),
                             [](const auto &row) { return row.value("arithmetic", "") == "fp16"; }),
-              4);
+              5);
     for (const auto &row : json["rows"]) {
         const std::string kernel = row["vpunn_kernel"];
         ASSERT_TRUE(row.contains("vpunn_us")) << kernel;

@@ -460,7 +460,7 @@ TEST(DpuMatchError, ShaveLayersAreNotDpuOperations) {
     auto f = input("f", 8, 4, 4, ElemType::F16);
     EXPECT_EQ(match_error(sigmoid("s", f)),
               "layer 's': not a reduction: the output is elementwise on one input and calls "
-              "'exp'; the DPU runs conv, depthwise conv, pools, eltwise and matmul");
+              "'exp', 'is_nan'; the DPU runs conv, depthwise conv, pools, eltwise and matmul");
     EXPECT_THAT(match_error(softmax("sm", f)),
                 HasSubstr("layer 'sm': output: combines 2 reductions ('sm_max', 'sm_sum') and "
                           "calls 'exp'; a DPU operation has one accumulator"));

@@ -361,7 +361,7 @@ std::string arithmetic_of(const dsl::Graph &g, const std::string &name) {
     return a.has("arithmetic") ? a.get_string("arithmetic") : "";
 }
 
-// Asked for, the pass gives every elu, selu, swish and mish of an fp16 tensor attribute
+// Asked for, the pass gives every elu, selu, swish, mish and sigmoid of an fp16 tensor attribute
 // arithmetic fp16, and leaves f32 tensors and ops without an fp16 form alone; not asked for, it
 // changes nothing. The result stays within the stated bound of the float32 graph's.
 TEST(GraphPasses, Fp16ActivationsOnlyWhenAskedAndOnlyOnFp16Tensors) {
@@ -373,21 +373,21 @@ TEST(GraphPasses, Fp16ActivationsOnlyWhenAskedAndOnlyOnFp16Tensors) {
     const dsl::Layer elu = build("elu", "elu", {x});
     const dsl::Layer mish = build("mish", "mish", {build("swish", "swish", {elu})});
     const dsl::Layer tanh = build("tanh", "tanh", {build("selu", "selu", {mish})});
-    const dsl::Graph g("acts", {tanh, build("elu", "elu32", {x32})});
+    const dsl::Graph g("acts", {build("sigmoid", "sigmoid", {tanh}), build("elu", "elu32", {x32})});
     const frontend::GraphPassState off = run_one(g, "fp16_activations");
-    for (const char *name : {"elu", "swish", "mish", "selu", "elu32"})
+    for (const char *name : {"elu", "swish", "mish", "selu", "sigmoid", "elu32"})
         EXPECT_EQ(arithmetic_of(off.graph, name), "float32") << name;
     EXPECT_TRUE(off.notes.empty());
 
     frontend::GraphPassState on(g.clone());
     on.fp16_activations = true;
     frontend::run_graph_pass(on, "fp16_activations");
-    for (const char *name : {"elu", "swish", "mish", "selu"})
+    for (const char *name : {"elu", "swish", "mish", "selu", "sigmoid"})
         EXPECT_EQ(arithmetic_of(on.graph, name), "fp16") << name;
     EXPECT_EQ(arithmetic_of(on.graph, "elu32"), "float32");
     EXPECT_EQ(arithmetic_of(on.graph, "tanh"), "");
     ASSERT_EQ(on.notes.size(), 1u);
-    EXPECT_NE(on.notes[0].find("4 layer(s)"), std::string::npos) << on.notes[0];
+    EXPECT_NE(on.notes[0].find("5 layer(s)"), std::string::npos) << on.notes[0];
     expect_close_results(g, on.graph);
 }
 

@@ -392,10 +392,40 @@ TEST(UnaryMath, Float32OpsOnEveryFp16ValueAndNan) {
         {"elu", "selu", "mish", "hard_swish", "swish", "softplus", "celu", "sign", "sin"});
 }
 
-// Attribute arithmetic fp16 (elu, selu, swish, mish): on every one of the 65,536 fp16 values,
-// within 2^-8 + 2^-9 |y| of the exact function in double (about four fp16 ulps at 1, the bound
-// docs/layers.md states), NaN for NaN, and for an infinity what the float32 form gives; the
+// Attribute arithmetic fp16 (elu, selu, swish, mish, sigmoid): on every one of the 65,536 fp16
+// values, within 2^-8 + 2^-9 |y| of the exact function in double (about four fp16 ulps at 1, the
+// bound docs/layers.md states), NaN for NaN, and for an infinity what the float32 form gives; the
 // SHAVE kernel gives the reference's bits on the device.
+// sigmoid of NaN is NaN and of -inf 0, in f16 and f32 (Halide's exp of NaN is no NaN and its exp
+// of +inf no infinity: both gave 1), and of +inf 1; the device gives the reference's bits.
+TEST(UnaryMath, SigmoidOfNanAndInfinities) {
+    for (const dsl::ElemType type : {dsl::ElemType::F16, dsl::ElemType::F32}) {
+        SCOPED_TRACE(dsl::to_string(type));
+        const std::vector<float> x = {kNaN, -kInf, kInf, -100, 0, 100};
+        const dsl::Layer in = input({int64_t(x.size())}, type);
+        Halide::Buffer<> values = algorithms::make_buffer(in.output());
+        for (size_t i = 0; i < x.size(); ++i) {
+            if (type == dsl::ElemType::F16)
+                static_cast<Halide::float16_t *>(values.data())[i] = Halide::float16_t(x[i]);
+            else
+                static_cast<float *>(values.data())[i] = x[i];
+        }
+        const dsl::Layer layer = build("sigmoid", in);
+        const Halide::Buffer<> out = algorithms::run_reference(layer, {values});
+        std::vector<double> got;
+        for (size_t i = 0; i < x.size(); ++i)
+            got.push_back(type == dsl::ElemType::F16
+                              ? double(static_cast<const Halide::float16_t *>(out.data())[i])
+                              : double(static_cast<const float *>(out.data())[i]));
+        expect_values(got, {kNaN, 0, 1, 0, 0.5, 1}, 1e-30);
+        codegen::CheckOptions options;
+        options.inputs = {values};
+        const codegen::CheckResult r = codegen::check_against_reference(
+            dsl::Graph("sigmoid", {layer}), target::load_target("vpu27"), options);
+        EXPECT_TRUE(r.ok()) << r.report();
+    }
+}
+
 TEST(UnaryMath, Fp16ArithmeticIsWithinItsBoundOnEveryFp16Value) {
     const double selu_alpha = 1.67326319217681884765625, selu_gamma = 1.05070102214813232421875;
     struct Case {
@@ -414,6 +444,7 @@ TEST(UnaryMath, Fp16ArithmeticIsWithinItsBoundOnEveryFp16Value) {
         {"swish", dsl::Attrs().set("beta", 1.5),
          [](double x) { return x / (1 + std::exp(-1.5 * x)); }},
         {"mish", {}, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }},
+        {"sigmoid", {}, [](double x) { return 1 / (1 + std::exp(-x)); }},
     };
     const dsl::Layer in = input({256, 256}, dsl::ElemType::F16);
     Halide::Buffer<> values = algorithms::make_buffer(in.output());

@@ -86,7 +86,7 @@ options:
                   op over 1x48x40x40 fp16 on one SHAVE (the target cut to one tile
                   with one SHAVE, as VPUNN prices a launch) and on all of them; an op
                   of several forms in the form Intel's kernel computes, named after
-                  it (gelu (tanh)); elu, selu, mish and swish also in fp16 arithmetic
+                  it (gelu (tanh)); elu, selu, mish, swish and sigmoid also in fp16
                   (elu (fp16), docs/layers.md):
                     1 shave us   simulated latency on one SHAVE (DMA from DDR included)
                     kernel us    of which the SHAVE was busy: the kernel's time with

@@ -82,7 +82,7 @@ const bool registered = register_command(
      "                     keep every unscheduled layer's default schedule: no SOK choice,\n"
      "                     no outputs kept in CMX, no weights loaded during the layer\n"
      "                     before (docs/graph-scheduling.md)\n"
-     "  --fp16-activations elu, selu, swish and mish of fp16 tensors computed in fp16\n"
+     "  --fp16-activations elu, selu, swish, mish and sigmoid of fp16 tensors computed in fp16\n"
      "                     arithmetic, about twice as fast on the SHAVEs, within\n"
      "                     2^-8 + 2^-9 |y| of the exact function (default: float32, the exact\n"
      "                     function rounded once; docs/layers.md)\n"

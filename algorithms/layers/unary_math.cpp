@@ -1,8 +1,9 @@
 // unary_math: ONNX's element-wise math and activations on one tensor (Abs, Neg, Sqrt, Exp,
 // trigonometry, Elu, Selu, Shrink, HardSwish, Swish, Mish, ...), the predicates IsNaN and IsInf,
 // and Not. Float math runs in float32 on the SHAVEs and is stored in the input's type; int8 inputs
-// are dequantized, and the result quantized to the output's quantization. Abs, Neg and Sign are
-// exact on integers without a quantization. One registry entry per op.
+// are dequantized, and the result quantized to the output's quantization; elu, selu, swish and
+// mish also in fp16 arithmetic (UnaryOp::half_math). Abs, Neg and Sign are exact on integers
+// without a quantization. One registry entry per op.
 #include <cmath>
 #include <functional>
 
@@ -12,6 +13,8 @@ namespace vpuc::algorithms {
 
 namespace {
 
+using detail::constant_like;
+using detail::nan_as_x;
 using Halide::Expr;
 
 // The float32 function of an op, given its (complete) attributes.
@@ -48,34 +51,6 @@ struct UnaryOp {
     // states (tests/unary_ops_test.cpp checks it on every fp16 value); NaN gives NaN.
     FloatMath half_math;
 };
-
-const char *const kArithmetic = "arithmetic";
-
-// `value` in the type of `x` (a float literal would make Halide compute in float32).
-Expr like(const Expr &x, double value) {
-    return Halide::cast(x.type(), Expr(value));
-}
-
-// `y`, or x where x is NaN: Halide 14 rounds each fp16 operation's float32 result to fp16 with
-// bit arithmetic that stores NaN as an infinity, so a NaN passes only as x itself.
-Expr nan_as_x(const Expr &x, const Expr &y) {
-    return Halide::select(x != x, x, y);
-}
-
-// Whether the layer computes in fp16 arithmetic (UnaryOp::half_math).
-bool in_fp16_arithmetic(const dsl::Attrs &attrs) {
-    return attrs.has(kArithmetic) && attrs.get_string(kArithmetic) == "fp16";
-}
-
-dsl::AttrSpec arithmetic_attr() {
-    return {kArithmetic, dsl::AttrType::String, std::string("float32"),
-            "float32: the float32 result rounded once to the output's type; fp16: every "
-            "operation in fp16, for fp16 inputs (faster; the error bound of docs/layers.md)",
-            [](const dsl::AttrValue &v) -> std::string {
-                const std::string &a = std::get<std::string>(v);
-                return a == "float32" || a == "fp16" ? "" : "must be float32 or fp16";
-            }};
-}
 
 // ONNX's attribute defaults, as the float32 values a model holds.
 const double kSeluAlpha = double(1.67326319217681884765625f);
@@ -146,10 +121,8 @@ dsl::Layer build_unary(const UnaryOp &u, const std::string &name,
                                   "; " + u.op +
                                   " gives NaN for some real inputs, which int8 does not hold: it "
                                   "takes f16 or f32");
-    const bool half = in_fp16_arithmetic(attrs);
-    if (half && in.halide_type != Halide::Float(16))
-        detail::invalid(what, "arithmetic fp16 takes an f16 input; input '" + input.output().name +
-                                  "' is " + input.output().describe());
+    const bool half = detail::fp16_arithmetic(attrs);
+    if (half) detail::check_fp16_arithmetic(what, input);
     dsl::Quant q;
     if (in.quantized && !integers)
         q = detail::probability_quant_of(attrs).value_or(input.output().quant);
@@ -196,7 +169,7 @@ Halide::Buffer<> fold_unary(const UnaryOp &u, const std::string &name,
                             const std::vector<dsl::Layer> &inputs, const dsl::Attrs &attrs) {
     const dsl::Layer &constant = inputs.at(0);
     const dsl::ElemType type = constant.output().type;
-    if (in_fp16_arithmetic(attrs)) {
+    if (detail::fp16_arithmetic(attrs)) {
         if (type != dsl::ElemType::F16)
             detail::invalid(u.op + " '" + name + "'", "arithmetic fp16 takes an f16 input; "
                                                       "constant '" +
@@ -359,7 +332,8 @@ std::vector<UnaryOp> unary_ops() {
     elu.attrs = {float_attr("alpha", 1.0, "scale of the negative part")};
     elu.nan_passes = true; // NaN < 0 is false: x itself
     elu.half_math = [](const Expr &x, const dsl::Attrs &a) {
-        return select(x < like(x, 0), like(x, a.get_float("alpha")) * (exp(x) - like(x, 1)), x);
+        return select(x < constant_like(x, 0),
+                      constant_like(x, a.get_float("alpha")) * (exp(x) - constant_like(x, 1)), x);
     };
     ops.push_back(elu);
 
@@ -373,8 +347,9 @@ std::vector<UnaryOp> unary_ops() {
                   float_attr("gamma", kSeluGamma, "scale of the whole")};
     selu.half_math = [](const Expr &x, const dsl::Attrs &a) {
         const double alpha = a.get_float("alpha"), gamma = a.get_float("gamma");
-        return select(x > like(x, 0), like(x, gamma) * x,
-                      nan_as_x(x, like(x, gamma * alpha) * (exp(x) - like(x, 1))));
+        return select(
+            x > constant_like(x, 0), constant_like(x, gamma) * x,
+            nan_as_x(x, constant_like(x, gamma * alpha) * (exp(x) - constant_like(x, 1))));
     };
     ops.push_back(selu);
 
@@ -420,8 +395,9 @@ std::vector<UnaryOp> unary_ops() {
     // sigmoid(z) = (1 + tanh(z / 2)) / 2: one special function where e^-z and a division
     // take two (and beta x, overflowing fp16, gives 0 where e^-z would give x).
     swish.half_math = [](const Expr &x, const dsl::Attrs &a) {
-        const Expr half_x = like(x, 0.5) * x;
-        return nan_as_x(x, half_x + half_x * Halide::tanh(like(x, 0.5 * a.get_float("beta")) * x));
+        const Expr half_x = constant_like(x, 0.5) * x;
+        return nan_as_x(
+            x, half_x + half_x * Halide::tanh(constant_like(x, 0.5 * a.get_float("beta")) * x));
     };
     ops.push_back(swish);
     // softplus without overflow for large x, as the softplus entry computes it.
@@ -433,10 +409,11 @@ std::vector<UnaryOp> unary_ops() {
     // x, where 1 + e^x would round to 1; e^x taken at 5 at most, where n / (n + 2) is 1 in fp16
     // and n still fits it. mish(-inf) is -inf * 0, NaN, as in float32.
     mish.half_math = [](const Expr &x, const dsl::Attrs &) {
-        const Expr e = exp(Halide::min(x, like(x, 5)));
-        const Expr n = e * (e + like(x, 2));
+        const Expr e = exp(Halide::min(x, constant_like(x, 5)));
+        const Expr n = e * (e + constant_like(x, 2));
         const Expr nan = Halide::reinterpret(x.type(), Halide::cast<uint16_t>(0x7e00));
-        return select(x == like(x, -INFINITY), nan, nan_as_x(x, x * (n / (n + like(x, 2)))));
+        return select(x == constant_like(x, -INFINITY), nan,
+                      nan_as_x(x, x * (n / (n + constant_like(x, 2)))));
     };
     ops.push_back(mish);
     UnaryOp hard_swish = entry("hard_swish", "x * max(0, min(1, x / 6 + 1 / 2))",
@@ -536,7 +513,7 @@ void register_layer_unary_math(dsl::LayerRegistry &registry) {
                                          : "; float32, on the SHAVEs");
         def.inputs = {"input"};
         def.attrs = u.attrs;
-        if (u.half_math) def.attrs.push_back(arithmetic_attr());
+        if (u.half_math) def.attrs.push_back(detail::arithmetic_spec());
         if (u.takes_int8)
             for (auto &spec : detail::probability_specs()) {
                 spec.doc += " (default: the input's)";

@@ -1,5 +1,6 @@
 // Standalone activations (relu, clamp, leaky relu: elementwise, fused into a producer's PPE when
-// the graph allows) and the SHAVE layers sigmoid, softmax and log_softmax, computed in float32.
+// the graph allows) and the SHAVE layers sigmoid, softmax and log_softmax, computed in float32
+// (sigmoid also in fp16 arithmetic).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -73,17 +74,37 @@ dsl::Layer make_leaky_relu(const std::string &name, const dsl::Layer &input, flo
     });
 }
 
+// `half`: in fp16 arithmetic (detail::fp16_arithmetic), as (1 + tanh(x / 2)) / 2, one special
+// function where e^-x and a division take two.
 dsl::Layer make_sigmoid(const std::string &name, const dsl::Layer &input,
-                        const std::optional<dsl::Quant> &out_quant) {
+                        const std::optional<dsl::Quant> &out_quant, bool half) {
     const std::string what = "sigmoid '" + name + "'";
     const InputInfo in = input_info(what, input);
+    if (half) check_fp16_arithmetic(what, input);
     const dsl::Quant q = in.quantized ? probability_quant(in, out_quant) : dsl::Quant{};
     dsl::Algorithm algorithm = [=](const std::vector<Func> &inputs) {
         const auto &v = dsl::act_vars();
-        Expr y = 1.0f / (1.0f + Halide::exp(-dequantize(inputs.at(0)(v.c, v.x, v.y), in)));
         Func out = named_func(name);
+        if (half) {
+            const Expr x = inputs.at(0)(v.c, v.x, v.y), half_one = constant_like(x, 0.5);
+            out(v.c, v.x, v.y) =
+                Halide::strict_float(nan_as_x(x, half_one + half_one * Halide::tanh(half_one * x)));
+            return out;
+        }
+        // e^-x taken at -x = 88 at most (e^88 is finite in float32): Halide's exp of +inf is no
+        // infinity, and made sigmoid(-inf) 1. NaN is set explicitly, as Halide's exp of NaN is no
+        // NaN (and Halide 14 stores a float32 NaN in fp16 as an infinity).
+        const Expr x = dequantize(inputs.at(0)(v.c, v.x, v.y), in);
+        const Expr y = 1.0f / (1.0f + Halide::exp(Halide::min(-x, 88.0f)));
+        if (in.quantized) {
+            out(v.c, v.x, v.y) = quantize(y, q, in.type);
+            return out;
+        }
+        const Expr nan = in.halide_type == Halide::Float(16)
+                             ? Halide::reinterpret(in.halide_type, Halide::cast<uint16_t>(0x7e00))
+                             : Halide::cast(in.halide_type, x);
         out(v.c, v.x, v.y) =
-            in.quantized ? quantize(y, q, in.type) : Halide::cast(in.halide_type, y);
+            Halide::select(Halide::is_nan(x), nan, Halide::cast(in.halide_type, y));
         return out;
     };
     return dsl::Layer::make("sigmoid", output_desc(name, input, in.c, in.w, in.h, in.type, q),
@@ -186,10 +207,15 @@ void detail::register_activation_layers(dsl::LayerRegistry &r) {
             return make_leaky_relu(name, in.at(0), float(a.get_float("alpha")));
         },
         dsl::Attrs().set("alpha", 0.1)));
-    r.add(unary_def("sigmoid", "1 / (1 + exp(-x)) in float32, on the SHAVEs", probability_specs(),
-                    [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
-                        return make_sigmoid(name, in.at(0), probability_quant_of(a));
-                    }));
+    std::vector<dsl::AttrSpec> sigmoid_attrs = probability_specs();
+    sigmoid_attrs.push_back(arithmetic_spec());
+    r.add(unary_def(
+        "sigmoid",
+        "1 / (1 + exp(-x)) in float32, or fp16 with arithmetic fp16 (within 2^-8 + "
+        "2^-9 |y|), on the SHAVEs",
+        sigmoid_attrs, [](const std::string &name, const Inputs &in, const dsl::Attrs &a) {
+            return make_sigmoid(name, in.at(0), probability_quant_of(a), fp16_arithmetic(a));
+        }));
     const dsl::AttrSpec axis_spec = {"axis",
                                      dsl::AttrType::Int,
                                      int64_t(1),

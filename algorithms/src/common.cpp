@@ -370,6 +370,34 @@ float stored_max(dsl::ElemType type) {
 
 } // namespace
 
+dsl::AttrSpec arithmetic_spec() {
+    return {"arithmetic", dsl::AttrType::String, std::string("float32"),
+            "float32: the float32 result rounded once to the output's type; fp16: every "
+            "operation in fp16, for fp16 inputs (faster; the error bound of docs/layers.md)",
+            [](const dsl::AttrValue &v) -> std::string {
+                const std::string &a = std::get<std::string>(v);
+                return a == "float32" || a == "fp16" ? "" : "must be float32 or fp16";
+            }};
+}
+
+bool fp16_arithmetic(const dsl::Attrs &attrs) {
+    return attrs.has("arithmetic") && attrs.get_string("arithmetic") == "fp16";
+}
+
+void check_fp16_arithmetic(const std::string &what, const dsl::Layer &input) {
+    if (input.output().type != dsl::ElemType::F16)
+        invalid(what, "arithmetic fp16 takes an f16 input; input '" + input.output().name +
+                          "' is " + input.output().describe());
+}
+
+Expr constant_like(const Expr &x, double value) {
+    return Halide::cast(x.type(), Expr(value));
+}
+
+Expr nan_as_x(const Expr &x, const Expr &y) {
+    return Halide::select(x != x, x, y);
+}
+
 Expr saturate(const Expr &stored, dsl::ElemType type) {
     return Halide::cast(dsl::halide_type(type),
                         Halide::clamp(stored, stored_min(type), stored_max(type)));

@@ -126,6 +126,19 @@ template <typename T> Halide::Buffer<> vector_tensor(const std::vector<T> &value
     return b;
 }
 
+// fp16 arithmetic (attribute `arithmetic` fp16 of elu, selu, swish, mish and sigmoid): every
+// operation on fp16 vectors, as Intel's half8 kernels compute, within the error bound
+// docs/layers.md states. The attribute's spec; whether `attrs` ask for it; an error naming
+// `what` unless `input` is f16.
+dsl::AttrSpec arithmetic_spec();
+bool fp16_arithmetic(const dsl::Attrs &attrs);
+void check_fp16_arithmetic(const std::string &what, const dsl::Layer &input);
+// `value` in the type of `x` (a float literal would make Halide compute in float32).
+Halide::Expr constant_like(const Halide::Expr &x, double value);
+// `y`, or x where x is NaN: Halide 14 rounds each fp16 operation's float32 result to fp16 with
+// bit arithmetic that stores NaN as an infinity, so a NaN passes only as x itself.
+Halide::Expr nan_as_x(const Halide::Expr &x, const Halide::Expr &y);
+
 // Float32 SHAVE layers on int8 tensors: the stored value in real units, and a real value
 // stored as `type` with `q` (rounded half to even, saturated).
 Halide::Expr dequantize(const Halide::Expr &stored, const InputInfo &in);

@@ -47,6 +47,7 @@ const std::vector<ShaveLayerSpec> &shave_layer_specs() {
     static const std::vector<ShaveLayerSpec> specs = {
         {"abs", "abs"},
         {"sigmoid", "sigmoid"},
+        {"sigmoid", "sigmoid", 1, "", "fp16"},
         {"clamp", "clamp"},
         {"cos", "cos"},
         {"cumsum", "cumsum"},

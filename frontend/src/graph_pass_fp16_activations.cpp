@@ -1,8 +1,8 @@
 // fp16_activations: with GraphPassOptions::fp16_activations (`vpuc compile --fp16-activations`),
-// every layer offering attribute `arithmetic` (elu, selu, swish, mish) on an fp16 input computes
-// in fp16: every operation on fp16 vectors, as Intel's half8 kernels do, about twice as fast on
-// the SHAVEs, within the error bound docs/layers.md states. Off by default: the float32 form's
-// result is the exact function rounded once.
+// every layer offering attribute `arithmetic` (elu, selu, swish, mish, sigmoid) on an fp16 input
+// computes in fp16: every operation on fp16 vectors, as Intel's half8 kernels do, about twice as
+// fast on the SHAVEs, within the error bound docs/layers.md states. Off by default: the float32
+// form's result is the exact function rounded once.
 #include "algorithms/registry.h"
 #include "dsl/registry.h"
 #include "frontend/graph_passes.h"
