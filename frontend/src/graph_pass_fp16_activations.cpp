@@ -25,7 +25,9 @@ void fp16_activations(GraphPassState &state) {
     if (!state.fp16_activations) return;
     dsl::Graph &graph = state.graph;
     int changed = 0;
-    for (const dsl::Layer &layer : graph.layers()) {
+    // A copy: replacing a layer rebuilds the graph's list.
+    const std::vector<dsl::Layer> layers = graph.layers();
+    for (const dsl::Layer &layer : layers) {
         if (layer.is_input() || layer.inputs().size() != 1 || !offers_fp16_arithmetic(layer) ||
             layer.inputs().at(0).output().type != dsl::ElemType::F16)
             continue;
