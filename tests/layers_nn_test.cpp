@@ -866,6 +866,61 @@ TEST(OnnxNn, TileAlongTheBatchOfAnNhwcTensorTilesItsImagesAsRows) {
     }
 }
 
+// LRN across channels: y = x / (bias + alpha / size * the sum of squares of the window's
+// channels that exist)^beta, the window c - floor((size - 1) / 2) to c + ceil((size - 1) / 2);
+// random reals of 19 channels (odd, the window reaching past both ends) against that in double,
+// an odd and an even size, and the device's bytes the reference's.
+TEST(OnnxNn, LrnNormalizesAcrossNeighbouringChannels) {
+    for (const int64_t size : {5, 4}) {
+        SCOPED_TRACE(size);
+        onnx::ModelProto m = one_node_model("LRN", {{1, 19, 5, 7}}, {1, 19, 5, 7});
+        onnx::NodeProto &node = *m.mutable_graph()->mutable_node(0);
+        const double alpha = 0.5, beta = 0.75, bias = 2;
+        for (const auto &[name, value] :
+             {std::pair{"alpha", alpha}, {"beta", beta}, {"bias", bias}}) {
+            onnx::AttributeProto &a = *node.add_attribute();
+            a.set_name(name);
+            a.set_type(onnx::AttributeProto::FLOAT);
+            a.set_f(float(value));
+        }
+        onnx::AttributeProto &s = *node.add_attribute();
+        s.set_name("size");
+        s.set_type(onnx::AttributeProto::INT);
+        s.set_i(size);
+        const frontend::ImportedModel model = import_model(m);
+        const Halide::Buffer<> in = codegen::random_buffer(model.graph.inputs().at(0).output(), 19);
+        const Halide::Buffer<Halide::float16_t> x(in); // (c, w, h, n)
+        const Halide::Buffer<Halide::float16_t> y(
+            algorithms::run_reference(model.graph, {in}).at(0));
+        std::vector<double> got, want;
+        for (int h = 0; h < 5; ++h)
+            for (int w = 0; w < 7; ++w)
+                for (int c = 0; c < 19; ++c) {
+                    double sum = 0;
+                    for (int64_t k = c - (size - 1) / 2; k <= c + size / 2; ++k)
+                        if (k >= 0 && k < 19) sum += std::pow(double(x(int(k), w, h, 0)), 2);
+                    got.push_back(double(y(c, w, h, 0)));
+                    want.push_back(double(x(c, w, h, 0)) /
+                                   std::pow(bias + alpha / double(size) * sum, beta));
+                }
+        expect_values_and_device(model.graph, got, want);
+    }
+    // size is required (ONNX's checker says so first).
+    onnx::ModelProto m = one_node_model("LRN", {{1, 3, 2, 2}}, {1, 3, 2, 2});
+    EXPECT_THROW(
+        {
+            try {
+                import_model(m);
+            } catch (const frontend::ModelError &e) {
+                EXPECT_NE(std::string(e.what()).find("attribute 'size' is missing"),
+                          std::string::npos)
+                    << e.what();
+                throw;
+            }
+        },
+        frontend::ModelError);
+}
+
 // A reduction along the batch of a 4-D tensor held NHWC (MeanVarianceNormalization's axes 0, 2
 // and 3 of a batch of 3): the images as rows [N, C, H*W], reduced there and back in rank 4;
 // random reals against the mean and the maximum worked out in double.

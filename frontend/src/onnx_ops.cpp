@@ -1529,6 +1529,15 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"HardSwish", unary_layer("hard_swish")},
         {"Identity", pass_through},
+        {"LRN",
+         [](NodeImport &n) {
+             dsl::Attrs a;
+             a.set("size", n.attr_int("size", 0));
+             a.set("alpha", double(n.attr_float("alpha", 1e-4f)));
+             a.set("beta", double(n.attr_float("beta", 0.75f)));
+             a.set("bias", double(n.attr_float("bias", 1.0f)));
+             return unary(n, "lrn", a);
+         }},
         {"IsInf",
          [](NodeImport &n) {
              dsl::Attrs a;
