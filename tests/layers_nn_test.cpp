@@ -831,6 +831,139 @@ TEST(OnnxNn, EinsumBeyondTheLoweringIsNamed) {
     }
 }
 
+// A model of `op` reading data (x0), constant int64 `indices` and, for a scatter, updates (x1).
+onnx::ModelProto indexed_model(const std::string &op, const std::vector<int64_t> &data,
+                               const std::vector<int64_t> &indices_shape,
+                               const std::vector<int64_t> &indices,
+                               const std::vector<int64_t> &output,
+                               const std::vector<int64_t> &updates = {}) {
+    onnx::ModelProto m = updates.empty() ? one_node_model(op, {data}, output)
+                                         : one_node_model(op, {data, updates}, output);
+    onnx::NodeProto &node = *m.mutable_graph()->mutable_node(0);
+    node.clear_input();
+    node.add_input("x0");
+    node.add_input("indices");
+    if (!updates.empty()) node.add_input("x1");
+    onnx::TensorProto &t = *m.mutable_graph()->add_initializer();
+    t.set_name("indices");
+    t.set_data_type(onnx::TensorProto::INT64);
+    for (int64_t d : indices_shape) t.add_dims(d);
+    for (int64_t v : indices) t.add_int64_data(v);
+    return m;
+}
+
+void set_attr(onnx::ModelProto &m, const std::string &name, int64_t i) {
+    onnx::AttributeProto &a = *m.mutable_graph()->mutable_node(0)->add_attribute();
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(i);
+}
+
+void set_attr(onnx::ModelProto &m, const std::string &name, const std::string &s) {
+    onnx::AttributeProto &a = *m.mutable_graph()->mutable_node(0)->add_attribute();
+    a.set_name(name);
+    a.set_type(onnx::AttributeProto::STRING);
+    a.set_s(s);
+}
+
+// The imported model's result on random reals, in row-major order, with its data (x0) and
+// updates (x1) in row-major order; vpu27 gives the reference's bytes.
+struct IndexedRun {
+    std::vector<double> got, data, updates;
+};
+IndexedRun run_indexed(const onnx::ModelProto &m) {
+    const frontend::ImportedModel model = import_model(m);
+    std::vector<Halide::Buffer<>> inputs;
+    IndexedRun run;
+    for (size_t i = 0; i < model.graph.inputs().size(); ++i) {
+        const dsl::TensorDesc &t = model.graph.inputs()[i].output();
+        inputs.push_back(codegen::random_buffer(t, uint32_t(23 + i)));
+        (i == 0 ? run.data : run.updates) = row_major_values(t, inputs.back());
+    }
+    const dsl::Layer &y = model.graph.outputs()[0];
+    run.got = row_major_values(y.output(), algorithms::run_reference(model.graph, inputs).at(0));
+    codegen::CheckOptions options;
+    options.inputs = inputs;
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+    return run;
+}
+
+// GatherND, ScatterND and ScatterElements of constant indices are one gather of constant indices
+// (a scatter's from the data and the updates joined; one per write to an element for a
+// reduction, combined by its eltwise layer): random reals against the ops worked out by hand,
+// negative indices, batch_dims, repeated writes (the last wins; a reduction takes them all in
+// order), and the errors.
+TEST(OnnxNn, GatherAndScatterOfConstantIndices) {
+    {
+        // GatherND, batch_dims 1: out[b, p, t] = data[b, idx[b, p, 0], t].
+        onnx::ModelProto m =
+            indexed_model("GatherND", {2, 3, 5}, {2, 2, 1}, {2, -3, 1, 1}, {2, 2, 5});
+        set_attr(m, "batch_dims", int64_t(1));
+        const IndexedRun r = run_indexed(m);
+        std::vector<double> want;
+        const int64_t rows[2][2] = {{2, 0}, {1, 1}};
+        for (int b = 0; b < 2; ++b)
+            for (int p = 0; p < 2; ++p)
+                for (int t = 0; t < 5; ++t)
+                    want.push_back(r.data[size_t((b * 3 + rows[b][p]) * 5 + t)]);
+        EXPECT_EQ(r.got, want);
+    }
+    {
+        // ScatterND, reduction add, row 1 written twice: data + u0 + u2 there.
+        onnx::ModelProto m = indexed_model("ScatterND", {4, 3}, {3, 1}, {1, 3, -3}, {4, 3}, {3, 3});
+        set_attr(m, "reduction", std::string("add"));
+        const IndexedRun r = run_indexed(m);
+        std::vector<double> want = r.data;
+        for (int t = 0; t < 3; ++t) {
+            want[size_t(3 + t)] = double(Halide::float16_t(
+                double(Halide::float16_t(want[size_t(3 + t)] + r.updates[size_t(t)])) +
+                r.updates[size_t(6 + t)]));
+            want[size_t(9 + t)] =
+                double(Halide::float16_t(want[size_t(9 + t)] + r.updates[size_t(3 + t)]));
+        }
+        EXPECT_EQ(r.got, want);
+    }
+    {
+        // ScatterElements along axis -1, row 1 writing element 2 twice: the last wins.
+        const std::vector<int64_t> idx = {-1, 0, 2, 2, 4, 1};
+        onnx::ModelProto last_axis =
+            indexed_model("ScatterElements", {3, 5}, {3, 2}, idx, {3, 5}, {3, 2});
+        set_attr(last_axis, "axis", int64_t(-1));
+        const IndexedRun r = run_indexed(last_axis);
+        std::vector<double> want = r.data;
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 2; ++j) {
+                const int64_t c = (idx[size_t(i * 2 + j)] + 5) % 5;
+                want[size_t(i * 5 + c)] = r.updates[size_t(i * 2 + j)];
+            }
+        EXPECT_EQ(r.got, want);
+        onnx::ModelProto m = indexed_model("ScatterElements", {3, 5}, {3, 2}, idx, {3, 5}, {3, 2});
+        set_attr(m, "axis", int64_t(1));
+        EXPECT_EQ(run_indexed(m).got, want);
+    }
+    auto import_error = [](const onnx::ModelProto &m) -> std::string {
+        try {
+            import_model(m);
+        } catch (const frontend::ModelError &e) {
+            return e.what();
+        }
+        return "";
+    };
+    EXPECT_NE(import_error(indexed_model("GatherND", {2, 3}, {1, 2}, {0, 3}, {1}))
+                  .find("index 3 (element 1 of the indices) is outside [-3, 3)"),
+              std::string::npos);
+    // Indices computed on the device: refused, naming the node.
+    onnx::ModelProto computed = one_node_model("GatherND", {{2, 3}, {1, 2}}, {1});
+    computed.mutable_graph()
+        ->mutable_input(1)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->set_elem_type(onnx::TensorProto::INT64);
+    EXPECT_NE(import_error(computed).find("indices must be a constant"), std::string::npos);
+}
+
 // Tile along the batch of a 4-D tensor held NHWC (node/test_tile): the other axes tiled first,
 // then the images as rows [N, C, H*W] tiled along N and back in rank 4; random reals against
 // y[n, c, h, w] = x[n % N, c % C, h % H, w % W], with repeats along the batch alone too.

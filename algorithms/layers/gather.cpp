@@ -76,7 +76,7 @@ dsl::Layer build_gather(const std::string &name, const std::vector<dsl::Layer> &
                         const dsl::Attrs &attrs) {
     const std::string what = "gather '" + name + "'";
     const dsl::Layer &input = inputs.at(0);
-    const detail::InputInfo in = detail::input_info(what, input);
+    const detail::InputInfo in = detail::input_info(what, input, true);
     const dsl::TensorDesc &t = input.output();
     const std::vector<int64_t> &data_shape = t.shape.raw();
     const GatherPlan plan = gather_plan(what, data_shape, attrs);

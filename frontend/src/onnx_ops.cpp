@@ -1528,6 +1528,7 @@ const std::map<std::string, OpImporter> &op_importers() {
              return unary(n, "hard_sigmoid", a);
          }},
         {"HardSwish", unary_layer("hard_swish")},
+        {"GatherND", import_gather_nd},
         {"Identity", pass_through},
         {"LRN",
          [](NodeImport &n) {
@@ -1620,6 +1621,9 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Transpose", transpose},
         {"Trilu", trilu},
         {"Unsqueeze", reshaping("unsqueeze", {})},
+        {"Scatter", import_scatter_elements},
+        {"ScatterElements", import_scatter_elements},
+        {"ScatterND", import_scatter_nd},
         {"Where", where},
         {"Xor", [](NodeImport &n) { return computed_elementwise(n, "xor"); }},
     };
