@@ -2,8 +2,8 @@
 // one element of the data (or of the updates), known at compile time, so the op is one gather
 // of constant indices from the data flattened (NODE.data_flat), the updates flattened after it
 // (NODE.updates_flat, NODE.sources), reshaped to the output: the gather layer's SHAVE copy
-// kernel, which reads each picked element once. Computed indices, and scatters that add or
-// multiply (`reduction`), are refused naming the node.
+// kernel, which reads each picked element once. A scatter's reduction takes one such gather per
+// repeated write (scattered, below). Computed indices are refused naming the node.
 #include <functional>
 #include <limits>
 #include <map>
@@ -29,8 +29,9 @@ int64_t product(const std::vector<int64_t> &extents, size_t from, size_t to) {
     return p;
 }
 
-// Input `i`'s constant indices, each made non-negative against `extent(position, axis)`, the
-// extent it indexes; an index outside [-extent, extent) is an error naming the node.
+// Input `i`'s constant indices, each made non-negative against `extent(position)`, the extent
+// the index at that position (row-major) indexes; one outside [-extent, extent) is an error
+// naming the node.
 dsl::ConstValues constant_indices(NodeImport &node, size_t i,
                                   const std::function<int64_t(size_t position)> &extent) {
     if (!dsl::is_constant(node.input(i)) &&
