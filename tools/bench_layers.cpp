@@ -365,8 +365,7 @@ int run_shave(const target::Target &t, const std::string &reference_path, bool j
     for (const bench::ShaveLayerRow &r : rows) {
         if (blob_dir.empty() || r.spec.op.empty()) continue;
         // VPUNN's kernel, then the op's form: elu, elu_fp16, gelu_tanh.
-        const std::string &form =
-            r.spec.approximate.empty() ? r.spec.arithmetic : r.spec.approximate;
+        const std::string &form = bench::form_of(r.spec);
         const std::string base =
             blob_dir + "/" + r.spec.vpunn_kernel + (form.empty() ? "" : "_" + form);
         if (!r.one_shave.blob.empty()) blob::write_file(base + "_1shave.vpub", r.one_shave.blob);

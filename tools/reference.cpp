@@ -136,8 +136,8 @@ const bool registered = register_command(
          "  --input-shape NAME=DIMS\n"
          "                     the shape of graph input NAME, as for vpuc compile\n"
          "  --no-graph-passes  run the graph as imported (as vpuc compile --no-graph-passes)\n"
-         "  --fp16-activations compute elu, selu, swish, mish and sigmoid in fp16, as vpuc compile\n"
-         "                     --fp16-activations does\n" +
+         "  --fp16-activations compute elu, selu, swish, mish and sigmoid in fp16, as\n"
+         "                     vpuc compile --fp16-activations does\n" +
          size_options_help(kReferenceReads) +
          "\n\nexit status: 0 when the results are written; 1 on an error, with a one-line "
          "reason",

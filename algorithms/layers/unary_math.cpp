@@ -170,11 +170,7 @@ Halide::Buffer<> fold_unary(const UnaryOp &u, const std::string &name,
     const dsl::Layer &constant = inputs.at(0);
     const dsl::ElemType type = constant.output().type;
     if (detail::fp16_arithmetic(attrs)) {
-        if (type != dsl::ElemType::F16)
-            detail::invalid(u.op + " '" + name + "'", "arithmetic fp16 takes an f16 input; "
-                                                      "constant '" +
-                                                          constant.name() + "' is " +
-                                                          dsl::to_string(type));
+        detail::check_fp16_arithmetic(u.op + " '" + name + "'", constant);
         return fold_elementwise(
             constant, [&](const Expr &v) { return Halide::strict_float(u.half_math(v, attrs)); });
     }

@@ -103,8 +103,12 @@ const std::vector<ShaveLayerSpec> &shave_layer_specs() {
     return specs;
 }
 
+const std::string &form_of(const ShaveLayerSpec &spec) {
+    return spec.approximate.empty() ? spec.arithmetic : spec.approximate;
+}
+
 std::string op_label(const ShaveLayerSpec &spec) {
-    const std::string &form = spec.approximate.empty() ? spec.arithmetic : spec.approximate;
+    const std::string &form = form_of(spec);
     return form.empty() ? spec.op : spec.op + " (" + form + ")";
 }
 

@@ -27,6 +27,8 @@ struct ShaveLayerSpec {
     std::string arithmetic{};
 };
 
+// The spec's form: its `approximate` or `arithmetic` attribute, "" for the op's only form.
+const std::string &form_of(const ShaveLayerSpec &spec);
 // The op as a table shows it: "gelu (tanh)" or "elu (fp16)" for a form.
 std::string op_label(const ShaveLayerSpec &spec);
 

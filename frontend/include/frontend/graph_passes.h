@@ -81,9 +81,9 @@ void fuse_swish(GraphPassState &state);
 // it for the element type.
 void fuse_activations(GraphPassState &state);
 // With GraphPassState::fp16_activations only: every layer offering attribute `arithmetic` (elu,
-// selu, swish, mish, sigmoid) on an fp16 input computes in fp16 arithmetic (about twice as fast on the
-// SHAVEs, within the error bound docs/layers.md states). Before fuse_pointwise, whose groups
-// then compose the fp16 forms.
+// selu, swish, mish, sigmoid) on an fp16 input computes in fp16 arithmetic (about twice as fast
+// on the SHAVEs, within the error bound docs/layers.md states). Before fuse_pointwise, whose
+// groups then compose the fp16 forms.
 void fp16_activations(GraphPassState &state);
 
 // An element-wise layer (see elementwise_layer) that reads a relabelling view (reshape,
