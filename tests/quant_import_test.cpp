@@ -853,8 +853,11 @@ TEST(QuantImport, APerAxisQuantizeLayerChecksItsTables) {
 // here: round(x / scale) half to even, plus the zero point, saturated (NaN left out: its
 // integer is the CPU reference's, which check_against_reference compares). A scale whose
 // reciprocal rounds every fp16 value alike runs as a multiply, with no special-function
-// instruction in the SHAVE kernel; 0.017125 (torchvision's blue channel, 1 / 58.395) has an
-// fp16 value that rounds the other way, and keeps the division.
+// instruction in the SHAVE kernel, and with its rounding and saturation in bits (21
+// instructions per 16 values) where that too gives every value's integer: not at scale 1e6,
+// where only the infinities saturate (x is clamped to them), and the clamped product is no
+// longer below 2^22. 0.017125 (torchvision's blue channel, 1 / 58.395) has an fp16 value that
+// rounds the other way, and keeps the division.
 TEST(QuantImport, AQuantizeOfFp16GivesOnnxsDivisionForEveryFp16Value) {
     const dsl::TensorDesc t = test::activation("x", 16, 64, 64, dsl::ElemType::F16);
     const dsl::Layer in = dsl::Layer::input(t);
@@ -863,17 +866,21 @@ TEST(QuantImport, AQuantizeOfFp16GivesOnnxsDivisionForEveryFp16Value) {
         values[bits] = double(Halide::float16_t::make_from_bits(uint16_t(bits)));
     const Halide::Buffer<> input =
         dsl::const_buffer(dsl::ConstValues{dsl::ElemType::F16, t.shape.raw(), {}, values});
+    enum class Form { Bits, Multiply, Divide };
     struct Case {
         float scale;
         int32_t zero_point;
         dsl::ElemType type;
-        bool multiplies;
+        Form form;
     };
-    for (const Case &c :
-         {Case{0.0186f, 128, dsl::ElemType::U8, true},
-          Case{0.0473219f, -7, dsl::ElemType::I8, true}, Case{3.0f, 0, dsl::ElemType::I8, true},
-          Case{0.017125f, 128, dsl::ElemType::U8, false},
-          Case{0.017125f, 0, dsl::ElemType::I8, false}}) {
+    for (const Case &c : {Case{0.0186f, 128, dsl::ElemType::U8, Form::Bits},
+                          Case{0.0473219f, -7, dsl::ElemType::I8, Form::Bits},
+                          Case{3.0f, 0, dsl::ElemType::I8, Form::Bits},
+                          Case{0.0078125f, 255, dsl::ElemType::U8, Form::Bits},
+                          Case{0.25f, -128, dsl::ElemType::I8, Form::Bits},
+                          Case{1e6f, 128, dsl::ElemType::U8, Form::Multiply},
+                          Case{0.017125f, 128, dsl::ElemType::U8, Form::Divide},
+                          Case{0.017125f, 0, dsl::ElemType::I8, Form::Divide}}) {
         SCOPED_TRACE("scale " + std::to_string(c.scale) + ", zero point " +
                      std::to_string(c.zero_point));
         const dsl::Layer q = algorithms::layer_registry().build(
@@ -885,10 +892,12 @@ TEST(QuantImport, AQuantizeOfFp16GivesOnnxsDivisionForEveryFp16Value) {
         const dsl::Graph graph("quantize", {q});
         const target::Target target = target::load_target("vpu27");
         const std::vector<uint8_t> blob = codegen::lower(graph, target);
-        bool divides = false;
-        for (const auto *kernel : *blob::GetBlob(blob.data())->kernels())
-            divides = divides || kernel->special_ops_per_vector() > 0;
-        EXPECT_EQ(divides, !c.multiplies);
+        const auto *kernels = blob::GetBlob(blob.data())->kernels();
+        ASSERT_EQ(kernels->size(), 1u);
+        const float arith_ops = kernels->Get(0)->arith_ops_per_vector();
+        EXPECT_EQ(kernels->Get(0)->special_ops_per_vector() > 0, c.form == Form::Divide);
+        if (c.form == Form::Bits) EXPECT_LE(arith_ops, 21);
+        if (c.form == Form::Multiply) EXPECT_GE(arith_ops, 28);
         sim::Simulator simulator(target, blob);
         const sim::RunResult run =
             simulator.run(frontend::blob_inputs(simulator.blob(), {{"x", input}}));

@@ -1,6 +1,8 @@
 // quantize: a float tensor stored as int8, ONNX's QuantizeLinear: round(x / scale) half to even,
 // plus the zero point, saturated to the type; in float32 on the SHAVEs (an fp16 input times
-// 1 / scale where every fp16 value rounds the same: common.h, exact_f16_reciprocal). One scale
+// 1 / scale where every fp16 value rounds the same: common.h, exact_f16_reciprocal, and then
+// rounded and saturated by bit arithmetic where that too gives every fp16 value's integer:
+// fp16_quantize_by_bits). One scale
 // and zero point for the tensor, or one per index of a logical axis (`axis`, `output_scales`,
 // `output_zero_points`: the output is then quantized per axis). The importer places it where a
 // QuantizeLinear cannot fold into the layer before it (a graph input, an fp16 op between a
@@ -77,10 +79,29 @@ dsl::Layer build_quantize(const std::string &name, const std::vector<dsl::Layer>
         zero_points(i) = float(quant.zero_point[size_t(i)]);
     }
     // An fp16 input is multiplied by 1 / scale where that rounds every fp16 value as the
-    // division does: the factors then replace the scales.
-    bool multiply = in.type == dsl::ElemType::F16;
+    // division does: the factors then replace the scales. Where every index also allows it,
+    // the rounding and saturation are the bit form's (common.h, Fp16QuantizeByBits).
+    const bool f16 = in.type == dsl::ElemType::F16;
+    bool by_bits = f16, multiply = f16;
     Halide::Buffer<float> factors(static_cast<int>(count));
-    for (int i = 0; multiply && i < factors.width(); ++i) {
+    Halide::Buffer<float> lows(static_cast<int>(count)), highs(static_cast<int>(count));
+    // Integers: Halide simplifies a float's cast through int32 to u8 into one conversion, which
+    // is undefined for a negative zero point (the device gave 0).
+    Halide::Buffer<int32_t> zero_point_words(static_cast<int>(count));
+    for (int i = 0; i < zero_point_words.width(); ++i)
+        zero_point_words(i) = quant.zero_point[size_t(i)];
+    for (int i = 0; by_bits && i < factors.width(); ++i) {
+        const std::optional<detail::Fp16QuantizeByBits> form = detail::fp16_quantize_by_bits(
+            quant.scale[size_t(i)], quant.zero_point[size_t(i)], type);
+        if (!form) {
+            by_bits = false;
+            break;
+        }
+        factors(i) = form->reciprocal;
+        lows(i) = float(form->low);
+        highs(i) = float(form->high);
+    }
+    for (int i = 0; !by_bits && multiply && i < factors.width(); ++i) {
         const std::optional<float> reciprocal =
             detail::exact_f16_reciprocal(quant.scale[size_t(i)], quant.zero_point[size_t(i)], type);
         multiply = reciprocal.has_value();
@@ -88,14 +109,28 @@ dsl::Layer build_quantize(const std::string &name, const std::vector<dsl::Layer>
     }
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        const Halide::Expr x = Halide::cast<float>(funcs.at(0)(v.c, v.x, v.y));
         const Halide::Var at[] = {v.c, v.x, v.y};
         // Per tensor, the constants are immediates of the kernel.
-        const auto value = [&](const Halide::Buffer<float> &table) {
-            return per_axis ? table(at[dim]) : Halide::Expr(table(0));
+        const auto value = [&](const auto &table) {
+            return per_axis ? Halide::Expr(table(at[dim])) : Halide::Expr(table(0));
         };
-        const Halide::Expr scaled = multiply ? x * value(factors) : x / value(scales);
         Halide::Func out = detail::named_func(name);
+        if (by_bits) {
+            const Halide::Expr x = Halide::clamp(funcs.at(0)(v.c, v.x, v.y),
+                                                 Halide::cast<Halide::float16_t>(value(lows)),
+                                                 Halide::cast<Halide::float16_t>(value(highs)));
+            const Halide::Expr word = Halide::reinterpret(
+                Halide::Int(32), Halide::cast<float>(x) * value(factors) + detail::kRoundingBias);
+            // The integer modulo 256 plus the zero point, wrapping in 8 bits: in range by the
+            // clamp.
+            const Halide::Expr byte =
+                Halide::cast<uint8_t>(word) + Halide::cast<uint8_t>(value(zero_point_words));
+            out(v.c, v.x, v.y) =
+                type == dsl::ElemType::U8 ? byte : Halide::reinterpret(Halide::Int(8), byte);
+            return out;
+        }
+        const Halide::Expr x = Halide::cast<float>(funcs.at(0)(v.c, v.x, v.y));
+        const Halide::Expr scaled = multiply ? x * value(factors) : x / value(scales);
         out(v.c, v.x, v.y) = detail::saturate(Halide::round(scaled) + value(zero_points), type);
         return out;
     };

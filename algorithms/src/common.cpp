@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 namespace vpuc::algorithms::detail {
@@ -420,6 +421,59 @@ std::optional<float> exact_f16_reciprocal(float scale, int32_t zero_point, dsl::
         if (!(divided == multiplied)) return std::nullopt;
     }
     return reciprocal;
+}
+
+namespace {
+
+// ONNX's QuantizeLinear of x: round(x / scale) half to even, plus the zero point, saturated.
+float onnx_quantized(float x, float scale, int32_t zero_point, dsl::ElemType type) {
+    return std::clamp(std::nearbyint(x / scale) + float(zero_point), stored_min(type),
+                      stored_max(type));
+}
+
+// What the kernel of Fp16QuantizeByBits computes, operation by operation in IEEE float32, as
+// the integer stored.
+int32_t quantized_by_bits(float x, const Fp16QuantizeByBits &form, int32_t zero_point,
+                          dsl::ElemType type) {
+    const float clamped = std::clamp(x, float(form.low), float(form.high));
+    const float product = clamped * form.reciprocal;
+    const float sum = product + kRoundingBias;
+    uint32_t word;
+    std::memcpy(&word, &sum, sizeof word);
+    const uint8_t byte = uint8_t(uint8_t(word) + uint8_t(zero_point));
+    return type == dsl::ElemType::U8 ? int32_t(byte) : int32_t(int8_t(byte));
+}
+
+} // namespace
+
+std::optional<Fp16QuantizeByBits> fp16_quantize_by_bits(float scale, int32_t zero_point,
+                                                        dsl::ElemType type) {
+    Fp16QuantizeByBits form;
+    form.reciprocal = 1.0f / scale;
+    // Quantizing is monotone in x: low is the largest fp16 value giving the type's minimum, high
+    // the smallest giving its maximum (-inf and +inf give them; fp16 bits 0xfc00 and 0x7c00).
+    std::vector<float> ordered;
+    ordered.reserve(65536);
+    for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+        const float x = float(Halide::float16_t::make_from_bits(uint16_t(bits)));
+        if (!std::isnan(x)) ordered.push_back(x);
+    }
+    std::sort(ordered.begin(), ordered.end());
+    float low = ordered.front(), high = ordered.back();
+    for (float x : ordered)
+        if (onnx_quantized(x, scale, zero_point, type) == stored_min(type)) low = x;
+    for (auto x = ordered.rbegin(); x != ordered.rend(); ++x)
+        if (onnx_quantized(*x, scale, zero_point, type) == stored_max(type)) high = *x;
+    form.low = Halide::float16_t(low);
+    form.high = Halide::float16_t(high);
+    for (float x : ordered) {
+        const float product = std::clamp(x, low, high) * form.reciprocal;
+        if (!(std::fabs(product) < 4194304.0f)) return std::nullopt; // 2^22
+        if (float(quantized_by_bits(x, form, zero_point, type)) !=
+            onnx_quantized(x, scale, zero_point, type))
+            return std::nullopt;
+    }
+    return form;
 }
 
 Expr dequantize(const Expr &stored, const InputInfo &in) {

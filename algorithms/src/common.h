@@ -151,6 +151,20 @@ Halide::Expr saturate(const Halide::Expr &stored, dsl::ElemType type);
 // x rounds the other way (1.0703125 / 0.017125 rounds to 63, 1.0703125 * fl(1 / 0.017125) to
 // 62: quant_import_test).
 std::optional<float> exact_f16_reciprocal(float scale, int32_t zero_point, dsl::ElemType type);
+// Fewer instructions for the same integers, where the check on all 65,536 fp16 values allows:
+// x is first clamped to [low, high] in fp16, the fp16 values nearest the type's range, so the
+// result needs no saturation; x * reciprocal plus 1.5 * 2^23 rounds half to even into the low
+// bits of its float32 word (every |x * reciprocal| < 2^22), which are the integer modulo 256;
+// the zero point is added to that byte. 21 vector instructions per 16 values where
+// exact_f16_reciprocal's form takes 28.
+struct Fp16QuantizeByBits {
+    float reciprocal = 0;
+    Halide::float16_t low, high;
+};
+std::optional<Fp16QuantizeByBits> fp16_quantize_by_bits(float scale, int32_t zero_point,
+                                                        dsl::ElemType type);
+// The float32 constant whose low mantissa bits take a value below 2^22 rounded half to even.
+constexpr float kRoundingBias = 12582912.0f; // 1.5 * 2^23
 // A float32 result stored as `type`, an fp16 NaN as the quiet NaN 0x7e00 (Halide's conversion
 // to f16 makes a NaN an infinity) (eltwise.cpp).
 Halide::Expr stored_as(const Halide::Expr &value, const Halide::Type &type);
