@@ -2,7 +2,6 @@
 // inverse of depth_to_space's DCR): [N, C, H, W] to [N, C·b², H / b, W / b], output channel
 // (i·b + j)·C + c from input channel c at pixel (i, j) of its block. A SHAVE copy kernel.
 #include "common.h"
-#include "logical_index.h"
 
 namespace vpuc::algorithms {
 
@@ -25,14 +24,23 @@ dsl::Layer build_space_to_depth(const std::string &name, const std::vector<dsl::
     dsl::TensorDesc out = input.output();
     out.name = name;
     out.shape = dsl::Shape({in[0], channels * b * b, in[2] / b, in[3] / b});
+    // A rank-4 tensor is its own device view, (C, W, H) per image. The pixel of the block an
+    // output channel takes is looked up in a table of the channels: bounds inference knows
+    // nothing of a buffer's values and takes the clamp's bounds, so each output row reads its b
+    // input rows whatever its channels (a region the blob states; the arithmetic's bounds
+    // follow the channels).
+    Halide::Buffer<int32_t> block_row(int(channels * b * b)), block_column(int(channels * b * b));
+    for (int c = 0; c < block_row.width(); ++c) {
+        block_row(c) = c / int(channels) / int(b);
+        block_column(c) = c / int(channels) % int(b);
+    }
     dsl::Algorithm algorithm = [=](const std::vector<Halide::Func> &funcs) {
         const auto &v = dsl::act_vars();
-        const Halide::Expr block = v.c / int(channels);
-        const Halide::Expr i = block / int(b), j = block % int(b);
+        const int last = int(b) - 1;
+        const Halide::Expr i = Halide::clamp(block_row(v.c), 0, last);
+        const Halide::Expr j = Halide::clamp(block_column(v.c), 0, last);
         Halide::Func f = detail::named_func(name);
-        f(v.c, v.x, v.y) = detail::read_logical(
-            funcs.at(0), t,
-            {Halide::Expr(), v.c % int(channels), v.y * int(b) + i, v.x * int(b) + j});
+        f(v.c, v.x, v.y) = funcs.at(0)(v.c % int(channels), v.x * int(b) + j, v.y * int(b) + i);
         return f;
     };
     return dsl::Layer::make("space_to_depth", out, {input}, algorithm);

@@ -10,6 +10,7 @@
 #include "codegen/shave_kernel.h"
 #include "passes.h"
 #include "vpu_target/parallel.h"
+#include "vpu_target/timing_model.h"
 
 namespace vpuc::codegen {
 
@@ -160,12 +161,26 @@ Halide::Func named_out(const Halide::Func &layer_out) {
     return out;
 }
 
+// The SHAVE cycles of the prepared kernel's counted output on one SHAVE, launch included.
+double one_shave_cycles(const target::Target &target, const PreparedShaveKernel &prepared) {
+    const ShaveKernelCost cost = prepared_cost(prepared);
+    target::ShaveWork work;
+    work.output_elements = 1;
+    for (int64_t e : prepared.counted_extents) work.output_elements *= double(e);
+    work.vector_lanes = prepared.kernel.vector_lanes;
+    work.arith_ops_per_vector = cost.arith_ops;
+    work.special_ops_per_vector = cost.special_ops;
+    work.cmx_bytes_per_vector = cost.cmx_bytes;
+    return target::shave_task_cycles(target, work);
+}
+
 } // namespace
 
 // The kernels compile on every core: each SHAVE layer's kernel is prepared (scheduled, lowered,
-// its cache key computed) on its own; then the first layer of each key generates its object,
-// and the others of that key take it from the cache, as if compiled one after another, so the
-// blob does not depend on which thread finished first.
+// its cache key computed) on its own, an output of a short innermost extent both ways
+// (OutputVectorization) and the cheaper kept; then the first layer of each key generates its
+// object, and the others of that key take it from the cache, as if compiled one after another, so
+// the blob does not depend on which thread finished first.
 void compile_shave_kernels(LoweringState &s) {
     std::vector<LayerPlan *> shave_plans;
     for (auto &plan : s.plans)
@@ -185,8 +200,11 @@ void compile_shave_kernels(LoweringState &s) {
         std::string name = "k" + std::to_string(first_kernel + k) + "_";
         for (char c : plan.layer.name())
             name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
-        Halide::Func out = named_out(plan.layer.algorithm()(inputs));
-        apply_shave_schedule(plan, out, s.target.shave_vector_bits);
+        auto scheduled_output = [&] {
+            Halide::Func out = named_out(plan.layer.algorithm()(inputs));
+            apply_shave_schedule(plan, out, s.target.shave_vector_bits);
+            return out;
+        };
         // The op count for one SHAVE's share of the first task: splits and distribute make the
         // first task the largest. Stages like a softmax's reductions cost the same whatever the
         // share, so the count per output vector depends on it.
@@ -198,8 +216,15 @@ void compile_shave_kernels(LoweringState &s) {
             cost_extents = shave_share(cost_extents, s.target.shaves_available(tasks.front().tile));
         }
         try {
-            prepared[k] =
-                prepare_shave_kernel(name, out, args, s.target.shave_vector_bits, cost_extents);
+            prepared[k] = prepare_shave_kernel(name, scheduled_output(), args,
+                                               s.target.shave_vector_bits, cost_extents);
+            if (prepared[k].may_vectorize_along_second) {
+                PreparedShaveKernel other =
+                    prepare_shave_kernel(name, scheduled_output(), args, s.target.shave_vector_bits,
+                                         cost_extents, OutputVectorization::AlongSecond);
+                if (one_shave_cycles(s.target, other) < one_shave_cycles(s.target, prepared[k]))
+                    prepared[k] = std::move(other);
+            }
         } catch (const ShaveKernelError &e) {
             throw LoweringError("layer '" + plan.layer.name() + "': " + e.what());
         }

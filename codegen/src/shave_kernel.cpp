@@ -501,18 +501,31 @@ void vectorize_innermost(Halide::Func &f, int vector_bits) {
     }
 }
 
+// Whether an output of `extents` may be vectorized along its second dimension, the first
+// unrolled: a pure output whose first extent is short (at most 16 copies of the body, and not
+// whole vectors) and whose second holds a vector.
+bool may_vectorize_along_second(const Halide::Func &out, int64_t lanes,
+                                const std::vector<int64_t> &extents) {
+    constexpr int64_t kMaxUnrolled = 16;
+    return extents.size() >= 2 && out.function().args().size() >= 2 &&
+           out.num_update_definitions() == 0 && extents[0] <= kMaxUnrolled &&
+           extents[0] % lanes != 0 && extents[1] >= lanes;
+}
+
 // The output's default vectorization: its innermost dimension, unless the extents it computes
 // (the caller's count extents) hold a few elements along it (an image's 3 channels) and a
 // vector's worth along the next: then the next dimension is vectorized and the short one
-// unrolled, so a vector's lanes are all used rather than 3 of 16.
-void vectorize_output(Halide::Func &out, int vector_bits, const std::vector<int64_t> &extents) {
+// unrolled, so a vector's lanes are all used rather than 3 of 16. `along_second` asks for the
+// latter wherever may_vectorize_along_second allows it.
+void vectorize_output(Halide::Func &out, int vector_bits, const std::vector<int64_t> &extents,
+                      bool along_second) {
     int bits = 8;
     for (const Halide::Type &t : out.output_types()) bits = std::max(bits, t.bits());
     const int64_t lanes = vector_bits / bits;
     const std::vector<std::string> &pure = out.function().args();
     constexpr int64_t kShortExtent = 4;
-    if (extents.size() < 2 || pure.size() < 2 || out.num_update_definitions() > 0 ||
-        extents[0] > kShortExtent || extents[0] * 2 > lanes || extents[1] < lanes) {
+    if (!may_vectorize_along_second(out, lanes, extents) ||
+        (!along_second && (extents[0] > kShortExtent || extents[0] * 2 > lanes))) {
         vectorize_innermost(out, vector_bits);
         return;
     }
@@ -953,8 +966,8 @@ const Halide::Target &shave_halide_target() {
 
 PreparedShaveKernel prepare_shave_kernel(const std::string &name, Halide::Func output,
                                          const std::vector<Halide::Argument> &inputs,
-                                         int vector_bits,
-                                         const std::vector<int64_t> &cost_extents) {
+                                         int vector_bits, const std::vector<int64_t> &cost_extents,
+                                         OutputVectorization vectorization) {
     if (!is_c_identifier(name)) fail(name, "the name must be a C identifier");
     if (!output.defined()) fail(name, "the output Func has no definition");
     // Outputs of several types (a Tuple) are vectorized by the lanes of the widest.
@@ -978,21 +991,37 @@ PreparedShaveKernel prepare_shave_kernel(const std::string &name, Halide::Func o
     p.kernel.entry = name + "_argv";
     p.kernel.vector_lanes = uint32_t(vector_bits / out_type.bits());
     try {
-        if (!is_scheduled(output)) vectorize_output(output, vector_bits, cost_extents);
+        const int64_t lanes = p.kernel.vector_lanes;
+        p.counted_extents =
+            cost_extents.empty() ? nominal_extents(output.dimensions(), lanes) : cost_extents;
+        p.vectorization = vectorization;
+        p.may_vectorize_along_second = !is_scheduled(output) &&
+                                       vectorization == OutputVectorization::Default &&
+                                       may_vectorize_along_second(output, lanes, cost_extents);
+        if (!is_scheduled(output))
+            vectorize_output(output, vector_bits, cost_extents,
+                             vectorization == OutputVectorization::AlongSecond);
         schedule_inner_stages(output, vector_bits);
         refuse_parallel_loops(name, output);
         p.module = output.compile_to_module(inputs, name, shave_halide_target());
         const LoweredFunc function = p.module.get_function_by_name(name);
         for (const Halide::Argument &arg : function.args)
             p.kernel.args.push_back(describe_argument(name, arg));
-        p.counted_extents = cost_extents.empty()
-                                ? nominal_extents(output.dimensions(), p.kernel.vector_lanes)
-                                : cost_extents;
         p.key = cache_key(p.module, function, vector_bits, p.counted_extents);
     } catch (const Halide::Error &e) {
         fail(name, std::string("Halide: ") + e.what());
     }
     return p;
+}
+
+ShaveKernelCost prepared_cost(const PreparedShaveKernel &prepared) {
+    try {
+        return cost_per_output_vector(prepared.module.get_function_by_name(prepared.kernel.name),
+                                      prepared.counted_extents, prepared.vector_bits,
+                                      prepared.kernel.vector_lanes);
+    } catch (const Halide::Error &e) {
+        fail(prepared.kernel.name, std::string("Halide: ") + e.what());
+    }
 }
 
 ShaveKernelBinary finish_shave_kernel(PreparedShaveKernel prepared) {
@@ -1008,9 +1037,7 @@ ShaveKernelBinary finish_shave_kernel(PreparedShaveKernel prepared) {
             return *cached;
         }
         describe_reads(name, prepared.output, kernel.args);
-        kernel.per_vector = cost_per_output_vector(prepared.module.get_function_by_name(name),
-                                                   prepared.counted_extents, prepared.vector_bits,
-                                                   kernel.vector_lanes);
+        kernel.per_vector = prepared_cost(prepared);
         const Halide::Buffer<uint8_t> object = prepared.module.compile_to_buffer();
         kernel.object.assign(object.data(), object.data() + object.size_in_bytes());
         kernel_cache().insert(prepared.key, kernel);

@@ -98,6 +98,16 @@ ShaveKernelBinary compile_shave_kernel(const std::string &name, Halide::Func out
 // of one key finished at once would each be generated, whichever lands in the cache first;
 // finishing the first of a key, then the others, gives every one the first's object, as
 // compile_shave_kernel one after another does.
+//
+// An output its schedule leaves alone is vectorized along its innermost dimension, or, where
+// that extent is a few elements (an image's 3 channels) and the next holds a vector, along the
+// next with the innermost unrolled (Default); AlongSecond asks for the latter wherever the first
+// extent is shorter than a vector and the second holds one. Neither is better everywhere:
+// unrolled channels make an index computed from the channel (a space_to_depth's) a constant,
+// where along the channels it is a gather of one load per lane, but a reader of columns by a
+// computed index (a resize) gathers along the next. `may_vectorize_along_second` says when
+// preparing the kernel the other way is worth a try (prepared_cost compares them).
+enum class OutputVectorization { Default, AlongSecond };
 struct PreparedShaveKernel {
     ShaveKernelBinary kernel; // its name, entry, arguments and lanes; no object or cost yet
     std::string key;          // the cache key
@@ -105,11 +115,16 @@ struct PreparedShaveKernel {
     Halide::Module module{"", Halide::Target()}; // the lowered pipeline, its function `name`
     std::vector<int64_t> counted_extents;
     int vector_bits = 0;
+    OutputVectorization vectorization = OutputVectorization::Default;
+    bool may_vectorize_along_second = false;
 };
-PreparedShaveKernel prepare_shave_kernel(const std::string &name, Halide::Func output,
-                                         const std::vector<Halide::Argument> &inputs,
-                                         int vector_bits,
-                                         const std::vector<int64_t> &cost_extents = {});
+PreparedShaveKernel
+prepare_shave_kernel(const std::string &name, Halide::Func output,
+                     const std::vector<Halide::Argument> &inputs, int vector_bits,
+                     const std::vector<int64_t> &cost_extents = {},
+                     OutputVectorization vectorization = OutputVectorization::Default);
+// The kernel's figures per output vector, as finish_shave_kernel stores them.
+ShaveKernelCost prepared_cost(const PreparedShaveKernel &prepared);
 ShaveKernelBinary finish_shave_kernel(PreparedShaveKernel prepared);
 
 // How often compile_shave_kernel found a kernel already compiled in this process (hits), and how
