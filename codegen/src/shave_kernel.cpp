@@ -479,12 +479,17 @@ bool vectorize_reduction(Halide::Func &f, int update, int lanes) {
     return true;
 }
 
+// A native vector's lanes of the output's widest type (8 bits at least).
+int64_t output_lanes(const Halide::Func &out, int vector_bits) {
+    int bits = 8;
+    for (const Halide::Type &t : out.output_types()) bits = std::max(bits, t.bits());
+    return vector_bits / bits;
+}
+
 // Vectorizes a stage's pure innermost dimension by the lanes of the Func's widest type, guarded
 // so any extent works.
 void vectorize_innermost(Halide::Func &f, int vector_bits) {
-    int bits = 8;
-    for (const Halide::Type &t : f.output_types()) bits = std::max(bits, t.bits());
-    const int lanes = vector_bits / bits;
+    const int lanes = int(output_lanes(f, vector_bits));
     const std::vector<std::string> &pure = f.function().args();
     if (pure.empty() || lanes < 2) return;
     const Halide::Var x(pure[0]);
@@ -519,9 +524,7 @@ bool may_vectorize_along_second(const Halide::Func &out, int64_t lanes,
 // latter wherever may_vectorize_along_second allows it.
 void vectorize_output(Halide::Func &out, int vector_bits, const std::vector<int64_t> &extents,
                       bool along_second) {
-    int bits = 8;
-    for (const Halide::Type &t : out.output_types()) bits = std::max(bits, t.bits());
-    const int64_t lanes = vector_bits / bits;
+    const int64_t lanes = output_lanes(out, vector_bits);
     const std::vector<std::string> &pure = out.function().args();
     constexpr int64_t kShortExtent = 4;
     if (!may_vectorize_along_second(out, lanes, extents) ||
@@ -991,13 +994,12 @@ PreparedShaveKernel prepare_shave_kernel(const std::string &name, Halide::Func o
     p.kernel.entry = name + "_argv";
     p.kernel.vector_lanes = uint32_t(vector_bits / out_type.bits());
     try {
-        const int64_t lanes = p.kernel.vector_lanes;
-        p.counted_extents =
-            cost_extents.empty() ? nominal_extents(output.dimensions(), lanes) : cost_extents;
-        p.vectorization = vectorization;
-        p.may_vectorize_along_second = !is_scheduled(output) &&
-                                       vectorization == OutputVectorization::Default &&
-                                       may_vectorize_along_second(output, lanes, cost_extents);
+        p.counted_extents = cost_extents.empty()
+                                ? nominal_extents(output.dimensions(), p.kernel.vector_lanes)
+                                : cost_extents;
+        p.may_vectorize_along_second =
+            !is_scheduled(output) && vectorization == OutputVectorization::Default &&
+            may_vectorize_along_second(output, output_lanes(output, vector_bits), cost_extents);
         if (!is_scheduled(output))
             vectorize_output(output, vector_bits, cost_extents,
                              vectorization == OutputVectorization::AlongSecond);

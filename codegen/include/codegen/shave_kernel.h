@@ -115,8 +115,7 @@ struct PreparedShaveKernel {
     Halide::Module module{"", Halide::Target()}; // the lowered pipeline, its function `name`
     std::vector<int64_t> counted_extents;
     int vector_bits = 0;
-    OutputVectorization vectorization = OutputVectorization::Default;
-    bool may_vectorize_along_second = false;
+    bool may_vectorize_along_second = false; // see OutputVectorization
 };
 PreparedShaveKernel
 prepare_shave_kernel(const std::string &name, Halide::Func output,
