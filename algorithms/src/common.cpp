@@ -478,7 +478,11 @@ std::optional<Fp16QuantizeByBits> fp16_quantize_by_bits(float scale, int32_t zer
 
 Expr dequantize(const Expr &stored, const InputInfo &in) {
     if (!in.quantized) return Halide::cast<float>(stored);
-    return Halide::cast<float>(Halide::cast<int32_t>(stored) - in.zero_point) * in.scale;
+    // An 8-bit integer minus an 8-bit zero point fits 16 bits: the same values in half the
+    // vectors of int32.
+    return Halide::cast<float>(Halide::cast<int16_t>(stored) -
+                               Halide::cast<int16_t>(in.zero_point)) *
+           in.scale;
 }
 
 // The output quantization of an int8 sigmoid or softmax: [0, 1] over the type's 256 steps.
