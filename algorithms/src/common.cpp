@@ -444,6 +444,22 @@ int32_t quantized_by_bits(float x, const Fp16QuantizeByBits &form, int32_t zero_
     return type == dsl::ElemType::U8 ? int32_t(byte) : int32_t(int8_t(byte));
 }
 
+// Every fp16 value but NaN, in increasing order; made once, as a per-axis quantize checks every
+// index's scale against all of them.
+const std::vector<float> &ordered_f16_values() {
+    static const std::vector<float> values = [] {
+        std::vector<float> v;
+        v.reserve(65536);
+        for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
+            const float x = float(Halide::float16_t::make_from_bits(uint16_t(bits)));
+            if (!std::isnan(x)) v.push_back(x);
+        }
+        std::sort(v.begin(), v.end());
+        return v;
+    }();
+    return values;
+}
+
 } // namespace
 
 std::optional<Fp16QuantizeByBits> fp16_quantize_by_bits(float scale, int32_t zero_point,
@@ -452,13 +468,7 @@ std::optional<Fp16QuantizeByBits> fp16_quantize_by_bits(float scale, int32_t zer
     form.reciprocal = 1.0f / scale;
     // Quantizing is monotone in x: low is the largest fp16 value giving the type's minimum, high
     // the smallest giving its maximum (-inf and +inf give them; fp16 bits 0xfc00 and 0x7c00).
-    std::vector<float> ordered;
-    ordered.reserve(65536);
-    for (uint32_t bits = 0; bits <= 0xffff; ++bits) {
-        const float x = float(Halide::float16_t::make_from_bits(uint16_t(bits)));
-        if (!std::isnan(x)) ordered.push_back(x);
-    }
-    std::sort(ordered.begin(), ordered.end());
+    const std::vector<float> &ordered = ordered_f16_values();
     float low = ordered.front(), high = ordered.back();
     for (float x : ordered)
         if (onnx_quantized(x, scale, zero_point, type) == stored_min(type)) low = x;
