@@ -682,15 +682,21 @@ void expect_values_and_device(const dsl::Graph &graph, const std::vector<double>
     EXPECT_TRUE(r.ok()) << r.report();
 }
 
-// The fp16 values of a tensor laid out as make_buffer does, in row-major (memory) order: the
-// logical order of a tensor of a rank other than 4.
+// The fp16 values of a tensor laid out as make_buffer does, in logical row-major order (a rank-4
+// tensor held NHWC reordered).
 std::vector<double> row_major_values(const dsl::TensorDesc &t, const Halide::Buffer<> &b) {
     const std::vector<uint8_t> bytes = algorithms::to_memory_order(t, b);
+    const std::vector<int64_t> strides = t.order.logical_strides(t.shape);
+    const std::vector<int64_t> &extents = t.shape.raw();
     std::vector<double> values(bytes.size() / 2);
+    std::vector<int64_t> at(extents.size(), 0);
     for (size_t i = 0; i < values.size(); ++i) {
+        int64_t element = 0;
+        for (size_t d = 0; d < at.size(); ++d) element += at[d] * strides[d];
         uint16_t bits;
-        std::memcpy(&bits, &bytes[2 * i], 2);
+        std::memcpy(&bits, &bytes[2 * size_t(element)], 2);
         values[i] = double(Halide::float16_t::make_from_bits(bits));
+        for (size_t d = at.size(); d > 0 && ++at[d - 1] == extents[d - 1];) at[--d] = 0;
     }
     return values;
 }
@@ -729,9 +735,7 @@ std::vector<double> einsum_in_double(const std::vector<std::string> &terms,
 // random reals of odd extents against the sum worked out in double (matrix and batched products,
 // an inner and an outer product, transposed operands and results, indices summed in one operand,
 // the implicit result, diagonals, ellipses), the reference and vpu27 giving the same bytes. An
-// ellipsis stands for the indices A, B... of the equation the double sum works out. Operands and
-// results are of rank 3 at most, which row_major_values reads in logical order (a rank-4 tensor
-// is held NHWC).
+// ellipsis stands for the indices A, B... of the equation the double sum works out.
 TEST(OnnxNn, EinsumOfOneOrTwoOperandsComputesTheSum) {
     const std::map<char, int64_t> extent = {{'a', 3}, {'b', 2}, {'i', 5}, {'j', 7},
                                             {'k', 3}, {'l', 4}, {'A', 3}, {'B', 2}};
@@ -890,6 +894,16 @@ IndexedRun run_indexed(const onnx::ModelProto &m) {
     return run;
 }
 
+// The message of the ModelError importing `m` throws, or "" when it imports.
+std::string import_error(const onnx::ModelProto &m) {
+    try {
+        import_model(m);
+    } catch (const frontend::ModelError &e) {
+        return e.what();
+    }
+    return "";
+}
+
 // GatherND, ScatterND and ScatterElements of constant indices are one gather of constant indices
 // (a scatter's from the data and the updates joined; one per write to an element for a
 // reduction, combined by its eltwise layer): random reals against the ops worked out by hand,
@@ -943,14 +957,6 @@ TEST(OnnxNn, GatherAndScatterOfConstantIndices) {
         set_attr(m, "axis", int64_t(1));
         EXPECT_EQ(run_indexed(m).got, want);
     }
-    auto import_error = [](const onnx::ModelProto &m) -> std::string {
-        try {
-            import_model(m);
-        } catch (const frontend::ModelError &e) {
-            return e.what();
-        }
-        return "";
-    };
     EXPECT_NE(import_error(indexed_model("GatherND", {2, 3}, {1, 2}, {0, 3}, {1}))
                   .find("index 3 (element 1 of the indices) is outside [-3, 3)"),
               std::string::npos);
@@ -962,6 +968,84 @@ TEST(OnnxNn, GatherAndScatterOfConstantIndices) {
         ->mutable_tensor_type()
         ->set_elem_type(onnx::TensorProto::INT64);
     EXPECT_NE(import_error(computed).find("indices must be a constant"), std::string::npos);
+}
+
+// ReverseSequence and MaxUnpool of constant lengths and indices are one gather too: random reals
+// against the ops worked out by hand. ReverseSequence with the time first and with the batch
+// first, lengths of 0 (a copy) to the whole axis. MaxUnpool into the inferred shape and into a
+// larger output_shape, whose flattening the indices index (as ONNX Runtime and PyTorch have it),
+// a repeated index (the last write wins); and the errors.
+TEST(OnnxNn, ReverseSequenceAndMaxUnpoolOfConstantIndices) {
+    for (const bool batch_first : {false, true}) {
+        const int64_t steps = 4, batches = 3, inner = 5;
+        const std::vector<int64_t> lengths = {4, 0, 2};
+        const std::vector<int64_t> shape = batch_first
+                                               ? std::vector<int64_t>{batches, steps, inner}
+                                               : std::vector<int64_t>{steps, batches, inner};
+        onnx::ModelProto m = indexed_model("ReverseSequence", shape, {batches}, lengths, shape);
+        set_attr(m, "batch_axis", int64_t(batch_first ? 0 : 1));
+        set_attr(m, "time_axis", int64_t(batch_first ? 1 : 0));
+        const IndexedRun r = run_indexed(m);
+        auto at = [&](int64_t t, int64_t b, int64_t e) {
+            return size_t(((batch_first ? b * steps + t : t * batches + b) * inner) + e);
+        };
+        std::vector<double> want(r.data.size());
+        for (int64_t b = 0; b < batches; ++b)
+            for (int64_t t = 0; t < steps; ++t) {
+                const int64_t length = lengths[size_t(b)];
+                for (int64_t e = 0; e < inner; ++e)
+                    want[at(t, b, e)] = r.data[at(t < length ? length - 1 - t : t, b, e)];
+            }
+        EXPECT_EQ(r.got, want) << (batch_first ? "batch first" : "time first");
+    }
+    auto unpool = [](const std::vector<int64_t> &indices, const std::vector<int64_t> &out,
+                     bool with_output_shape) {
+        onnx::ModelProto m = indexed_model("MaxUnpool", {1, 2, 2, 3}, {1, 2, 2, 3}, indices, out);
+        for (const char *name : {"kernel_shape", "strides"}) {
+            onnx::AttributeProto &a = *m.mutable_graph()->mutable_node(0)->add_attribute();
+            a.set_name(name);
+            a.set_type(onnx::AttributeProto::INTS);
+            a.add_ints(2);
+            a.add_ints(2);
+        }
+        if (with_output_shape) {
+            m.mutable_graph()->mutable_node(0)->add_input("output_shape");
+            onnx::TensorProto &t = *m.mutable_graph()->add_initializer();
+            t.set_name("output_shape");
+            t.set_data_type(onnx::TensorProto::INT64);
+            t.add_dims(4);
+            for (int64_t d : out) t.add_int64_data(d);
+        }
+        return m;
+    };
+    for (const bool with_output_shape : {false, true}) {
+        // Each pooled element's place in its 2x2 window of the output [1, 2, H, W] (4x6, or 5x7
+        // as output_shape), flattened whole; element 5 writes where element 4 did.
+        const int64_t height = with_output_shape ? 5 : 4, width = with_output_shape ? 7 : 6;
+        std::vector<int64_t> indices;
+        for (int64_t c = 0; c < 2; ++c)
+            for (int64_t h = 0; h < 2; ++h)
+                for (int64_t w = 0; w < 3; ++w)
+                    indices.push_back((c * height + 2 * h + (w % 2)) * width + 2 * w + (h + c) % 2);
+        indices[5] = indices[4];
+        const IndexedRun r = run_indexed(unpool(indices, {1, 2, height, width}, with_output_shape));
+        std::vector<double> want(size_t(2 * height * width), 0.0);
+        for (size_t j = 0; j < indices.size(); ++j) want[size_t(indices[j])] = r.data[j];
+        EXPECT_EQ(r.got, want) << (with_output_shape ? "with output_shape" : "inferred shape");
+    }
+
+    EXPECT_NE(import_error(indexed_model("ReverseSequence", {4, 3}, {3}, {1, 5, 2}, {4, 3}))
+                  .find("sequence_lens[1] = 5 is outside [0, 4]"),
+              std::string::npos);
+    std::vector<int64_t> in_order(12);
+    for (size_t j = 0; j < in_order.size(); ++j) in_order[j] = int64_t(j);
+    EXPECT_NE(import_error(unpool(in_order, {1, 2, 3, 6}, true))
+                  .find("output_shape is smaller than the unpooled shape along axis 2"),
+              std::string::npos);
+    in_order.back() = 48;
+    EXPECT_NE(import_error(unpool(in_order, {1, 2, 4, 6}, false))
+                  .find("index 48 (element 11 of the indices) is outside [-48, 48)"),
+              std::string::npos);
 }
 
 // Tile along the batch of a 4-D tensor held NHWC (node/test_tile): the other axes tiled first,
@@ -1128,8 +1212,9 @@ INSTANTIATE_TEST_SUITE_P(
     Onnx, NnNodeTest,
     ::testing::Values(
         "test_globalaveragepool_precomputed", "test_globalmaxpool_precomputed", "test_erf",
-        "test_matmul_2d", "test_matmul_3d", "test_matmul_4d", "test_upsample_nearest",
-        "test_resize_downsample_scales_cubic",
+        "test_reversesequence_batch", "test_reversesequence_time",
+        "test_maxunpool_export_without_output_shape", "test_matmul_2d", "test_matmul_3d",
+        "test_matmul_4d", "test_upsample_nearest", "test_resize_downsample_scales_cubic",
         "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",
         "test_resize_downsample_scales_cubic_align_corners", "test_resize_downsample_sizes_cubic",
         "test_resize_downsample_sizes_nearest_tf_half_pixel_for_nn",

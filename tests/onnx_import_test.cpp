@@ -78,7 +78,10 @@ INSTANTIATE_TEST_SUITE_P(
         "test_reduce_prod_do_not_keepdims_random", "test_reduce_min_negative_axes_keepdims_random",
         "test_reduce_log_sum_desc_axes", "test_argmax_no_keepdims_example_select_last_index",
         "test_argmin_keepdims_random", "test_argmax_default_axis_random", "test_hardmax_one_hot",
-        "test_hardmax_axis_0", "test_logsoftmax_axis_0"),
+        "test_hardmax_axis_0", "test_logsoftmax_axis_0",
+        // OneHot: int64 and float indices, negative ones, the new axis first, last and inside.
+        "test_onehot_without_axis", "test_onehot_with_axis", "test_onehot_with_negative_axis",
+        "test_onehot_negative_indices"),
     [](const ::testing::TestParamInfo<std::string> &info) { return info.param.substr(5); });
 
 } // namespace
@@ -1484,3 +1487,98 @@ TEST(OnnxImport, ScalarsAreOneElementOfRankZero) {
 }
 
 } // namespace
+
+namespace {
+
+// A OneHot model: indices `x` of `shape` (a float graph input, or an int64 initializer of
+// `constant_indices`), depth 7 and values [off, on] as initializers, the new axis at `axis`.
+onnx::ModelProto one_hot_model(const std::vector<int64_t> &shape, int64_t axis, float off, float on,
+                               const std::vector<int64_t> &constant_indices = {}) {
+    std::vector<int64_t> out_shape = shape;
+    out_shape.insert(out_shape.begin() + (axis < 0 ? axis + int64_t(shape.size()) + 1 : axis), 7);
+    onnx::ModelProto m = graph_model("y", out_shape);
+    onnx::GraphProto &g = *m.mutable_graph();
+    if (constant_indices.empty())
+        add_float_input(g, "x", shape);
+    else {
+        add_ints(g, "x", constant_indices);
+        g.mutable_initializer(0)->clear_dims();
+        for (int64_t d : shape) g.mutable_initializer(0)->add_dims(d);
+    }
+    add_ints(g, "depth", {7}, true);
+    const std::vector<float> values = {off, on};
+    add_float_initializer(g, "values", {2}, [&](int64_t i) { return values[size_t(i)]; });
+    onnx::AttributeProto &a = *add_node(g, "OneHot", {"x", "depth", "values"}, "y").add_attribute();
+    a.set_name("axis");
+    a.set_type(onnx::AttributeProto::INT);
+    a.set_i(axis);
+    return m;
+}
+
+// What OneHot gives at position p of the new axis for index k, depth 7: float indices truncated,
+// [-7, 0) counting from the end, others off everywhere.
+bool one_hot_at(double k, int64_t p) {
+    const double whole = std::trunc(k);
+    return (whole >= 0 ? whole : whole + 7) == double(p);
+}
+
+} // namespace
+
+// OneHot of computed float indices along the middle axis of an odd shape, on the simulator:
+// whole and fractional indices (truncated), negative ones (from the end), ones outside
+// [-depth, depth) (off everywhere), and values that are random reals (rounded to fp16). Of
+// constant indices it folds. Depth and values must be constants.
+TEST(OnnxImport, OneHotOfComputedAndConstantIndices) {
+    const float off = -1.2345f, on = 0.8421f;
+    const frontend::ImportedModel imported =
+        frontend::import_onnx_bytes(bytes_of(one_hot_model({3, 5}, 1, off, on)), "m.onnx");
+    EXPECT_EQ(imported.graph.outputs().at(0).output().shape, dsl::Shape({3, 7, 5}));
+    std::mt19937 rng(131);
+    Halide::Buffer<float> x(5, 3); // numpy (3, 5)
+    const std::vector<float> chosen = {0, 6, -1, -7, 7, -8, 2.75f, -1.5f, 0.5f, -0.5f, 100};
+    x.for_each_element([&](int j, int i) {
+        const size_t e = size_t(i * 5 + j);
+        x(j, i) =
+            e < chosen.size() ? chosen[e] : float(std::uniform_real_distribution<>(-9.5, 9.5)(rng));
+    });
+    const std::vector<frontend::NamedTensor> out = run_model(imported, {{"x", x}});
+    ASSERT_EQ(out.size(), 1u);
+    const Halide::Buffer<Halide::float16_t> y(out[0].value);
+    ASSERT_EQ(y.dimensions(), 3);
+    for (int i = 0; i < 3; ++i)
+        for (int p = 0; p < 7; ++p)
+            for (int j = 0; j < 5; ++j) {
+                // The device's input is x in fp16.
+                const double k = double(Halide::float16_t(x(j, i)));
+                EXPECT_EQ(float(y(j, p, i)), float(Halide::float16_t(one_hot_at(k, p) ? on : off)))
+                    << "index " << k << " at position " << p;
+            }
+
+    // Constant indices fold into a constant result, here along the last axis.
+    const std::vector<int64_t> indices = {3, -2, 9, -8, 0, 6};
+    const frontend::ImportedModel folded = frontend::import_onnx_bytes(
+        bytes_of(one_hot_model({2, 3}, -1, 0.25f, 4.5f, indices)), "m.onnx");
+    ASSERT_TRUE(dsl::is_constant(folded.graph.outputs().at(0)));
+    const dsl::ConstValues v = dsl::const_values(folded.graph.outputs().at(0));
+    EXPECT_EQ(v.shape, (std::vector<int64_t>{2, 3, 7}));
+    for (size_t e = 0; e < indices.size(); ++e)
+        for (int64_t p = 0; p < 7; ++p)
+            EXPECT_EQ(v.reals.at(e * 7 + size_t(p)), one_hot_at(double(indices[e]), p) ? 4.5 : 0.25)
+                << "index " << indices[e] << " at position " << p;
+
+    onnx::ModelProto computed_depth = one_hot_model({3, 5}, 1, off, on);
+    add_float_input(*computed_depth.mutable_graph(), "d", {1});
+    computed_depth.mutable_graph()->mutable_node(0)->set_input(1, "d");
+    computed_depth.mutable_graph()->mutable_initializer()->DeleteSubrange(0, 1); // depth
+    EXPECT_NE(import_error(computed_depth)
+                  .find("node 'y' (OneHot): input 1 (depth, 'd') must be a "
+                        "constant"),
+              std::string::npos)
+        << import_error(computed_depth);
+    onnx::ModelProto three_values = one_hot_model({3, 5}, 1, off, on);
+    three_values.mutable_graph()->mutable_initializer(1)->add_float_data(1);
+    three_values.mutable_graph()->mutable_initializer(1)->set_dims(0, 3);
+    EXPECT_NE(import_error(three_values).find("Input 'values' must have exactly two elements"),
+              std::string::npos)
+        << import_error(three_values);
+}

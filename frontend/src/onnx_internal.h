@@ -181,11 +181,13 @@ std::vector<dsl::Layer> import_batch_matmul(NodeImport &node);
 std::vector<dsl::Layer> import_linear(NodeImport &node);
 std::vector<dsl::Layer> import_constant_eltwise(NodeImport &node, const std::string &op);
 std::vector<dsl::Layer> import_global_pool(NodeImport &node, bool is_max);
-// onnx_ops_scatter.cpp: GatherND, ScatterND and ScatterElements (and Scatter) of constant
-// indices, as one gather of constant indices.
+// onnx_ops_scatter.cpp: GatherND, ScatterND, ScatterElements (and Scatter), ReverseSequence and
+// MaxUnpool of constant indices (or lengths), as one gather of constant indices.
 std::vector<dsl::Layer> import_gather_nd(NodeImport &node);
 std::vector<dsl::Layer> import_scatter_nd(NodeImport &node);
 std::vector<dsl::Layer> import_scatter_elements(NodeImport &node);
+std::vector<dsl::Layer> import_reverse_sequence(NodeImport &node);
+std::vector<dsl::Layer> import_max_unpool(NodeImport &node);
 
 // The convolution geometry readers of onnx_ops.cpp: an attribute of one entry per spatial
 // dimension (`dims`, 1 or 2) as (H, W), and the pads [top, left, bottom, right] from `pads` or

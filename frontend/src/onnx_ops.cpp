@@ -563,9 +563,23 @@ Layers division(NodeImport &node) {
     return computed_elementwise(node, "div");
 }
 
+// Constant `values` as a tensor of the type the device holds (floats the precision's, INT64
+// i32, BOOL u8), copied from the blob's constants into a computation beside computed tensors;
+// `role` names it in the layer's name and in errors, `what` is its ONNX value's name.
+dsl::Layer device_constant(NodeImport &node, const dsl::ConstValues &values,
+                           const std::string &role, const std::string &what) {
+    for (int64_t v : values.ints)
+        if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
+            node.fail("the constant " + role + " holds " + std::to_string(v) +
+                      ", outside i32, the device's integers");
+    const dsl::ElemType device =
+        values.is_float() ? float_type(node) : dsl::device_type(values.type);
+    return dsl::LayerRegistry::constant(node.unique_name(node.name() + "." + role),
+                                        converted(dsl::const_buffer(values), device, what));
+}
+
 // Where of computed tensors; a constant beside them (X or Y, a zero or a one of NLL's masks) is
-// a tensor of the type the device holds (floats the precision's, INT64 i32, BOOL u8) copied
-// from the blob's constants. All constant: folded.
+// a device constant. All constant: folded.
 Layers where(NodeImport &node) {
     if (node.input_count() != 3) node.fail("takes exactly 3 inputs");
     bool all_constant = true;
@@ -575,22 +589,100 @@ Layers where(NodeImport &node) {
     Layers inputs;
     for (size_t i = 0; i < 3; ++i) {
         const dsl::Layer &in = node.input(i);
-        if (!dsl::is_constant(in)) {
-            inputs.push_back(in);
-            continue;
-        }
-        const dsl::ConstValues values = dsl::const_values(in);
-        for (int64_t v : values.ints)
-            if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max())
-                node.fail(std::string("the constant ") + roles[i] + " holds " + std::to_string(v) +
-                          ", outside i32, the device's integers");
-        const dsl::ElemType device =
-            values.is_float() ? float_type(node) : dsl::device_type(values.type);
-        inputs.push_back(dsl::LayerRegistry::constant(
-            node.unique_name(node.name() + "." + roles[i]),
-            converted(dsl::constant_value(in), device, node.node().input(int(i)))));
+        inputs.push_back(dsl::is_constant(in) ? device_constant(node, dsl::const_values(in),
+                                                                roles[i], node.node().input(int(i)))
+                                              : in);
     }
     return {broadcasting(node, "where", node.name(), inputs)};
+}
+
+// OneHot: along a new axis of `depth` positions, values[1] where the index equals the position
+// and values[0] elsewhere. As ONNX says, float indices and depth are cast to integers first
+// (towards zero), an index in [-depth, 0) counts from the end, and one outside [-depth, depth)
+// gives values[0] along the whole axis. Depth and values are constants. Of computed indices: i32
+// indices, an unsqueeze for the new axis, `equal` to the constant positions 0..depth-1 or to
+// -depth..-1 (broadcast along the new axis), `or`, and `where` of the two values; of constant
+// indices, folded.
+Layers one_hot(NodeImport &node) {
+    if (node.input_count() != 3) node.fail("takes exactly 3 inputs");
+    const dsl::ConstValues depth_in =
+        dsl::const_values(node.constant_input(1, "depth"), node.node().input(1));
+    if (depth_in.elements() != 1) node.fail("depth must be one value");
+    const double depth_real =
+        depth_in.is_float() ? std::trunc(depth_in.reals[0]) : double(depth_in.ints[0]);
+    constexpr double kMaxDepth = double(1 << 24);
+    if (!(depth_real >= 1 && depth_real <= kMaxDepth))
+        node.fail("depth " +
+                  (depth_in.is_float() ? std::to_string(depth_in.reals[0])
+                                       : std::to_string(depth_in.ints[0])) +
+                  " is not in [1, 2^24]");
+    const int64_t depth = int64_t(depth_real);
+    const dsl::ConstValues values =
+        dsl::const_values(node.constant_input(2, "values"), node.node().input(2));
+    if (values.elements() != 2) node.fail("values must be two: [off, on]");
+
+    const dsl::Layer &indices = node.input(0);
+    const int64_t rank = shape_of(indices).rank();
+    if (rank + 1 > dsl::kMaxRank)
+        node.fail("indices of rank " + std::to_string(rank) + ": the result's rank " +
+                  std::to_string(rank + 1) + " is above " + std::to_string(dsl::kMaxRank));
+    int64_t axis = node.attr_int("axis", -1);
+    if (axis < -(rank + 1) || axis > rank)
+        node.fail("axis " + std::to_string(axis) + " is outside the result's rank " +
+                  std::to_string(rank + 1));
+    if (axis < 0) axis += rank + 1;
+    std::vector<int64_t> out_shape = shape_of(indices).raw();
+    out_shape.insert(out_shape.begin() + axis, depth);
+    double out_elements = 1;
+    for (int64_t e : out_shape) out_elements *= double(e);
+    if (out_elements > kMaxDepth)
+        node.fail("a result of " + std::to_string(int64_t(out_elements)) +
+                  " elements, more than 2^24");
+
+    if (dsl::is_constant(indices)) {
+        const dsl::ConstValues index = dsl::const_values(indices);
+        const dsl::ConstValues result =
+            dsl::pick_elements(values, out_shape, [&](const std::vector<int64_t> &i) -> int64_t {
+                int64_t flat = 0; // i without the new axis, row-major in the indices
+                for (size_t d = 0; d < i.size(); ++d)
+                    if (int64_t(d) != axis) flat = flat * out_shape[d] + i[d];
+                const double k = index.is_float() ? std::trunc(index.reals[size_t(flat)])
+                                                  : double(index.ints[size_t(flat)]);
+                const double wrapped = k < 0 ? k + double(depth) : k;
+                return wrapped == double(i[size_t(axis)]) ? 1 : 0;
+            });
+        return {dsl::LayerRegistry::constant(node.name(), dsl::const_buffer(result))};
+    }
+
+    dsl::Layer as_int = indices;
+    if (indices.output().type != dsl::ElemType::I32) {
+        dsl::Attrs to;
+        to.set("to", std::string(dsl::to_string(dsl::ElemType::I32)));
+        as_int = node.build("cast", node.unique_name(node.name() + ".indices"), {indices}, to);
+    }
+    dsl::Attrs new_axis;
+    new_axis.set("axes", std::vector<int64_t>{axis});
+    const dsl::Layer along =
+        node.build("unsqueeze", node.unique_name(node.name() + ".along"), {as_int}, new_axis);
+    auto positions = [&](int64_t first, const std::string &role) {
+        dsl::ConstValues p{dsl::ElemType::I64, std::vector<int64_t>(size_t(rank + 1), 1), {}, {}};
+        p.shape[size_t(axis)] = depth;
+        for (int64_t k = 0; k < depth; ++k) p.ints.push_back(first + k);
+        return device_constant(node, p, role, node.name() + " " + role);
+    };
+    const dsl::Layer hot =
+        node.build("or", node.unique_name(node.name() + ".hot"),
+                   {binary(node, "equal", node.unique_name(node.name() + ".from_start"), along,
+                           positions(0, "positions")),
+                    binary(node, "equal", node.unique_name(node.name() + ".from_end"), along,
+                           positions(-depth, "positions_from_end"))},
+                   {});
+    auto value = [&](size_t i, const std::string &role) {
+        return device_constant(
+            node, dsl::pick_elements(values, {}, [i](const auto &) { return int64_t(i); }), role,
+            node.node().input(2));
+    };
+    return {broadcasting(node, "where", node.name(), {hot, value(1, "on"), value(0, "off")})};
 }
 
 Layers mod(NodeImport &node) {
@@ -1562,12 +1654,14 @@ const std::map<std::string, OpImporter> &op_importers() {
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
         {"Max", [](NodeImport &n) { return variadic_eltwise(n, "max"); }},
         {"MaxPool", [](NodeImport &n) { return pool(n, "max_pool"); }},
+        {"MaxUnpool", import_max_unpool},
         {"Mean", mean},
         {"Min", [](NodeImport &n) { return variadic_eltwise(n, "min"); }},
         {"Mod", mod},
         {"Mul", [](NodeImport &n) { return eltwise(n, "mul"); }},
         {"Neg", unary_layer("neg")},
         {"Not", unary_layer("not")},
+        {"OneHot", one_hot},
         {"Or", [](NodeImport &n) { return computed_elementwise(n, "or"); }},
         {"PRelu", [](NodeImport &n) { return elementwise_or_constant(n, "prelu"); }},
         {"Pad", pad},
@@ -1593,6 +1687,7 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"Reshape", reshaping("reshape", {"allowzero"})},
         {"Resize", import_resize},
+        {"ReverseSequence", import_reverse_sequence},
         {"Round", unary_layer("round")},
         {"Selu", unary_layer("selu", {{"alpha", 1.67326319217681884765625f},
                                       {"gamma", 1.05070102214813232421875f}})},

@@ -1,9 +1,10 @@
-// GatherND, ScatterND, ScatterElements and Scatter with constant indices: each output element is
-// one element of the data (or of the updates), known at compile time, so the op is one gather
-// of constant indices from the data flattened (NODE.data_flat), the updates flattened after it
-// (NODE.updates_flat, NODE.sources), reshaped to the output: the gather layer's SHAVE copy
-// kernel, which reads each picked element once. A scatter's reduction takes one such gather per
-// repeated write (scattered, below). Computed indices are refused naming the node.
+// GatherND, ScatterND, ScatterElements, Scatter, ReverseSequence and MaxUnpool with constant
+// indices (sequence lengths): each output element is one element of the data (or of the updates,
+// or a zero), known at compile time, so the op is one gather of constant indices from the data
+// flattened (NODE.data_flat), the updates flattened after it (NODE.updates_flat, NODE.sources),
+// reshaped to the output: the gather layer's SHAVE copy kernel, which reads each picked element
+// once. A scatter's reduction takes one such gather per repeated write (scattered, below).
+// Computed indices are refused naming the node.
 #include <functional>
 #include <limits>
 #include <map>
@@ -234,6 +235,98 @@ Layers import_scatter_elements(NodeImport &node) {
         writes.push_back({target, j});
     }
     return scattered(node, writes);
+}
+
+// output = input, with the first sequence_lens[b] elements along time_axis of each batch b
+// (along batch_axis) in reverse order.
+Layers import_reverse_sequence(NodeImport &node) {
+    const std::vector<int64_t> data = extents_of(node.input(0));
+    const int64_t rank = int64_t(data.size());
+    const int64_t batch_axis = node.attr_int("batch_axis", 1),
+                  time_axis = node.attr_int("time_axis", 0);
+    if (rank < 2 || !((batch_axis == 0 && time_axis == 1) || (batch_axis == 1 && time_axis == 0)))
+        node.fail("batch_axis " + std::to_string(batch_axis) + " and time_axis " +
+                  std::to_string(time_axis) + " of an input of rank " + std::to_string(rank) +
+                  ": they must be 0 and 1, in either order, of a rank of 2 or more");
+    const int64_t batches = data[size_t(batch_axis)], steps = data[size_t(time_axis)];
+    if (!dsl::is_constant(node.input(1)) &&
+        !(node.input(1).is_input() && node.options().known_inputs.count(node.input(1).name())))
+        node.fail("sequence_lens must be a constant (an initializer, or computed from "
+                  "constants); computed lengths are not supported");
+    const std::vector<int64_t> lengths = node.constant_ints(1, "sequence_lens");
+    if (int64_t(lengths.size()) != batches)
+        node.fail(std::to_string(lengths.size()) + " sequence_lens for a batch of " +
+                  std::to_string(batches));
+    for (size_t b = 0; b < lengths.size(); ++b)
+        if (lengths[b] < 0 || lengths[b] > steps)
+            node.fail("sequence_lens[" + std::to_string(b) + "] = " + std::to_string(lengths[b]) +
+                      " is outside [0, " + std::to_string(steps) + "]");
+    // Axes 0 and 1 are the batch and the time in some order; the rest is `inner` per pair.
+    const int64_t inner = product(data, 2, data.size());
+    std::vector<int64_t> map;
+    map.reserve(size_t(batches * steps * inner));
+    for (int64_t outer = 0; outer < data[0]; ++outer)
+        for (int64_t second = 0; second < data[1]; ++second) {
+            const int64_t b = batch_axis == 0 ? outer : second,
+                          t = batch_axis == 0 ? second : outer;
+            const int64_t length = lengths[size_t(b)];
+            const int64_t from = t < length ? length - 1 - t : t;
+            const int64_t source = batch_axis == 0 ? b * steps + from : from * batches + b;
+            for (int64_t e = 0; e < inner; ++e) map.push_back(source * inner + e);
+        }
+    return {static_gather(node, node.name(), {{node.input(0), "data_flat"}}, map, data)};
+}
+
+// output = zeros of the unpooled shape, with output (flattened) at indices[j] = X[j] (the last
+// write wins, as ONNX's reference loops): the inverse of MaxPool with its indices. The shape is
+// output_shape when given, else (in - 1) * stride - pads + kernel along each spatial axis.
+Layers import_max_unpool(NodeImport &node) {
+    const dsl::Layer &x = node.input(0);
+    if (!x.output().quant.empty())
+        node.fail("input 0 is quantized: its zeros are not the integer 0 (dequantize it first)");
+    const std::vector<int64_t> in = extents_of(x);
+    const std::vector<int64_t> kernel = node.attr_ints("kernel_shape", {});
+    const size_t spatial = kernel.size();
+    if (spatial == 0 || in.size() != spatial + 2)
+        node.fail("kernel_shape of " + std::to_string(spatial) + " axes for an input of rank " +
+                  std::to_string(in.size()) + ": it must give each axis after N and C");
+    const std::vector<int64_t> strides =
+        node.attr_ints("strides", std::vector<int64_t>(spatial, 1));
+    const std::vector<int64_t> pads = node.attr_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+    if (strides.size() != spatial || pads.size() != 2 * spatial)
+        node.fail("strides and pads must give each spatial axis (pads twice)");
+    std::vector<int64_t> out = {in[0], in[1]};
+    for (size_t d = 0; d < spatial; ++d)
+        out.push_back((in[d + 2] - 1) * strides[d] - pads[d] - pads[d + spatial] + kernel[d]);
+    if (node.has_input(2)) {
+        const std::vector<int64_t> given = node.constant_ints(2, "output_shape");
+        if (given.size() != out.size() || given[0] != in[0] || given[1] != in[1])
+            node.fail("output_shape must give N and C of the input and each spatial axis");
+        for (size_t d = 2; d < out.size(); ++d)
+            if (given[d] < out[d])
+                node.fail("output_shape is smaller than the unpooled shape along axis " +
+                          std::to_string(d));
+        out = given;
+    }
+    for (int64_t e : out)
+        if (e < 1) node.fail("the unpooled shape has an extent below 1");
+    if (extents_of(node.input(1)) != in) node.fail("the indices must have the shape of input 0");
+    const int64_t elements = product(out, 0, out.size());
+    const dsl::ConstValues idx = constant_indices(node, 1, [&](size_t) { return elements; });
+    // Element `elements` of the joined sources is the zero after X's.
+    const int64_t zero = x.output().shape.elements();
+    std::vector<int64_t> map(size_t(elements), zero);
+    for (size_t j = 0; j < idx.ints.size(); ++j) map[size_t(idx.ints[j])] = int64_t(j);
+    dsl::ConstValues zeros;
+    zeros.type = x.output().type;
+    zeros.shape = {1};
+    if (zeros.is_float())
+        zeros.reals = {0.0};
+    else
+        zeros.ints = {0};
+    const dsl::Layer zero_layer = dsl::LayerRegistry::constant(
+        node.unique_name(node.name() + ".zero"), dsl::const_buffer(zeros));
+    return {static_gather(node, node.name(), {{x, "x_flat"}, {zero_layer, "zero_flat"}}, map, out)};
 }
 
 } // namespace vpuc::frontend::detail
