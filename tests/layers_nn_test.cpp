@@ -972,9 +972,9 @@ TEST(OnnxNn, GatherAndScatterOfConstantIndices) {
 
 // ReverseSequence and MaxUnpool of constant lengths and indices are one gather too: random reals
 // against the ops worked out by hand. ReverseSequence with the time first and with the batch
-// first, lengths of 0 (a copy) to the whole axis. MaxUnpool into the inferred shape and into a
-// larger output_shape, whose flattening the indices index (as ONNX Runtime and PyTorch have it),
-// a repeated index (the last write wins); and the errors.
+// first, lengths of 0 (a copy) to the whole axis. MaxUnpool of two images into the inferred shape
+// and into a larger output_shape, whose flattening the indices index (as ONNX Runtime and PyTorch
+// have it), a repeated index (the last write wins); and the errors.
 TEST(OnnxNn, ReverseSequenceAndMaxUnpoolOfConstantIndices) {
     for (const bool batch_first : {false, true}) {
         const int64_t steps = 4, batches = 3, inner = 5;
@@ -1000,7 +1000,7 @@ TEST(OnnxNn, ReverseSequenceAndMaxUnpoolOfConstantIndices) {
     }
     auto unpool = [](const std::vector<int64_t> &indices, const std::vector<int64_t> &out,
                      bool with_output_shape) {
-        onnx::ModelProto m = indexed_model("MaxUnpool", {1, 2, 2, 3}, {1, 2, 2, 3}, indices, out);
+        onnx::ModelProto m = indexed_model("MaxUnpool", {2, 2, 2, 3}, {2, 2, 2, 3}, indices, out);
         for (const char *name : {"kernel_shape", "strides"}) {
             onnx::AttributeProto &a = *m.mutable_graph()->mutable_node(0)->add_attribute();
             a.set_name(name);
@@ -1019,17 +1019,18 @@ TEST(OnnxNn, ReverseSequenceAndMaxUnpoolOfConstantIndices) {
         return m;
     };
     for (const bool with_output_shape : {false, true}) {
-        // Each pooled element's place in its 2x2 window of the output [1, 2, H, W] (4x6, or 5x7
+        // Each pooled element's place in its 2x2 window of the output [2, 2, H, W] (4x6, or 5x7
         // as output_shape), flattened whole; element 5 writes where element 4 did.
         const int64_t height = with_output_shape ? 5 : 4, width = with_output_shape ? 7 : 6;
         std::vector<int64_t> indices;
-        for (int64_t c = 0; c < 2; ++c)
+        for (int64_t plane = 0; plane < 4; ++plane) // image * 2 + channel
             for (int64_t h = 0; h < 2; ++h)
                 for (int64_t w = 0; w < 3; ++w)
-                    indices.push_back((c * height + 2 * h + (w % 2)) * width + 2 * w + (h + c) % 2);
+                    indices.push_back((plane * height + 2 * h + (w % 2)) * width + 2 * w +
+                                      (h + plane) % 2);
         indices[5] = indices[4];
-        const IndexedRun r = run_indexed(unpool(indices, {1, 2, height, width}, with_output_shape));
-        std::vector<double> want(size_t(2 * height * width), 0.0);
+        const IndexedRun r = run_indexed(unpool(indices, {2, 2, height, width}, with_output_shape));
+        std::vector<double> want(size_t(4 * height * width), 0.0);
         for (size_t j = 0; j < indices.size(); ++j) want[size_t(indices[j])] = r.data[j];
         EXPECT_EQ(r.got, want) << (with_output_shape ? "with output_shape" : "inferred shape");
     }
@@ -1037,15 +1038,157 @@ TEST(OnnxNn, ReverseSequenceAndMaxUnpoolOfConstantIndices) {
     EXPECT_NE(import_error(indexed_model("ReverseSequence", {4, 3}, {3}, {1, 5, 2}, {4, 3}))
                   .find("sequence_lens[1] = 5 is outside [0, 4]"),
               std::string::npos);
-    std::vector<int64_t> in_order(12);
+    std::vector<int64_t> in_order(24);
     for (size_t j = 0; j < in_order.size(); ++j) in_order[j] = int64_t(j);
-    EXPECT_NE(import_error(unpool(in_order, {1, 2, 3, 6}, true))
+    EXPECT_NE(import_error(unpool(in_order, {2, 2, 3, 6}, true))
                   .find("output_shape is smaller than the unpooled shape along axis 2"),
               std::string::npos);
-    in_order.back() = 48;
-    EXPECT_NE(import_error(unpool(in_order, {1, 2, 4, 6}, false))
-                  .find("index 48 (element 11 of the indices) is outside [-48, 48)"),
+    in_order.back() = 96;
+    EXPECT_NE(import_error(unpool(in_order, {2, 2, 4, 6}, false))
+                  .find("index 96 (element 23 of the indices) is outside [-96, 96)"),
               std::string::npos);
+}
+
+// weighted_gather sums picked elements times weights in float32 and rounds once: random reals
+// and random float32 weights on an odd length against that sum worked out here, -1 taps that
+// read nothing (an infinity at the element a -1 clamps to stays out), on the simulator of both
+// targets, folded for a constant; the bad tables named.
+TEST(WeightedGather, SumsPickedElementsTimesWeightsInFloat32) {
+    const int64_t elements = 23, points = 11, taps = 3;
+    std::mt19937 rng(211);
+    std::uniform_real_distribution<float> real(-3.0f, 3.0f);
+    std::vector<float> data(elements);
+    for (float &v : data) v = float(Halide::float16_t(real(rng)));
+    data[0] = INFINITY;
+    dsl::ConstValues indices{dsl::ElemType::I64, {points, taps}, {}, {}};
+    dsl::ConstValues weights{dsl::ElemType::F32, {points, taps}, {}, {}};
+    for (int64_t e = 0; e < points * taps; ++e) {
+        indices.ints.push_back(e % 5 == 2 ? -1 : 1 + int64_t(rng() % uint32_t(elements - 1)));
+        weights.reals.push_back(double(real(rng)));
+    }
+    dsl::Attrs attrs;
+    attrs.set("indices", dsl::const_buffer(indices)).set("weights", dsl::const_buffer(weights));
+    const dsl::Layer x = input("x", {elements});
+    const dsl::Layer sums = registry().build("weighted_gather", "sums", {x}, attrs);
+    EXPECT_EQ(sums.output().shape, dsl::Shape({points}));
+    std::vector<float> want;
+    for (int64_t p = 0; p < points; ++p) {
+        float sum = 0;
+        for (int64_t k = 0; k < taps; ++k) {
+            const size_t entry = size_t(p * taps + k);
+            if (indices.ints[entry] >= 0)
+                sum += float(weights.reals[entry]) * data[size_t(indices.ints[entry])];
+        }
+        want.push_back(float(Halide::float16_t(sum)));
+    }
+    Halide::Buffer<> in = algorithms::make_buffer(x.output());
+    ASSERT_EQ(in.number_of_elements(), size_t(elements));
+    for (int64_t e = 0; e < elements; ++e)
+        static_cast<Halide::float16_t *>(in.data())[e] = Halide::float16_t(data[size_t(e)]);
+    const std::vector<double> got = row_major_values(
+        sums.output(), algorithms::run_reference(dsl::Graph("g", {sums}), {in}).at(0));
+    for (int64_t p = 0; p < points; ++p) EXPECT_EQ(got[size_t(p)], want[size_t(p)]) << p;
+    expect_matches_reference(sums);
+
+    dsl::ConstValues constant{dsl::ElemType::F32, {elements}, {}, {}};
+    for (float v : data) constant.reals.push_back(double(v));
+    const dsl::Layer folded =
+        registry().build("weighted_gather", "folded",
+                         {dsl::LayerRegistry::constant("k", dsl::const_buffer(constant))}, attrs);
+    ASSERT_TRUE(dsl::is_constant(folded));
+    const dsl::ConstValues v = dsl::const_values(folded);
+    for (int64_t p = 0; p < points; ++p)
+        EXPECT_EQ(float(Halide::float16_t(float(v.reals[size_t(p)]))), want[size_t(p)]) << p;
+
+    indices.ints[4] = elements;
+    EXPECT_NE(build_error("weighted_gather", {x},
+                          dsl::Attrs(attrs).set("indices", dsl::const_buffer(indices)))
+                  .find("index 23 (entry 4) outside [-1, 23)"),
+              std::string::npos);
+    EXPECT_NE(build_error("weighted_gather", {input("batch", {2, 3, 5, 7})}, attrs)
+                  .find("has a batch of 2"),
+              std::string::npos);
+}
+
+// GridSample of a constant grid, bilinear with zeros outside (two images of odd extents, each
+// with its own grid, points inside and outside the input), against the sampling worked out here
+// in double from the fp16 input; RoiAlign and GridSample through the backend tests (their modes,
+// paddings and coordinate modes); the limits named.
+TEST(OnnxNn, GridSampleOfAConstantGridIsOneWeightedGather) {
+    const int64_t n = 2, c = 3, h = 5, w = 7, oh = 4, ow = 6;
+    onnx::ModelProto m = one_node_model("GridSample", {{n, c, h, w}}, {n, c, oh, ow});
+    m.mutable_graph()->mutable_node(0)->add_input("grid");
+    std::mt19937 rng(223);
+    std::uniform_real_distribution<float> coordinate(-1.25f, 1.25f);
+    std::vector<float> grid(size_t(n * oh * ow * 2));
+    for (float &v : grid) v = coordinate(rng);
+    onnx::TensorProto &t = *m.mutable_graph()->add_initializer();
+    t.set_name("grid");
+    t.set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {n, oh, ow, int64_t(2)}) t.add_dims(d);
+    for (float v : grid) t.add_float_data(v);
+    const frontend::ImportedModel model = import_model(m);
+    std::vector<std::string> ops;
+    for (const dsl::Layer &layer : model.graph.layers()) ops.push_back(layer.op());
+    // Two images: rows of channels, one image of them, the gather, the output's shape.
+    EXPECT_EQ(ops,
+              (std::vector<std::string>{"reshape", "unsqueeze", "weighted_gather", "reshape"}));
+    const dsl::TensorDesc &x = model.graph.inputs()[0].output();
+    const Halide::Buffer<> values = codegen::random_buffer(x, 7);
+    const std::vector<double> data = row_major_values(x, values);
+    const dsl::Layer &y = model.graph.outputs()[0];
+    const std::vector<double> got =
+        row_major_values(y.output(), algorithms::run_reference(model.graph, {values}).at(0));
+    for (int64_t in = 0; in < n; ++in)
+        for (int64_t ic = 0; ic < c; ++ic)
+            for (int64_t r = 0; r < oh; ++r)
+                for (int64_t q = 0; q < ow; ++q) {
+                    const size_t g = size_t(((in * oh + r) * ow + q) * 2);
+                    const double px = ((grid[g] + 1.0) * double(w) - 1) / 2,
+                                 py = ((grid[g + 1] + 1.0) * double(h) - 1) / 2;
+                    const double x0 = std::floor(px), y0 = std::floor(py);
+                    double want = 0;
+                    for (int dy = 0; dy < 2; ++dy)
+                        for (int dx = 0; dx < 2; ++dx) {
+                            const double row = y0 + dy, column = x0 + dx;
+                            if (row < 0 || row >= double(h) || column < 0 || column >= double(w))
+                                continue;
+                            want += (dy ? py - y0 : 1 - (py - y0)) *
+                                    (dx ? px - x0 : 1 - (px - x0)) *
+                                    data[size_t(((in * c + ic) * h + int64_t(row)) * w +
+                                                int64_t(column))];
+                        }
+                    const double ours = got[size_t(((in * c + ic) * oh + r) * ow + q)];
+                    EXPECT_NEAR(ours, want, 1e-3 + std::ldexp(std::abs(want), -10))
+                        << "image " << in << " channel " << ic << " at " << r << ", " << q;
+                }
+    codegen::CheckOptions options;
+    options.inputs = {values};
+    const codegen::CheckResult check =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(check.ok()) << check.report();
+
+    onnx::ModelProto computed =
+        one_node_model("GridSample", {{n, c, h, w}, {n, oh, ow, 2}}, {n, c, oh, ow});
+    EXPECT_NE(import_error(computed).find("input 1 (grid, 'x1') must be a constant"),
+              std::string::npos)
+        << import_error(computed);
+    onnx::ModelProto max_mode = one_node_model("RoiAlign", {{1, c, h, w}}, {1, c, 1, 1});
+    onnx::TensorProto &rois = *max_mode.mutable_graph()->add_initializer();
+    rois.set_name("rois");
+    rois.set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : {1, 4}) rois.add_dims(d);
+    for (float v : {0.5f, 1.0f, 3.5f, 4.0f}) rois.add_float_data(v);
+    onnx::TensorProto &images = *max_mode.mutable_graph()->add_initializer();
+    images.set_name("batch_indices");
+    images.set_data_type(onnx::TensorProto::INT64);
+    images.add_dims(1);
+    images.add_int64_data(0);
+    max_mode.mutable_graph()->mutable_node(0)->add_input("rois");
+    max_mode.mutable_graph()->mutable_node(0)->add_input("batch_indices");
+    set_attr(max_mode, "mode", std::string("max"));
+    EXPECT_NE(import_error(max_mode).find("mode 'max': only avg"), std::string::npos)
+        << import_error(max_mode);
 }
 
 // Tile along the batch of a 4-D tensor held NHWC (node/test_tile): the other axes tiled first,
@@ -1212,7 +1355,11 @@ INSTANTIATE_TEST_SUITE_P(
     Onnx, NnNodeTest,
     ::testing::Values(
         "test_globalaveragepool_precomputed", "test_globalmaxpool_precomputed", "test_erf",
-        "test_reversesequence_batch", "test_reversesequence_time",
+        "test_reversesequence_batch", "test_reversesequence_time", "test_gridsample",
+        "test_gridsample_aligncorners_true", "test_gridsample_bicubic", "test_gridsample_bilinear",
+        "test_gridsample_border_padding", "test_gridsample_nearest",
+        "test_gridsample_reflection_padding", "test_gridsample_zeros_padding",
+        "test_roialign_aligned_false", "test_roialign_aligned_true",
         "test_maxunpool_export_without_output_shape", "test_matmul_2d", "test_matmul_3d",
         "test_matmul_4d", "test_upsample_nearest", "test_resize_downsample_scales_cubic",
         "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",

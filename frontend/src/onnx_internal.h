@@ -188,6 +188,10 @@ std::vector<dsl::Layer> import_scatter_nd(NodeImport &node);
 std::vector<dsl::Layer> import_scatter_elements(NodeImport &node);
 std::vector<dsl::Layer> import_reverse_sequence(NodeImport &node);
 std::vector<dsl::Layer> import_max_unpool(NodeImport &node);
+// onnx_ops_sample.cpp: GridSample of a constant grid and RoiAlign of constant boxes, as one
+// weighted gather.
+std::vector<dsl::Layer> import_grid_sample(NodeImport &node);
+std::vector<dsl::Layer> import_roi_align(NodeImport &node);
 
 // The convolution geometry readers of onnx_ops.cpp: an attribute of one entry per spatial
 // dimension (`dims`, 1 or 2) as (H, W), and the pads [top, left, bottom, right] from `pads` or

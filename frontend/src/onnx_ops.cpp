@@ -1621,6 +1621,7 @@ const std::map<std::string, OpImporter> &op_importers() {
          }},
         {"HardSwish", unary_layer("hard_swish")},
         {"GatherND", import_gather_nd},
+        {"GridSample", import_grid_sample},
         {"Identity", pass_through},
         {"LRN",
          [](NodeImport &n) {
@@ -1688,6 +1689,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"Reshape", reshaping("reshape", {"allowzero"})},
         {"Resize", import_resize},
         {"ReverseSequence", import_reverse_sequence},
+        {"RoiAlign", import_roi_align},
         {"Round", unary_layer("round")},
         {"Selu", unary_layer("selu", {{"alpha", 1.67326319217681884765625f},
                                       {"gamma", 1.05070102214813232421875f}})},

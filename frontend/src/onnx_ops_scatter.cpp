@@ -59,10 +59,21 @@ dsl::Layer static_gather(NodeImport &node, const std::string &name,
                          const std::vector<std::pair<dsl::Layer, std::string>> &sources,
                          const std::vector<int64_t> &map, const std::vector<int64_t> &shape) {
     Layers flat;
-    for (const auto &[source, role] : sources)
+    for (const auto &[source, role] : sources) {
+        // Several images held NHWC flatten as rows of channels [N, C, H * W] first
+        // (NAME.ROLE_rows), which a reshape to one dimension reads in logical order.
+        const std::vector<int64_t> &extents = source.output().shape.raw();
+        dsl::Layer logical = source;
+        if (extents.size() == 4 && extents[0] > 1 &&
+            source.output().order == dsl::DimsOrder::NHWC())
+            logical = node.build(
+                "reshape", node.unique_name(name + "." + role + "_rows"), {source},
+                dsl::Attrs().set("shape", std::vector<int64_t>{extents[0], extents[1],
+                                                               extents[2] * extents[3]}));
         flat.push_back(node.build(
-            "reshape", node.unique_name(name + "." + role), {source},
+            "reshape", node.unique_name(name + "." + role), {logical},
             dsl::Attrs().set("shape", std::vector<int64_t>{source.output().shape.elements()})));
+    }
     const dsl::Layer joined = flat.size() == 1
                                   ? flat[0]
                                   : node.build("concat", node.unique_name(name + ".sources"), flat,
