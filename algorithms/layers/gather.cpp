@@ -111,17 +111,8 @@ dsl::Layer build_gather(const std::string &name, const std::vector<dsl::Layer> &
         const Halide::Expr k = Halide::clamp(rest % int(picked), 0, int(picked - 1));
         const Halide::Expr outer = rest / int(picked);
         const Halide::Expr from = (outer * int(extent) + indices(k)) * int(inner) + i;
-        const Halide::Expr plane = int(in.h * in.w);
-        // Any output element may read any part of the data, so each task reads it whole: the
-        // mask (a no-op on these non-negative indices) hides the index's own bounds from
-        // bounds inference, and the clamp bounds it to the extent.
-        auto inside = [](const Halide::Expr &e, int64_t extent) {
-            return Halide::clamp(e & 0x7fffffff, 0, int(extent - 1));
-        };
-        const Halide::Expr at = from % plane;
         Halide::Func f = detail::named_func(name);
-        f(v.c, v.x, v.y) = funcs.at(0)(inside(from / plane, in.c), inside(at % int(in.w), in.w),
-                                       inside(at / int(in.w), in.h));
+        f(v.c, v.x, v.y) = detail::any_image_element(funcs.at(0), in, from);
         return f;
     };
     return dsl::Layer::make("gather", result, {input}, algorithm);

@@ -97,16 +97,8 @@ dsl::Layer build_weighted_gather(const std::string &name, const std::vector<dsl:
             Halide::clamp((v.c * int(oh) + v.y) * int(ow) + v.x, 0, int(t.points - 1));
         Halide::RDom k(0, int(t.taps), detail::rdom_name(name + "_k"));
         const Halide::Expr from = indices(k, point);
-        // Any point may read any element, so each task reads the data whole: the mask hides the
-        // table's values from bounds inference (as gather's), the clamp keeps a -1 inside.
-        auto inside = [](const Halide::Expr &e, int64_t extent) {
-            return Halide::clamp(e & 0x7fffffff, 0, int(extent - 1));
-        };
-        const Halide::Expr element = Halide::max(from, 0), plane = int(in.h * in.w);
-        const Halide::Expr at = element % plane;
-        const Halide::Expr value =
-            funcs.at(0)(inside(element / plane, in.c), inside(at % int(in.w), in.w),
-                        inside(at / int(in.w), in.h));
+        // A -1 reads element 0, which the select leaves out.
+        const Halide::Expr value = detail::any_image_element(funcs.at(0), in, Halide::max(from, 0));
         Halide::Func f = detail::named_func(name);
         f(v.c, v.x, v.y) = Halide::cast(
             type, Halide::sum(Halide::select(

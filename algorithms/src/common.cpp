@@ -61,6 +61,16 @@ InputInfo per_axis_input_info(const std::string &what, const dsl::Layer &input) 
     return info_of(what, input, false, true);
 }
 
+Halide::Expr any_image_element(const Halide::Func &input, const InputInfo &in,
+                               const Halide::Expr &flat) {
+    auto inside = [](const Halide::Expr &e, int64_t extent) {
+        return Halide::clamp(e & 0x7fffffff, 0, int(extent - 1));
+    };
+    const Halide::Expr plane = int(in.h * in.w), at = flat % plane;
+    return input(inside(flat / plane, in.c), inside(at % int(in.w), in.w),
+                 inside(at / int(in.w), in.h));
+}
+
 Halide::Func named_func(const std::string &name) {
     return Halide::Func(Halide::Internal::unique_name(dsl::halide_name(name)));
 }

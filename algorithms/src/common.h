@@ -55,6 +55,12 @@ std::optional<dsl::Box> device_box(const dsl::Shape &logical, const dsl::Box &bo
 // 1-D window over W.
 InputInfo spatial_input_info(const std::string &what, const dsl::Layer &input);
 
+// Element `flat` of one image of `input` (in [0, c * h * w), its logical row-major order), for an
+// output element that may read any element of it (a gather of constant indices): the mask, a
+// no-op on those non-negative values, hides the index from bounds inference, so each task reads
+// the image whole, and the clamp keeps the read inside it.
+Halide::Expr any_image_element(const Halide::Func &input, const InputInfo &in,
+                               const Halide::Expr &flat);
 // A Func with a name unique in the process, so composed algorithms never collide.
 Halide::Func named_func(const std::string &name);
 // A unique name for a reduction domain of layer `name` (Halide's own splits of a domain break
