@@ -1043,6 +1043,9 @@ TEST(OnnxNn, ReverseSequenceAndMaxUnpoolOfConstantIndices) {
     EXPECT_NE(import_error(unpool(in_order, {2, 2, 3, 6}, true))
                   .find("output_shape is smaller than the unpooled shape along axis 2"),
               std::string::npos);
+    EXPECT_NE(import_error(unpool(in_order, {2, 2, 4096, 4096}, true))
+                  .find("the unpooled shape 2x2x4096x4096 has more than 2^24 elements"),
+              std::string::npos);
     in_order.back() = 96;
     EXPECT_NE(import_error(unpool(in_order, {2, 2, 4, 6}, false))
                   .find("index 96 (element 23 of the indices) is outside [-96, 96)"),
@@ -1186,9 +1189,27 @@ TEST(OnnxNn, GridSampleOfAConstantGridIsOneWeightedGather) {
     images.add_int64_data(0);
     max_mode.mutable_graph()->mutable_node(0)->add_input("rois");
     max_mode.mutable_graph()->mutable_node(0)->add_input("batch_indices");
+    onnx::ModelProto huge = max_mode;
     set_attr(max_mode, "mode", std::string("max"));
     EXPECT_NE(import_error(max_mode).find("mode 'max': only avg"), std::string::npos)
         << import_error(max_mode);
+    // A bin of a million samples, and nine million bins: refused before any table is made.
+    onnx::ModelProto dense = huge;
+    set_attr(dense, "sampling_ratio", int64_t(1000));
+    EXPECT_NE(import_error(dense).find("samples a bin, more than 4096"), std::string::npos)
+        << import_error(dense);
+    set_attr(huge, "output_height", int64_t(3000));
+    set_attr(huge, "output_width", int64_t(3000));
+    for (int d : {2, 3})
+        huge.mutable_graph()
+            ->mutable_output(0)
+            ->mutable_type()
+            ->mutable_tensor_type()
+            ->mutable_shape()
+            ->mutable_dim(d)
+            ->set_dim_value(3000);
+    EXPECT_NE(import_error(huge).find("entries, more than 2^24"), std::string::npos)
+        << import_error(huge);
 }
 
 // Tile along the batch of a 4-D tensor held NHWC (node/test_tile): the other axes tiled first,

@@ -234,34 +234,55 @@ Layers import_roi_align(NodeImport &node) {
     if (out_h < 1 || out_w < 1 || ratio < 0)
         node.fail("output_height and output_width must be at least 1, sampling_ratio at least 0");
     const bool half_pixel = transform == "half_pixel";
-    std::vector<PointTaps> points;
+    // Each box's bins and samples, checked before any table is made.
+    struct Box {
+        int64_t image = 0, grid_h = 0, grid_w = 0;
+        double start_w = 0, start_h = 0, bin_w = 0, bin_h = 0;
+    };
+    std::vector<Box> boxes;
+    double most_taps = 1;
     for (int64_t r = 0; r < count; ++r) {
         const double image = images[size_t(r)];
         if (image < 0 || image >= double(in[0]) || image != std::floor(image))
             node.fail("batch_indices[" + std::to_string(r) + "] is not an image of the input");
         const double offset = half_pixel ? 0.5 : 0.0;
-        const double start_w = rois[size_t(4 * r)] * scale - offset,
-                     start_h = rois[size_t(4 * r + 1)] * scale - offset;
-        double roi_w = rois[size_t(4 * r + 2)] * scale - offset - start_w,
-               roi_h = rois[size_t(4 * r + 3)] * scale - offset - start_h;
+        Box box;
+        box.image = int64_t(image);
+        box.start_w = rois[size_t(4 * r)] * scale - offset;
+        box.start_h = rois[size_t(4 * r + 1)] * scale - offset;
+        double roi_w = rois[size_t(4 * r + 2)] * scale - offset - box.start_w,
+               roi_h = rois[size_t(4 * r + 3)] * scale - offset - box.start_h;
         if (!half_pixel) roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
-        const double bin_h = roi_h / double(out_h), bin_w = roi_w / double(out_w);
-        const int64_t grid_h = ratio > 0 ? ratio : int64_t(std::ceil(roi_h / double(out_h)));
-        const int64_t grid_w = ratio > 0 ? ratio : int64_t(std::ceil(roi_w / double(out_w)));
-        if (double(grid_h) * double(grid_w) > 4096)
-            node.fail("box " + std::to_string(r) + " takes " + std::to_string(grid_h) + "x" +
+        box.bin_h = roi_h / double(out_h);
+        box.bin_w = roi_w / double(out_w);
+        const double grid_h = ratio > 0 ? double(ratio) : std::ceil(box.bin_h);
+        const double grid_w = ratio > 0 ? double(ratio) : std::ceil(box.bin_w);
+        if (!(grid_h * grid_w <= 4096))
+            node.fail("box " + std::to_string(r) + " takes " + std::to_string(grid_h) + " x " +
                       std::to_string(grid_w) + " samples a bin, more than 4096");
-        const double share = 1.0 / double(std::max<int64_t>(grid_h * grid_w, 1));
+        box.grid_h = int64_t(std::max(grid_h, 0.0));
+        box.grid_w = int64_t(std::max(grid_w, 0.0));
+        most_taps = std::max(most_taps, 4 * grid_h * grid_w);
+        boxes.push_back(box);
+    }
+    const double entries =
+        double(count) * double(out_h) * double(out_w) * double(in[1]) * most_taps;
+    if (entries > double(1 << 24))
+        node.fail("its sample tables would hold " + std::to_string(entries) +
+                  " entries, more than 2^24");
+    std::vector<PointTaps> points;
+    for (const Box &box : boxes) {
+        const double share = 1.0 / double(std::max<int64_t>(box.grid_h * box.grid_w, 1));
         for (int64_t ph = 0; ph < out_h; ++ph)
             for (int64_t pw = 0; pw < out_w; ++pw) {
                 PointTaps point;
-                point.image = int64_t(image);
-                for (int64_t iy = 0; iy < grid_h; ++iy)
-                    for (int64_t ix = 0; ix < grid_w; ++ix) {
-                        double y = start_h + double(ph) * bin_h +
-                                   (double(iy) + 0.5) * bin_h / double(grid_h);
-                        double xx = start_w + double(pw) * bin_w +
-                                    (double(ix) + 0.5) * bin_w / double(grid_w);
+                point.image = box.image;
+                for (int64_t iy = 0; iy < box.grid_h; ++iy)
+                    for (int64_t ix = 0; ix < box.grid_w; ++ix) {
+                        double y = box.start_h + double(ph) * box.bin_h +
+                                   (double(iy) + 0.5) * box.bin_h / double(box.grid_h);
+                        double xx = box.start_w + double(pw) * box.bin_w +
+                                    (double(ix) + 0.5) * box.bin_w / double(box.grid_w);
                         if (y < -1.0 || y > double(height) || xx < -1.0 || xx > double(width))
                             continue;
                         y = std::max(y, 0.0), xx = std::max(xx, 0.0);

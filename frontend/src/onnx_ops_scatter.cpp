@@ -319,8 +319,15 @@ Layers import_max_unpool(NodeImport &node) {
                           std::to_string(d));
         out = given;
     }
-    for (int64_t e : out)
+    double unpooled = 1;
+    for (int64_t e : out) {
         if (e < 1) node.fail("the unpooled shape has an extent below 1");
+        unpooled *= double(e);
+    }
+    // Each output element takes an entry of the gather's table.
+    if (unpooled > double(1 << 24))
+        node.fail("the unpooled shape " + dsl::to_string(dsl::Shape(out)) +
+                  " has more than 2^24 elements");
     if (extents_of(node.input(1)) != in) node.fail("the indices must have the shape of input 0");
     const int64_t elements = product(out, 0, out.size());
     const dsl::ConstValues idx = constant_indices(node, 1, [&](size_t) { return elements; });
