@@ -1176,6 +1176,11 @@ TEST(OnnxNn, GridSampleOfAConstantGridIsOneWeightedGather) {
     EXPECT_NE(import_error(computed).find("input 1 (grid, 'x1') must be a constant"),
               std::string::npos)
         << import_error(computed);
+    onnx::ModelProto far = m;
+    far.mutable_graph()->mutable_initializer(0)->set_float_data(3, 1e7f);
+    EXPECT_NE(import_error(far).find("grid element 3 is 10000000.000000, beyond a million"),
+              std::string::npos)
+        << import_error(far);
     onnx::ModelProto max_mode = one_node_model("RoiAlign", {{1, c, h, w}}, {1, c, 1, 1});
     onnx::TensorProto &rois = *max_mode.mutable_graph()->add_initializer();
     rois.set_name("rois");
@@ -1190,6 +1195,15 @@ TEST(OnnxNn, GridSampleOfAConstantGridIsOneWeightedGather) {
     max_mode.mutable_graph()->mutable_node(0)->add_input("rois");
     max_mode.mutable_graph()->mutable_node(0)->add_input("batch_indices");
     onnx::ModelProto huge = max_mode;
+    onnx::ModelProto overflowing = max_mode;
+    onnx::AttributeProto &scale = *overflowing.mutable_graph()->mutable_node(0)->add_attribute();
+    scale.set_name("spatial_scale");
+    scale.set_type(onnx::AttributeProto::FLOAT);
+    scale.set_f(INFINITY);
+    EXPECT_NE(
+        import_error(overflowing).find("box 0: its corners times spatial_scale are not finite"),
+        std::string::npos)
+        << import_error(overflowing);
     set_attr(max_mode, "mode", std::string("max"));
     EXPECT_NE(import_error(max_mode).find("mode 'max': only avg"), std::string::npos)
         << import_error(max_mode);

@@ -145,6 +145,12 @@ Layers import_grid_sample(NodeImport &node) {
     if (grid_shape.size() != 4 || grid_shape[0] != in[0] || grid_shape[3] != 2)
         node.fail("the grid must be [N, H_out, W_out, 2] with the input's N");
     const std::vector<double> grid = finite_constant(node, 1, "grid", grid_shape);
+    // [-1, 1] spans the image: a coordinate beyond a million (images away) is refused before its
+    // pixel index could overflow.
+    for (size_t e = 0; e < grid.size(); ++e)
+        if (std::abs(grid[e]) > 1e6)
+            node.fail("grid element " + std::to_string(e) + " is " + std::to_string(grid[e]) +
+                      ", beyond a million (the grid is normalized: [-1, 1] spans the image)");
     const std::string mode = node.attr_string("mode", "bilinear");
     const std::string padding = node.attr_string("padding_mode", "zeros");
     const bool align = node.attr_int("align_corners", 0) != 0;
@@ -255,9 +261,13 @@ Layers import_roi_align(NodeImport &node) {
         if (!half_pixel) roi_w = std::max(roi_w, 1.0), roi_h = std::max(roi_h, 1.0);
         box.bin_h = roi_h / double(out_h);
         box.bin_w = roi_w / double(out_w);
+        for (double v : {box.start_w, box.start_h, box.bin_w, box.bin_h})
+            if (!std::isfinite(v))
+                node.fail("box " + std::to_string(r) +
+                          ": its corners times spatial_scale are not finite");
         const double grid_h = ratio > 0 ? double(ratio) : std::ceil(box.bin_h);
         const double grid_w = ratio > 0 ? double(ratio) : std::ceil(box.bin_w);
-        if (!(grid_h * grid_w <= 4096))
+        if (!(grid_h <= 4096 && grid_w <= 4096 && grid_h * grid_w <= 4096))
             node.fail("box " + std::to_string(r) + " takes " + std::to_string(grid_h) + " x " +
                       std::to_string(grid_w) + " samples a bin, more than 4096");
         box.grid_h = int64_t(std::max(grid_h, 0.0));
