@@ -1113,6 +1113,90 @@ TEST(WeightedGather, SumsPickedElementsTimesWeightsInFloat32) {
               std::string::npos);
 }
 
+// lp_normalize divides by the L1 or L2 norm along any axis but the batch: random reals of an
+// odd shape along each axis, against the division worked out in double from the fp16 input
+// (within an fp16 rounding), on the simulator of both targets; a vector of zeros gives NaN
+// (0 / 0, ONNX's) or, with an epsilon, zeros.
+TEST(LpNormalize, DividesByTheNormAlongAnyAxis) {
+    const dsl::Layer x = input("x", {2, 5, 7, 9});
+    const Halide::Buffer<> values = codegen::random_buffer(x.output(), 29);
+    const std::vector<double> data = row_major_values(x.output(), values);
+    const std::vector<int64_t> extents = {2, 5, 7, 9};
+    for (int64_t axis : {1, 2, -1})
+        for (int64_t p : {1, 2}) {
+            SCOPED_TRACE("axis " + std::to_string(axis) + ", p " + std::to_string(p));
+            const dsl::Layer y = registry().build("lp_normalize", "y", {x},
+                                                  dsl::Attrs().set("axis", axis).set("p", p));
+            const std::vector<double> got = row_major_values(
+                y.output(), algorithms::run_reference(dsl::Graph("g", {y}), {values}).at(0));
+            const size_t d = size_t(axis < 0 ? axis + 4 : axis);
+            int64_t stride = 1;
+            for (size_t k = d + 1; k < 4; ++k) stride *= extents[k];
+            for (size_t e = 0; e < data.size(); ++e) {
+                // The first element of e's vector along the axis, then the vector's norm.
+                const int64_t at = int64_t(e) / stride % extents[d];
+                const size_t first = e - size_t(at * stride);
+                double norm = 0;
+                for (int64_t k = 0; k < extents[d]; ++k) {
+                    const double v = data[first + size_t(k * stride)];
+                    norm += p == 2 ? v * v : std::abs(v);
+                }
+                const double want = data[e] / (p == 2 ? std::sqrt(norm) : norm);
+                ASSERT_NEAR(got[e], want, std::ldexp(std::abs(want), -11) + 1e-7) << e;
+            }
+            expect_matches_reference(y);
+        }
+    // Along the channels: (0, 0, 0) and (3, 4, 0).
+    const dsl::Layer small = input("small", {1, 3, 1, 2}, dsl::ElemType::F32);
+    const std::vector<float> vectors = {0, 0, 0, 3, 4, 0}; // c innermost, then w
+    auto normalized = [&](int64_t p, double epsilon) {
+        return reference_values(
+            small, vectors,
+            {registry().build(
+                "lp_normalize", "n", {small},
+                dsl::Attrs().set("axis", int64_t(1)).set("p", p).set("epsilon", epsilon))},
+            0);
+    };
+    const std::vector<float> l2 = normalized(2, 0);
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(l2[i])) << i;
+    EXPECT_EQ(std::vector<float>(l2.begin() + 3, l2.end()), (std::vector<float>{0.6f, 0.8f, 0}));
+    const std::vector<float> l1 = normalized(1, 0.5);
+    EXPECT_EQ(l1, (std::vector<float>{0, 0, 0, 3.0f / 7, 4.0f / 7, 0}));
+    EXPECT_NE(build_error("lp_normalize", {small}, dsl::Attrs().set("p", int64_t(3)))
+                  .find("must be 1 or 2"),
+              std::string::npos);
+}
+
+// ONNX's LpNormalization is lp_normalize; along axis 0 of a rank-2 tensor (the device's batch)
+// on a leading unit dimension, its columns normalized: random reals against the L1 division.
+TEST(OnnxNn, LpNormalizationAlongAnyAxisTheBatchToo) {
+    onnx::ModelProto m = one_node_model("LpNormalization", {{4, 6}}, {4, 6});
+    set_attr(m, "axis", int64_t(0));
+    set_attr(m, "p", int64_t(1));
+    const frontend::ImportedModel model = import_model(m);
+    std::vector<std::string> ops;
+    for (const dsl::Layer &layer : model.graph.layers()) ops.push_back(layer.op());
+    EXPECT_EQ(ops, (std::vector<std::string>{"unsqueeze", "lp_normalize", "squeeze"}));
+    const dsl::TensorDesc &x = model.graph.inputs()[0].output();
+    const Halide::Buffer<> values = codegen::random_buffer(x, 31);
+    const std::vector<double> data = row_major_values(x, values);
+    const std::vector<double> got = row_major_values(
+        model.graph.outputs()[0].output(), algorithms::run_reference(model.graph, {values}).at(0));
+    for (size_t j = 0; j < 6; ++j) {
+        double norm = 0;
+        for (size_t i = 0; i < 4; ++i) norm += std::abs(data[i * 6 + j]);
+        for (size_t i = 0; i < 4; ++i) {
+            const double want = data[i * 6 + j] / norm;
+            EXPECT_NEAR(got[i * 6 + j], want, std::ldexp(std::abs(want), -11) + 1e-7);
+        }
+    }
+    codegen::CheckOptions options;
+    options.inputs = {values};
+    const codegen::CheckResult r =
+        codegen::check_against_reference(model.graph, target::load_target("vpu27"), options);
+    EXPECT_TRUE(r.ok()) << r.report();
+}
+
 // GridSample of a constant grid, bilinear with zeros outside (two images of odd extents, each
 // with its own grid, points inside and outside the input), against the sampling worked out here
 // in double from the fp16 input; RoiAlign and GridSample through the backend tests (their modes,

@@ -814,11 +814,14 @@ Layers concat(NodeImport &node) {
     return {node.build("concat", inputs, attrs)};
 }
 
-// Softmax, LogSoftmax and Hardmax: `op` along one axis (opset-13 semantics).
-OpImporter along_axis(const std::string &op) {
-    return [op](NodeImport &node) -> Layers {
+// Softmax, LogSoftmax and Hardmax: `op` along one axis (opset-13 semantics); LpNormalization's
+// p, an attribute of the same name, among `int_attrs` (each with its default).
+OpImporter along_axis(const std::string &op,
+                      const std::vector<std::pair<std::string, int64_t>> &int_attrs = {}) {
+    return [op, int_attrs](NodeImport &node) -> Layers {
         const int64_t axis = node.attr_int("axis", -1);
         dsl::Attrs attrs;
+        for (const auto &[name, value] : int_attrs) attrs.set(name, node.attr_int(name, value));
         const bool batch = along_batch(node.input(0), axis);
         attrs.set("axis", batch ? int64_t(1) : axis);
         if (batch) return {along_unit_batch(node, op, node.name(), {node.input(0)}, attrs)};
@@ -1651,6 +1654,7 @@ const std::map<std::string, OpImporter> &op_importers() {
         {"LessOrEqual", [](NodeImport &n) { return elementwise_or_constant(n, "less_or_equal"); }},
         {"Log", unary_layer("log")},
         {"LogSoftmax", along_axis("log_softmax")},
+        {"LpNormalization", along_axis("lp_normalize", {{"p", 2}})},
         {"MatMul",
          [](NodeImport &n) { return reads_int8(n) ? import_quant_fully_connected(n) : matmul(n); }},
         {"Max", [](NodeImport &n) { return variadic_eltwise(n, "max"); }},
