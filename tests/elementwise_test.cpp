@@ -387,6 +387,24 @@ TEST(Where, BroadcastsConditionAndBothValues) {
     }
 }
 
+// squared_difference broadcasts both ways, (a - b)^2 in float32 rounded once: random reals and
+// exact fractions against that product; floats only.
+TEST(SquaredDifference, BroadcastsBothWaysInFloat32) {
+    std::mt19937 rng(101);
+    for (ElemType type : {ElemType::F16, ElemType::F32}) {
+        Pair p = pair(type, fractions_and_reals(rng));
+        const dsl::Layer layer = build("squared_difference", {p.a, p.b});
+        EXPECT_EQ(layer.output().shape, (dsl::Shape{1, 5, 3, 7}));
+        expect_each(algorithms::run_reference(layer, {p.va, p.vb}), [&](int c, int x, int y) {
+            const float d = float(read(p.va, c, x, y)) - float(read(p.vb, c, x, y));
+            return type == ElemType::F16 ? double(Halide::float16_t(d * d)) : double(d * d);
+        });
+    }
+    EXPECT_THROW(build("squared_difference",
+                       {input("a", 5, 3, 1, ElemType::I32), input("b", 1, 3, 7, ElemType::I32)}),
+                 dsl::LayerError);
+}
+
 TEST(PRelu, ASlopePerChannelBroadcastsToX) {
     std::mt19937 rng(97);
     const dsl::Layer x = input("x", 5, 3, 7, ElemType::F16);

@@ -354,7 +354,9 @@ dsl::LayerDef eltwise_def(EltwiseOp op) {
 // 16, 32 and 64;
 // `Powers` a float or plain integer base and exponent of any such types; `Select` a u8
 // condition, then two values of one type and quantization; `Floats` float of one type.
-enum class Takes { Numbers, Bools, Unsigned, Powers, Select, Floats };
+// Floats: of one type, the second broadcast to the first (PRelu's slope); Reals: of one type,
+// broadcast both ways.
+enum class Takes { Numbers, Bools, Unsigned, Powers, Select, Floats, Reals };
 // The result's type: bool (u8 0 or 1), or the type (and quantization) of the first value
 // (input 0; Where's input 1).
 enum class Gives { Bool, Value };
@@ -435,6 +437,7 @@ void check_operands(const std::string &what, const ElementwiseDef &def,
             break;
         }
         case Takes::Floats:
+        case Takes::Reals:
             if (!is_float_type(t.type) || t.type != first.type) refuse(t, "floats of one type");
             break;
         }
@@ -699,6 +702,20 @@ const std::vector<ElementwiseDef> &elementwise_defs() {
          },
          [](const std::vector<double> &v, const dsl::Attrs &) { return v[0] != 0 ? v[1] : v[2]; },
          {}},
+        {"squared_difference",
+         "(a - b)^2 of floats with numpy broadcasting, in float32 (TensorFlow's "
+         "SquaredDifference)",
+         Binary{"a", "b"},
+         Takes::Reals,
+         Gives::Value,
+         [](const std::vector<Expr> &v, const dsl::Attrs &) {
+             const Expr d = v[0] - v[1];
+             return d * d;
+         },
+         [](const std::vector<double> &v, const dsl::Attrs &) {
+             return (v[0] - v[1]) * (v[0] - v[1]);
+         },
+         {}},
         {"prelu",
          "x, or slope * x where x < 0 (ONNX's PRelu), the slope broadcast to x, in float32",
          Binary{"x", "slope"},
@@ -728,8 +745,9 @@ dsl::Layer plain_example_input(const std::string &name, int64_t c, int64_t w, in
 // condition along all three).
 dsl::Layer elementwise_example(const ElementwiseDef &def, dsl::ElemType type) {
     const bool bytes = def.takes == Takes::Bools || def.takes == Takes::Unsigned;
-    if (type == dsl::ElemType::U8 ? def.takes == Takes::Powers || def.takes == Takes::Floats
-                                  : bytes)
+    if (type == dsl::ElemType::U8
+            ? def.takes == Takes::Powers || def.takes == Takes::Floats || def.takes == Takes::Reals
+            : bytes)
         return dsl::Layer();
     std::vector<dsl::Layer> inputs;
     if (def.takes == Takes::Select) {
