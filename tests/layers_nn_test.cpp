@@ -1197,6 +1197,56 @@ TEST(OnnxNn, LpNormalizationAlongAnyAxisTheBatchToo) {
     EXPECT_TRUE(r.ok()) << r.report();
 }
 
+// A depthwise convolution with a channel multiplier (ONNX's Conv with group equal to the input
+// channels and twice as many outputs) is a grouped conv2d: random reals on odd extents, the
+// reference and both targets giving the same bytes, against the sums worked out here in double
+// (within fp16 roundings of the fp16 weights and inputs).
+TEST(OnnxNn, DepthwiseConvolutionWithAChannelMultiplier) {
+    const int64_t c = 8, h = 9, w = 11, k = 3;
+    onnx::ModelProto m = one_node_model("Conv", {{1, c, h, w}, {2 * c, 1, k, k}}, {1, 2 * c, h, w});
+    set_attr(m, "group", c);
+    onnx::AttributeProto &pads = *m.mutable_graph()->mutable_node(0)->add_attribute();
+    pads.set_name("pads");
+    pads.set_type(onnx::AttributeProto::INTS);
+    for (int i = 0; i < 4; ++i) pads.add_ints(1);
+    frontend::ImportOptions options;
+    Halide::Buffer<float> weights{int(k), int(k), 1, int(2 * c)}; // numpy (2c, 1, k, k)
+    std::mt19937 rng(37);
+    std::uniform_real_distribution<float> real(-1.0f, 1.0f);
+    weights.for_each_value([&](float &v) { v = float(Halide::float16_t(real(rng))); });
+    options.known_inputs["x1"] = weights;
+    const frontend::ImportedModel model = import_model(m, options);
+    EXPECT_EQ(model.graph.outputs()[0].op(), "conv2d");
+    const dsl::TensorDesc &x = model.graph.inputs()[0].output();
+    const Halide::Buffer<> values = codegen::random_buffer(x, 41);
+    const std::vector<double> data = row_major_values(x, values);
+    const std::vector<double> got = row_major_values(
+        model.graph.outputs()[0].output(), algorithms::run_reference(model.graph, {values}).at(0));
+    for (int64_t o = 0; o < 2 * c; ++o)
+        for (int64_t y = 0; y < h; ++y)
+            for (int64_t xx = 0; xx < w; ++xx) {
+                double want = 0;
+                for (int64_t dy = 0; dy < k; ++dy)
+                    for (int64_t dx = 0; dx < k; ++dx) {
+                        const int64_t iy = y + dy - 1, ix = xx + dx - 1;
+                        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
+                        // Output channel o reads input channel o / 2.
+                        want += double(weights(int(dx), int(dy), 0, int(o))) *
+                                data[size_t(((o / 2) * h + iy) * w + ix)];
+                    }
+                EXPECT_NEAR(got[size_t((o * h + y) * w + xx)], want,
+                            std::ldexp(std::abs(want), -10) + 2e-3)
+                    << "channel " << o << " at " << y << ", " << xx;
+            }
+    for (const char *name : {"vpu27", "vpu20"}) {
+        codegen::CheckOptions check;
+        check.inputs = {values};
+        const codegen::CheckResult r =
+            codegen::check_against_reference(model.graph, target::load_target(name), check);
+        EXPECT_TRUE(r.ok()) << name << ": " << r.report();
+    }
+}
+
 // GridSample of a constant grid, bilinear with zeros outside (two images of odd extents, each
 // with its own grid, points inside and outside the input), against the sampling worked out here
 // in double from the fp16 input; RoiAlign and GridSample through the backend tests (their modes,
