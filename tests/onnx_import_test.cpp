@@ -186,9 +186,10 @@ TEST(OnnxImport, MalformedModelsAreErrorsNamingTheFile) {
 
 TEST(OnnxImport, WhatCannotBeImportedIsNamed) {
     onnx::ModelProto op = conv_model();
-    op.mutable_graph()->mutable_node(1)->set_op_type("LpNormalization");
-    EXPECT_EQ(import_error(op), "model.onnx: node 'relu1' (LpNormalization): op LpNormalization "
-                                "is not supported (docs/onnx.md lists the supported ops)");
+    op.mutable_graph()->mutable_node(1)->set_op_type("RandomUniformLike");
+    EXPECT_EQ(import_error(op), "model.onnx: node 'relu1' (RandomUniformLike): op "
+                                "RandomUniformLike is not supported (docs/onnx.md lists the "
+                                "supported ops)");
 
     onnx::ModelProto attr = conv_model();
     onnx::AttributeProto &a = *attr.mutable_graph()->mutable_node(0)->add_attribute();
