@@ -1038,6 +1038,16 @@ TEST(OnnxNn, ReverseSequenceAndMaxUnpoolOfConstantIndices) {
     EXPECT_NE(import_error(indexed_model("ReverseSequence", {4, 3}, {3}, {1, 5, 2}, {4, 3}))
                   .find("sequence_lens[1] = 5 is outside [0, 4]"),
               std::string::npos);
+    onnx::ModelProto computed_lengths = one_node_model("ReverseSequence", {{4, 3}, {3}}, {4, 3});
+    computed_lengths.mutable_graph()
+        ->mutable_input(1)
+        ->mutable_type()
+        ->mutable_tensor_type()
+        ->set_elem_type(onnx::TensorProto::INT64);
+    EXPECT_NE(
+        import_error(computed_lengths).find("input 1 (sequence_lens, 'x1') must be a constant"),
+        std::string::npos)
+        << import_error(computed_lengths);
     std::vector<int64_t> in_order(24);
     for (size_t j = 0; j < in_order.size(); ++j) in_order[j] = int64_t(j);
     EXPECT_NE(import_error(unpool(in_order, {2, 2, 3, 6}, true))

@@ -260,10 +260,7 @@ Layers import_reverse_sequence(NodeImport &node) {
                   std::to_string(time_axis) + " of an input of rank " + std::to_string(rank) +
                   ": they must be 0 and 1, in either order, of a rank of 2 or more");
     const int64_t batches = data[size_t(batch_axis)], steps = data[size_t(time_axis)];
-    if (!dsl::is_constant(node.input(1)) &&
-        !(node.input(1).is_input() && node.options().known_inputs.count(node.input(1).name())))
-        node.fail("sequence_lens must be a constant (an initializer, or computed from "
-                  "constants); computed lengths are not supported");
+    // A computed sequence_lens is an error naming the node (NodeImport::constant_layer).
     const std::vector<int64_t> lengths = node.constant_ints(1, "sequence_lens");
     if (int64_t(lengths.size()) != batches)
         node.fail(std::to_string(lengths.size()) + " sequence_lens for a batch of " +
