@@ -668,6 +668,69 @@ TEST(GraphPasses, AQuantizeToAnotherScaleKeepsTheOpInFloat) {
         << passed.notes[0];
 }
 
+// x (u8) -> dequantize -> average pool -> quantize to another scale and type, as a QDQ model
+// ends a classifier: an int8 average pool of x requantized to the quantize's i8, within one
+// step of the float graph's results. With count_include_pad 0 and padding the divisor varies
+// across windows, which an int8 pool's per-tensor requantization cannot take: it stays in float.
+TEST(GraphPasses, AnAveragePoolBetweenQdqRunsInInt8RequantizedToTheQuantize) {
+    const dsl::LayerRegistry &registry = algorithms::layer_registry();
+    const dsl::Layer x = u8_input("x", kIn, kH, kW, dsl::Quant::per_tensor(0.0371f, 120));
+    const dsl::Attrs to_i8 = quantized_to(0.0123, 3).set("output_type", std::string("i8"));
+    auto qdq_average = [&](const algorithms::PoolParams &p) {
+        const dsl::Layer pool =
+            algorithms::avg_pool("pool", registry.build("dequantize", "pool_dq", {x}, {}), p);
+        return dsl::Graph("qdq_average", {registry.build("quantize", "pool_q", {pool}, to_i8)});
+    };
+    algorithms::PoolParams global, padded;
+    global.kernel_h = kH;
+    global.kernel_w = kW;
+    padded.kernel_h = padded.kernel_w = 3;
+    padded.stride_h = padded.stride_w = 2;
+    padded.pad_left = padded.pad_right = padded.pad_top = padded.pad_bottom = 1;
+    for (const algorithms::PoolParams &p : {global, padded}) {
+        SCOPED_TRACE(p.kernel_w);
+        const dsl::Graph before = qdq_average(p);
+        const frontend::GraphPassState passed = run_one(before, "propagate_dequantize");
+        // The pool is the graph output, so it takes the quantize's name.
+        EXPECT_EQ(ops_of(passed.graph), std::vector<std::string>{"avg_pool:pool_q"});
+        const dsl::Layer int8_pool = passed.graph.find("pool_q");
+        EXPECT_EQ(int8_pool.output().type, dsl::ElemType::I8);
+        EXPECT_TRUE(int8_pool.inputs().at(0).same_as(x));
+        EXPECT_EQ(int8_pool.output().quant.zero_point_at(0), 3);
+        EXPECT_EQ(passed.merged_into.at("pool_dq"), "pool_q");
+        ASSERT_FALSE(passed.notes.empty());
+        EXPECT_NE(passed.notes[0].find("'pool' (avg_pool) runs on the int8 'x'"), std::string::npos)
+            << passed.notes[0];
+
+        // The device's int8 results against the float graph's: one step apart at most, and
+        // few of them.
+        const std::vector<Halide::Buffer<>> inputs = random_inputs(before, 5);
+        codegen::CheckOptions options;
+        options.inputs = inputs;
+        const codegen::CheckResult result =
+            codegen::check_against_reference(passed.graph, vpu27(), options);
+        ASSERT_TRUE(result.ok()) << result.report();
+        const Halide::Buffer<int8_t> expected = algorithms::run_reference(before, inputs)[0];
+        const Halide::Buffer<int8_t> got =
+            algorithms::from_memory_order(int8_pool.output(), result.run.outputs[0]);
+        ASSERT_EQ(got.number_of_elements(), expected.number_of_elements());
+        int64_t off_by_one = 0;
+        for (size_t i = 0; i < got.number_of_elements(); ++i) {
+            EXPECT_LE(std::abs(int(got.data()[i]) - int(expected.data()[i])), 1) << i;
+            off_by_one += got.data()[i] != expected.data()[i];
+        }
+        EXPECT_LT(off_by_one * 10, int64_t(got.number_of_elements())) << off_by_one;
+    }
+
+    padded.count_include_pad = false;
+    const frontend::GraphPassState passed = run_one(qdq_average(padded), "propagate_dequantize");
+    EXPECT_EQ(ops_of(passed.graph),
+              (std::vector<std::string>{"dequantize:pool_dq", "avg_pool:pool", "quantize:pool_q"}));
+    ASSERT_FALSE(passed.notes.empty());
+    EXPECT_NE(passed.notes[0].find("'pool' (avg_pool) stays in float: "), std::string::npos)
+        << passed.notes[0];
+}
+
 // x (u8) -> dequantize -> resize to 2x (`mode`) -> quantize back to x's quantization, as a QDQ
 // model upsamples: nearest copies values, so it runs on the int8 tensor with the same bytes;
 // linear blends them, and stays in float.

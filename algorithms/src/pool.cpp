@@ -244,4 +244,16 @@ dsl::Layer avg_pool(const std::string &name, const dsl::Layer &input, const Pool
     return layer_registry().build("avg_pool", name, {input}, pool_attrs(false, p, out));
 }
 
+dsl::Attrs int8_pool_attrs(const dsl::Layer &pool, double in_scale, dsl::ElemType out_type,
+                           const dsl::Quant &out) {
+    dsl::Attrs a = pool.attrs();
+    const std::vector<int64_t> k = a.get_ints("kernel_shape");
+    const double area = pool.op() == "avg_pool" ? double(k.at(0) * k.at(1)) : 1.0;
+    const FixedPoint f = fixed_point(in_scale / out.scale_at(0) / area);
+    a.set("requant_mult", int64_t(f.mult));
+    a.set("requant_shift", int64_t(f.shift));
+    set_output_quant(a, out_type, out);
+    return a;
+}
+
 } // namespace vpuc::algorithms

@@ -2,11 +2,15 @@
 // quantize. For an op that only selects or moves values (a max pool, a reshape), quantizing its
 // result back to the quantization of the int8 tensor it dequantized gives that tensor's own
 // values, so the op runs on the int8 tensor itself: the dequantize and quantize, two SHAVE
-// layers reading the whole tensor, disappear, and a max pool runs on the DPU in int8. A concat
-// quantized as a whole is quantized part by part instead, so that it runs on int8 tensors too.
+// layers reading the whole tensor, disappear, and a max pool runs on the DPU in int8. An average
+// pool runs in int8 too, requantized to the quantize's scale, as the importer builds one after an
+// int8 layer: within one quantization step of ONNX's rounding (docs/onnx.md, "Rounding"). A
+// concat quantized as a whole is quantized part by part instead, so that it runs on int8 tensors
+// too.
 #include <cmath>
 #include <set>
 
+#include "algorithms/layers.h"
 #include "algorithms/registry.h"
 #include "frontend/graph_passes.h"
 
@@ -41,7 +45,7 @@ std::string why_not_int8(const dsl::Layer &op) {
             return "it fills outside the crop with extrapolation_value";
         return "";
     }
-    if (op.op() != "max_pool") return "";
+    if (op.op() != "max_pool" && op.op() != "avg_pool") return "";
     // A float activation or clamp would have to be requantized.
     if (a.get_string("activation") != "none" || !std::isinf(a.get_float("clamp_low")) ||
         !std::isinf(a.get_float("clamp_high")))
@@ -109,7 +113,9 @@ void propagate_dequantize(GraphPassState &state) {
         if (quantize.op() != "quantize" || !in_graph(graph, quantize)) continue;
         if (quantize_concat_parts(state, quantize, names)) continue;
         const dsl::Layer op = quantize.inputs().at(0);
-        if (op.is_input() || !value_selecting_ops().count(op.op()) || op.inputs().size() != 1)
+        const bool averages = !op.is_input() && op.op() == "avg_pool";
+        if (op.is_input() || (!value_selecting_ops().count(op.op()) && !averages) ||
+            op.inputs().size() != 1)
             continue;
         const dsl::Layer dequantize = op.inputs().at(0);
         if (dequantize.is_input() || dequantize.op() != "dequantize") continue;
@@ -117,8 +123,15 @@ void propagate_dequantize(GraphPassState &state) {
         if (graph.consumers(op).size() != 1 || is_graph_output(graph, op)) continue;
         const dsl::Layer source = dequantize.inputs().at(0);
         const std::string prefix = "propagate_dequantize: '" + op.name() + "' (" + op.op() + ")";
-        if (!same_quantization(source.output(), quantize.output()) ||
-            quantize.output().quant.per_channel()) {
+        const dsl::Quant &source_quant = source.output().quant;
+        if (averages && (source_quant.empty() || source_quant.per_channel() ||
+                         quantize.output().quant.per_channel())) {
+            state.notes.push_back(prefix + " stays in float: its int8 form is requantized per "
+                                           "tensor");
+            continue;
+        }
+        if (!averages && (!same_quantization(source.output(), quantize.output()) ||
+                          quantize.output().quant.per_channel())) {
             state.notes.push_back(prefix + " stays in float: '" + quantize.name() +
                                   "' quantizes to " + quantize.output().describe() +
                                   ", not to the quantization of '" + source.name() + "'");
@@ -132,8 +145,18 @@ void propagate_dequantize(GraphPassState &state) {
         // The layer keeps the op's name, or the quantize's when that is a graph output.
         const bool keeps_output_name = is_graph_output(graph, quantize);
         const std::string name = keeps_output_name ? quantize.name() : op.name();
-        dsl::Layer int8_op =
-            algorithms::layer_registry().build(op.op(), name, {source}, op.attrs());
+        dsl::Layer int8_op;
+        try {
+            const dsl::Attrs attrs =
+                averages
+                    ? algorithms::int8_pool_attrs(op, source_quant.scale_at(0),
+                                                  quantize.output().type, quantize.output().quant)
+                    : op.attrs();
+            int8_op = algorithms::layer_registry().build(op.op(), name, {source}, attrs);
+        } catch (const dsl::LayerError &e) {
+            state.notes.push_back(prefix + " stays in float: " + e.what());
+            continue;
+        }
         int8_op.schedule() = op.schedule();
         if (!same_quantization(int8_op.output(), quantize.output()) ||
             int8_op.output().shape != quantize.output().shape) {
@@ -149,7 +172,9 @@ void propagate_dequantize(GraphPassState &state) {
         for (auto &[merged, into] : state.merged_into)
             if (into == op.name() || into == quantize.name()) into = name;
         state.notes.push_back(prefix + " runs on the int8 '" + source.name() + "': '" +
-                              quantize.name() + "' quantizes back to its quantization" +
+                              quantize.name() +
+                              (averages ? "' gives its output's quantization"
+                                        : "' quantizes back to its quantization") +
                               (dequantize_goes ? ", and '" + dequantize.name() + "' goes" : ""));
     }
 }

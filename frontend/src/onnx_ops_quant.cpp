@@ -328,12 +328,8 @@ dsl::Layer with_output_quant(NodeImport &node, const dsl::Layer &int8_layer,
             attrs.set("requant_mult", int64_t(q.out.requant.mult));
             attrs.set("requant_shift", int64_t(q.out.requant.shift));
         } else if (op == "max_pool" || op == "avg_pool") {
-            const std::vector<int64_t> k = attrs.get_ints("kernel_shape");
-            const double area = op == "avg_pool" ? double(k.at(0) * k.at(1)) : 1.0;
-            const algorithms::FixedPoint f =
-                algorithms::fixed_point(in_quant.scale_at(0) / out_scale / area);
-            attrs.set("requant_mult", int64_t(f.mult));
-            attrs.set("requant_shift", int64_t(f.shift));
+            attrs =
+                algorithms::int8_pool_attrs(int8_layer, in_quant.scale_at(0), out.type, out.quant);
         } else {
             node.fail("requantizing the output of " + op + " '" + int8_layer.name() +
                       "' to another scale is not supported");

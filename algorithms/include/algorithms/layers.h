@@ -112,6 +112,13 @@ dsl::Layer max_pool(const std::string &name, const dsl::Layer &input, const Pool
 dsl::Layer avg_pool(const std::string &name, const dsl::Layer &input, const PoolParams &p,
                     const std::optional<QuantOutput> &out = {});
 
+// `pool` (a max_pool or avg_pool layer) as an int8 pool of an input quantized with `in_scale`,
+// storing `out_type` quantized per tensor as `out`: its attributes with the output's type and
+// quantization and the PPE's fixed-point scale in_scale / out_scale, over the window's area
+// for an average. Throws dsl::LayerError when that scale has no fixed-point form.
+dsl::Attrs int8_pool_attrs(const dsl::Layer &pool, double in_scale, dsl::ElemType out_type,
+                           const dsl::Quant &out);
+
 // The blob's enum (schema/blob.fbs), as the DPU runs them.
 using EltwiseOp = blob::EltwiseOp;
 
