@@ -7,6 +7,7 @@
 
 #include "vpu_target/blob_writer.h"
 #include "vpu_target/races.h"
+#include "vpu_target/simulator.h"
 #include "vpu_target/verifier.h"
 
 using namespace vpuc::blob;
@@ -36,6 +37,10 @@ std::vector<std::string> races_of(BlobWriter &w) {
     return reported;
 }
 
+std::vector<uint8_t> bytes_of_input(size_t n) {
+    return std::vector<uint8_t>(n, 7);
+}
+
 BlobWriter with_input() {
     BlobWriter w(vpuc::target::load_target("vpu27"), "races");
     w.add_input("x", {256}, DType::U8, Layout::ND);
@@ -49,6 +54,31 @@ TEST(Races, TwoUnorderedWritesOfTheSameBytes) {
     EXPECT_EQ(races_of(w), std::vector<std::string>{
                                "'b' (DMA queue 1) writes CMX of tile 0+32..64, which 'a' (DMA "
                                "queue 0) writes, and neither waits for the other"});
+}
+
+// A blob a compiler pass builds to time a trial program is checked for timing only: its data
+// races are not looked for, and the simulator then runs it for timing, never functionally.
+TEST(Races, ABlobCheckedForTimingOnlyRunsForTimingOnly) {
+    const vpuc::target::Target target = vpuc::target::load_target("vpu27");
+    BlobWriter w = with_input();
+    w.add_dma(0, "a", input_at(0), cmx_at(0, 0), 64);
+    w.add_dma(1, "b", input_at(0, 64), cmx_at(0, 32), 64);
+    const std::vector<uint8_t> bytes = w.finish();
+    EXPECT_THROW(verify(bytes, target), BlobError);
+    EXPECT_NO_THROW(verify_for_timing(bytes, target));
+    vpuc::sim::Simulator timing(target, bytes, vpuc::sim::Checks::Timing);
+    EXPECT_GT(timing.run({}, vpuc::sim::Mode::TimingOnly).latency_ns, 0);
+    try {
+        timing.run({bytes_of_input(256)});
+        ADD_FAILURE() << "a functional run of a blob checked for timing only";
+    } catch (const BlobError &e) {
+        EXPECT_EQ(std::string(e.what()).rfind("a functional run of a blob verified for timing "
+                                              "only",
+                                              0),
+                  0u)
+            << e.what();
+    }
+    EXPECT_THROW(vpuc::sim::Simulator(target, bytes), BlobError);
 }
 
 TEST(Races, AReadUnorderedWithAWrite) {

@@ -376,11 +376,35 @@ std::vector<BarrierIR> barriers_of(const Program &p, int dpus_per_tile,
     return barriers;
 }
 
+// `program` for a timing-only run: the same tasks and buffers, every constant buffer at the
+// start of a section of zeros as large as the largest (they overlap, and nothing writes them).
+// Timing reads no constant's values, and copying a network's tens of megabytes of weights into
+// each trial blob would cost more than the run.
+Program timing_copy(const Program &program) {
+    Program copy;
+    copy.name = program.name;
+    copy.inputs = program.inputs;
+    copy.outputs = program.outputs;
+    copy.buffers = program.buffers;
+    copy.kernels = program.kernels;
+    copy.tasks = program.tasks;
+    copy.barriers = program.barriers;
+    copy.scratch_bytes = program.scratch_bytes;
+    uint64_t largest = 0;
+    for (BufferDecl &b : copy.buffers)
+        if (b.space == blob::MemSpace::Constant) {
+            b.offset = 0;
+            largest = std::max(largest, b.bytes);
+        }
+    copy.constants.assign(largest, 0);
+    return copy;
+}
+
 // When each task of `s`'s program starts and ends with a physical barrier for each of its
 // virtual `barriers`, as the simulator runs it (timing only).
 RunTimes simulate_without_barrier_limit(const LoweringState &s, std::vector<BarrierIR> barriers) {
     target::Target roomy = s.target;
-    LoweringState trial(s.graph, roomy, s.program);
+    LoweringState trial(s.graph, roomy, timing_copy(s.program));
     trial.program.barriers = std::move(barriers);
     roomy.barriers = std::max(roomy.barriers, int(trial.program.barriers.size()));
     for (size_t b = 0; b < trial.program.barriers.size(); ++b)
@@ -389,8 +413,8 @@ RunTimes simulate_without_barrier_limit(const LoweringState &s, std::vector<Barr
     for (size_t t = 0; t < trial.program.tasks.size(); ++t)
         trial.program.tasks[t].name = std::to_string(t);
     assemble(trial);
-    const sim::RunResult run =
-        sim::Simulator(roomy, std::move(trial.blob)).run({}, sim::Mode::TimingOnly);
+    const sim::RunResult run = sim::Simulator(roomy, std::move(trial.blob), sim::Checks::Timing)
+                                   .run({}, sim::Mode::TimingOnly);
     const size_t n = s.program.tasks.size();
     RunTimes ran{std::vector<double>(n, -1), std::vector<double>(n, -1)};
     for (const sim::TaskRecord &r : run.tasks) {
@@ -404,6 +428,17 @@ RunTimes simulate_without_barrier_limit(const LoweringState &s, std::vector<Barr
 }
 
 } // namespace
+
+std::optional<double> simulated_latency_ns(const LoweringState &s, std::vector<TaskIR> tasks) {
+    Program program = timing_copy(s.program);
+    program.tasks = std::move(tasks);
+    std::vector<BarrierIR> barriers = barriers_of(program, 1);
+    // The trial blob holds each barrier's id in 16 bits.
+    if (program.tasks.empty() || barriers.size() > size_t(UINT16_MAX) + 1) return std::nullopt;
+    const LoweringState trial(s.graph, s.target, std::move(program));
+    const RunTimes ran = simulate_without_barrier_limit(trial, std::move(barriers));
+    return *std::max_element(ran.end_ns.begin(), ran.end_ns.end());
+}
 
 void order_as_run(LoweringState &s) {
     // (A target without barriers is map_physical_barriers' error to report.)

@@ -98,6 +98,8 @@ struct LoweringState {
     std::vector<PrefetchChain> prefetch_chains;            // layers computed at root
     std::vector<ResidentCopies> resident_copies;           // layers kept in CMX
     std::optional<RunTimes> run_times; // set by order_as_run when it ordered the program
+    // Set by prefetch_weights when it queued weight copies ahead of a layer before theirs.
+    bool weights_prefetched = false;
     // Layers kept in CMX (store_in(CMX)) by rows (keep_in_cmx): each tile computing one holds
     // the rows given here, those it computes and those its tasks read, and every task reading
     // the layer runs on such a tile.
@@ -232,6 +234,13 @@ void split_weight_copies(LoweringState &s);
 void prefetch_weights(LoweringState &s);
 void allocate_cmx(LoweringState &s);
 void allocate_ddr(LoweringState &s);
+// Once weights are prefetched: the DMA transfers reading DDR on some engines and those reading
+// CMX on the others, where a timing-only trial shows the program faster that way.
+void separate_dma_directions(LoweringState &s);
+// How long `s`'s program with `tasks` instead of its own runs on the simulator, timing only,
+// each of its dependencies across queues a barrier of its own; nullopt for a program the trial
+// blob cannot hold (more than 65,536 barriers) or of no task. (barriers.cpp)
+std::optional<double> simulated_latency_ns(const LoweringState &s, std::vector<TaskIR> tasks);
 void reduce_dependencies(LoweringState &s);
 void order_as_run(LoweringState &s);
 void assign_barriers(LoweringState &s);

@@ -197,6 +197,7 @@ void prefetch_weights(LoweringState &s) {
     s.renumber_tasks([&](int old) { return new_index[size_t(old)]; });
     size_t copies = 0;
     for (const Move &m : moves) copies += m.copies.size();
+    s.weights_prefetched = true;
     s.notes.push_back("prefetch_weights: the first weights of " + std::to_string(moves.size()) +
                       " layer(s) (" + std::to_string(copies) +
                       " copies) load while the layer before computes");

@@ -141,12 +141,15 @@ struct Simulator::Impl {
     const Blob *blob = nullptr;
     SandboxOptions sandbox;
     std::unique_ptr<KernelImages> kernels; // laid out at the first functional run
+    Checks checks = Checks::All;
 };
 
-Simulator::Simulator(target::Target target, std::vector<uint8_t> blob_bytes)
+Simulator::Simulator(target::Target target, std::vector<uint8_t> blob_bytes, Checks checks)
     : target_(std::move(target)), impl_(std::make_unique<Impl>()) {
     impl_->bytes = std::move(blob_bytes);
-    impl_->blob = &blob::verify(impl_->bytes, target_);
+    impl_->checks = checks;
+    impl_->blob = checks == Checks::All ? &blob::verify(impl_->bytes, target_)
+                                        : &blob::verify_for_timing(impl_->bytes, target_);
 }
 
 Simulator::~Simulator() = default;
@@ -444,6 +447,9 @@ void Simulator::set_sandbox_options(const SandboxOptions &options) {
 
 RunResult Simulator::run(const std::vector<std::vector<uint8_t>> &inputs, Mode mode) {
     if (mode == Mode::TimingOnly) return Run(target_, *impl_->blob, nullptr, nullptr).run();
+    if (impl_->checks != Checks::All)
+        throw blob::BlobError("a functional run of a blob verified for timing only (its data "
+                              "races and weight tables are unchecked)");
     Memory memory(*impl_->blob, target_);
     // Started before the memory is loaded, so that the worker starts and loads the kernels
     // while the simulator writes the inputs and fills CMX, then runs the first tasks.

@@ -1547,9 +1547,14 @@ const Blob &verify_structure(const std::vector<uint8_t> &bytes) {
     return blob;
 }
 
-const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &target) {
+const Blob &verify_for_timing(const std::vector<uint8_t> &bytes, const target::Target &target) {
     const Blob &blob = verify_structure(bytes);
     Checker(blob, target, bytes.size()).run();
+    return blob;
+}
+
+const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &target) {
+    const Blob &blob = verify_for_timing(bytes, target);
     // The memory analyses work per contiguous run of bytes a task touches, which a small blob
     // can make many of: their allowance grows with the file, with a floor for small blobs.
     const uint64_t budget = kDataflowBudgetPerByte * bytes.size() + kDataflowBudgetFloor;

@@ -48,10 +48,16 @@ struct RunResult {
     double dpu_emulation_ns = 0;
 };
 
+// How much of blob::verify the simulator runs on a blob.
+enum class Checks {
+    All,    // blob::verify: any blob, for any run
+    Timing, // blob::verify_for_timing: a blob a compiler pass built, for TimingOnly runs
+};
+
 class Simulator {
   public:
     // Verifies the blob against the target (throws blob::BlobError).
-    Simulator(target::Target target, std::vector<uint8_t> blob_bytes);
+    Simulator(target::Target target, std::vector<uint8_t> blob_bytes, Checks checks = Checks::All);
     ~Simulator();
     Simulator(const Simulator &) = delete;
     Simulator &operator=(const Simulator &) = delete;
@@ -66,7 +72,8 @@ class Simulator {
     // TimingOnly mode, where it may be empty). A functional run of a blob with SHAVE tasks
     // starts a sandboxed worker for its kernels before its first task. Throws KernelFault when
     // a kernel fails, crashes or exceeds its time limit, naming the task and the kernel: a
-    // verified blob fails in no other way (blob::BlobError for inputs of the wrong size).
+    // verified blob fails in no other way (blob::BlobError for inputs of the wrong size, or a
+    // functional run of a blob checked for timing only).
     RunResult run(const std::vector<std::vector<uint8_t>> &inputs, Mode mode = Mode::Functional);
 
   private:

@@ -16,6 +16,12 @@ namespace vpuc::blob {
 // found, one per line, each naming the task (or header/barrier/kernel) and the field.
 const Blob &verify(const std::vector<uint8_t> &bytes, const target::Target &target);
 
+// What a timing-only run relies on: verify's checks of the structure, the memory bounds, the
+// barriers and deadlock, without its checks of the values a functional run computes (data
+// races, overlapping DPU outputs, weight tables). For blobs a compiler pass builds to time a
+// trial form of a program (sim::Checks::Timing).
+const Blob &verify_for_timing(const std::vector<uint8_t> &bytes, const target::Target &target);
+
 // Only the FlatBuffers structure, file identifier and format version: enough to read the
 // header (e.g. to find the target).
 const Blob &verify_structure(const std::vector<uint8_t> &bytes);
