@@ -62,7 +62,7 @@ const std::vector<Pass> &passes() {
         {"prefetch_weights", prefetch_weights, verify_tasks},
         {"allocate_cmx", allocate_cmx, verify_allocation},
         {"allocate_ddr", allocate_ddr, verify_allocation},
-        {"separate_dma_directions", separate_dma_directions, verify_tasks},
+        {"assign_dma_engines", assign_dma_engines, verify_tasks},
         {"reduce_dependencies", reduce_dependencies, verify_tasks},
         {"order_as_run", order_as_run, verify_tasks},
         {"assign_barriers", assign_barriers, verify_tasks},

@@ -234,9 +234,9 @@ void split_weight_copies(LoweringState &s);
 void prefetch_weights(LoweringState &s);
 void allocate_cmx(LoweringState &s);
 void allocate_ddr(LoweringState &s);
-// Once weights are prefetched: the DMA transfers reading DDR on some engines and those reading
-// CMX on the others, where a timing-only trial shows the program faster that way.
-void separate_dma_directions(LoweringState &s);
+// Once weights are prefetched: the DMA engine mapping (by tile, by direction, or weights apart)
+// a timing-only trial of each shows fastest.
+void assign_dma_engines(LoweringState &s);
 // How long `s`'s program with `tasks` instead of its own runs on the simulator, timing only,
 // each of its dependencies across queues a barrier of its own; nullopt for a program the trial
 // blob cannot hold (more than 65,536 barriers) or of no task. (barriers.cpp)
