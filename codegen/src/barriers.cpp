@@ -376,19 +376,18 @@ std::vector<BarrierIR> barriers_of(const Program &p, int dpus_per_tile,
     return barriers;
 }
 
-// `program` for a timing-only run: the same tasks and buffers, every constant buffer at the
+// `program` with `tasks` for a timing-only run: the same buffers, every constant buffer at the
 // start of a section of zeros as large as the largest (they overlap, and nothing writes them).
 // Timing reads no constant's values, and copying a network's tens of megabytes of weights into
 // each trial blob would cost more than the run.
-Program timing_copy(const Program &program) {
+Program timing_copy(const Program &program, std::vector<TaskIR> tasks) {
     Program copy;
     copy.name = program.name;
     copy.inputs = program.inputs;
     copy.outputs = program.outputs;
     copy.buffers = program.buffers;
     copy.kernels = program.kernels;
-    copy.tasks = program.tasks;
-    copy.barriers = program.barriers;
+    copy.tasks = std::move(tasks);
     copy.scratch_bytes = program.scratch_bytes;
     uint64_t largest = 0;
     for (BufferDecl &b : copy.buffers)
@@ -400,11 +399,13 @@ Program timing_copy(const Program &program) {
     return copy;
 }
 
-// When each task of `s`'s program starts and ends with a physical barrier for each of its
-// virtual `barriers`, as the simulator runs it (timing only).
-RunTimes simulate_without_barrier_limit(const LoweringState &s, std::vector<BarrierIR> barriers) {
+// When each of `tasks` (`s`'s program's, or another form of them) starts and ends with a
+// physical barrier for each of their virtual `barriers`, as the simulator runs them (timing
+// only).
+RunTimes simulate_without_barrier_limit(const LoweringState &s, std::vector<TaskIR> tasks,
+                                        std::vector<BarrierIR> barriers) {
     target::Target roomy = s.target;
-    LoweringState trial(s.graph, roomy, timing_copy(s.program));
+    LoweringState trial(s.graph, roomy, timing_copy(s.program, std::move(tasks)));
     trial.program.barriers = std::move(barriers);
     roomy.barriers = std::max(roomy.barriers, int(trial.program.barriers.size()));
     for (size_t b = 0; b < trial.program.barriers.size(); ++b)
@@ -415,7 +416,7 @@ RunTimes simulate_without_barrier_limit(const LoweringState &s, std::vector<Barr
     assemble(trial);
     const sim::RunResult run = sim::Simulator(roomy, std::move(trial.blob), sim::Checks::Timing)
                                    .run({}, sim::Mode::TimingOnly);
-    const size_t n = s.program.tasks.size();
+    const size_t n = trial.program.tasks.size();
     RunTimes ran{std::vector<double>(n, -1), std::vector<double>(n, -1)};
     for (const sim::TaskRecord &r : run.tasks) {
         const size_t t = std::stoul(r.name);
@@ -423,20 +424,20 @@ RunTimes simulate_without_barrier_limit(const LoweringState &s, std::vector<Barr
         ran.end_ns.at(t) = r.end_ns;
     }
     if (std::count(ran.start_ns.begin(), ran.start_ns.end(), -1.0) > 0)
-        throw LoweringError("order_as_run: the simulator did not run every task of the program");
+        throw LoweringError("timing trial: the simulator did not run every task of the program");
     return ran;
 }
 
 } // namespace
 
 std::optional<double> simulated_latency_ns(const LoweringState &s, std::vector<TaskIR> tasks) {
-    Program program = timing_copy(s.program);
-    program.tasks = std::move(tasks);
-    std::vector<BarrierIR> barriers = barriers_of(program, 1);
+    Program queues; // the tasks are all barriers_of reads
+    queues.tasks = std::move(tasks);
+    std::vector<BarrierIR> barriers = barriers_of(queues, 1);
     // The trial blob holds each barrier's id in 16 bits.
-    if (program.tasks.empty() || barriers.size() > size_t(UINT16_MAX) + 1) return std::nullopt;
-    const LoweringState trial(s.graph, s.target, std::move(program));
-    const RunTimes ran = simulate_without_barrier_limit(trial, std::move(barriers));
+    if (queues.tasks.empty() || barriers.size() > size_t(UINT16_MAX) + 1) return std::nullopt;
+    const RunTimes ran =
+        simulate_without_barrier_limit(s, std::move(queues.tasks), std::move(barriers));
     return *std::max_element(ran.end_ns.begin(), ran.end_ns.end());
 }
 
@@ -453,7 +454,8 @@ void order_as_run(LoweringState &s) {
     BarrierMapper in_program_order(trial, s.target.barriers);
     in_program_order.run();
     if (in_program_order.serialized() == 0 || !simulable) return;
-    const RunTimes ran = simulate_without_barrier_limit(s, std::move(virtual_barriers));
+    const RunTimes ran =
+        simulate_without_barrier_limit(s, s.program.tasks, std::move(virtual_barriers));
     auto &tasks = s.program.tasks;
     std::vector<int> order(tasks.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = int(i);
